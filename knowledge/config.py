@@ -1,0 +1,226 @@
+"""Three-tier knowledge configuration: admin lock > profile override > global default.
+
+The one place that declares the knowledge parameters (type, range, default)
+and resolves the effective value of each for a request. Values are read from
+the database on every call, so a change takes effect on the next request with
+no restart.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+
+
+class ConfigError(ValueError):
+    """A parameter name or value was refused; the message says why."""
+
+
+@dataclass(frozen=True)
+class Parameter:
+    key: str
+    kind: type
+    default: Any
+    help_text: str
+    minimum: float | None = None
+    maximum: float | None = None
+    max_length: int | None = None
+
+
+PARAMETERS: dict[str, Parameter] = {
+    p.key: p
+    for p in (
+        Parameter("maxDocs", int, 3, "Maximum chunks returned after scoring and deduplication.", 1, 100),
+        Parameter(
+            "minRelevanceScore",
+            float,
+            0.30,
+            "Minimum cosine similarity (0.0-1.0); chunks below it are discarded.",
+            0.0,
+            1.0,
+        ),
+        Parameter("maxTokens", int, 2000, "Token budget for the knowledge context sent to the LLM.", 100, 128000),
+        Parameter(
+            "maxChunksPerDocument", int, 0, "Maximum chunks from one document; 0 means unlimited.", 0, 100
+        ),
+        Parameter(
+            "freshnessWeight",
+            float,
+            0.0,
+            "Blend of relevance and freshness: 0.0 pure relevance, 1.0 pure freshness.",
+            0.0,
+            1.0,
+        ),
+        Parameter(
+            "freshnessDecayRate",
+            float,
+            0.005,
+            "Exponential decay per day of a document's age in the freshness score.",
+            0.0,
+            1.0,
+        ),
+        Parameter(
+            "synthesisPromptOverride",
+            str,
+            "",
+            "Custom system prompt for synthesis; replaces the default when not empty.",
+            max_length=20000,
+        ),
+        Parameter("hybrid", bool, True, "Fuse lexical (full-text) with semantic search; off = semantic only."),
+        Parameter(
+            "semanticWeight", float, 0.7, "Weight of the semantic ranking in Reciprocal Rank Fusion.", 0.0, 1.0
+        ),
+        Parameter("rrfK", int, 60, "Smoothing constant k of Reciprocal Rank Fusion.", 1, 1000),
+    )
+}
+
+SOURCE_LOCKED = "locked"
+SOURCE_PROFILE = "profile"
+SOURCE_GLOBAL = "global"
+
+
+@dataclass(frozen=True)
+class EffectiveValue:
+    value: Any
+    source: str
+
+
+def parameter(key: str) -> Parameter:
+    try:
+        return PARAMETERS[key]
+    except KeyError:
+        known = ", ".join(PARAMETERS)
+        raise ConfigError(f"unknown parameter {key!r}; known parameters: {known}") from None
+
+
+def validate_value(key: str, raw: Any) -> Any:
+    """Return ``raw`` as the parameter's type, or raise ConfigError saying what is wrong.
+
+    Strings are parsed (they come from the command line and forms); other
+    values must already have the right JSON type.
+    """
+    spec = parameter(key)
+    value = _coerce(spec, raw)
+    _check_range(spec, value)
+    return value
+
+
+def validate_overrides(overrides: Any) -> dict[str, Any]:
+    if not isinstance(overrides, dict):
+        raise ConfigError("overrides must be an object mapping parameter names to values")
+    return {key: validate_value(key, value) for key, value in overrides.items()}
+
+
+def _coerce(spec: Parameter, raw: Any) -> Any:
+    if spec.kind is str:
+        if not isinstance(raw, str):
+            raise ConfigError(f"{spec.key} must be text, got {json.dumps(raw)}")
+        return raw
+    if spec.kind is bool:
+        return _coerce_bool(spec, raw)
+    if isinstance(raw, bool):
+        raise ConfigError(f"{spec.key} must be a number, got {json.dumps(raw)}")
+    if isinstance(raw, str):
+        raw = _parse_number(spec, raw)
+    if spec.kind is int:
+        if isinstance(raw, float) and raw.is_integer():
+            raw = int(raw)
+        if not isinstance(raw, int):
+            raise ConfigError(f"{spec.key} must be a whole number, got {raw!r}")
+        return raw
+    if not isinstance(raw, (int, float)) or not math.isfinite(raw):
+        raise ConfigError(f"{spec.key} must be a number, got {raw!r}")
+    return float(raw)
+
+
+def _coerce_bool(spec: Parameter, raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.strip().lower() in {"true", "1", "yes", "on"}:
+        return True
+    if isinstance(raw, str) and raw.strip().lower() in {"false", "0", "no", "off"}:
+        return False
+    raise ConfigError(f"{spec.key} must be true or false, got {raw!r}")
+
+
+def _parse_number(spec: Parameter, raw: str) -> int | float:
+    text = raw.strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise ConfigError(f"{spec.key} must be a number, got {raw!r}") from None
+
+
+def _check_range(spec: Parameter, value: Any) -> None:
+    if spec.minimum is not None and value < spec.minimum:
+        raise ConfigError(f"{spec.key} must be at least {spec.minimum}, got {value}")
+    if spec.maximum is not None and value > spec.maximum:
+        raise ConfigError(f"{spec.key} must be at most {spec.maximum}, got {value}")
+    if spec.max_length is not None and len(value) > spec.max_length:
+        raise ConfigError(f"{spec.key} must be at most {spec.max_length} characters, got {len(value)}")
+
+
+def global_settings() -> dict[str, tuple[Any, bool]]:
+    """Every parameter's global (value, is_locked); defaults for rows not yet stored."""
+    from knowledge.models import KnowledgeSetting
+
+    stored = {row.key: (row.value, row.is_locked) for row in KnowledgeSetting.objects.all()}
+    return {key: stored.get(key, (spec.default, False)) for key, spec in PARAMETERS.items()}
+
+
+def effective_config(*, overrides: dict[str, Any] | None = None) -> dict[str, EffectiveValue]:
+    """Resolve every parameter: a locked global wins, then the override, then the global value."""
+    overrides = overrides or {}
+    effective = {}
+    for key, (global_value, is_locked) in global_settings().items():
+        if is_locked:
+            effective[key] = EffectiveValue(global_value, SOURCE_LOCKED)
+        elif overrides.get(key) is not None:
+            effective[key] = EffectiveValue(overrides[key], SOURCE_PROFILE)
+        else:
+            effective[key] = EffectiveValue(global_value, SOURCE_GLOBAL)
+    return effective
+
+
+def profile_effective_config(profile) -> dict[str, EffectiveValue]:
+    return effective_config(overrides=profile.knowledge_overrides if profile else None)
+
+
+def effective_values(config: dict[str, EffectiveValue]) -> dict[str, Any]:
+    return {key: item.value for key, item in config.items()}
+
+
+@transaction.atomic
+def global_setting_set(*, key: str, value: Any = None, lock: bool | None = None):
+    """Change a global value and/or its lock, with the same validation as everywhere else."""
+    from knowledge.models import KnowledgeSetting
+
+    spec = parameter(key)
+    row, _ = KnowledgeSetting.objects.select_for_update().get_or_create(
+        key=key, defaults={"value": spec.default, "help_text": spec.help_text}
+    )
+    if value is not None:
+        row.value = validate_value(key, value)
+    if lock is not None:
+        row.is_locked = lock
+    row.help_text = spec.help_text
+    row.save()
+    return row
+
+
+def global_settings_ensure() -> None:
+    """Store a row with the default for every declared parameter that has none."""
+    from knowledge.models import KnowledgeSetting
+
+    for key, spec in PARAMETERS.items():
+        KnowledgeSetting.objects.get_or_create(
+            key=key, defaults={"value": spec.default, "help_text": spec.help_text}
+        )

@@ -1,0 +1,45 @@
+"""Value types passed between the pure ingestion steps.
+
+extract (bytes -> sections) -> chunking (sections -> chunk drafts) -> pipeline.
+Nothing here touches the database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class ExtractionError(Exception):
+    """A document cannot be read; the message is shown to the user as-is."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """A run of text that shares one strict source reference.
+
+    ``source_ref`` follows the strict formats (``page=3``, ``heading=Intro``,
+    ``operation=POST /users`` ...). Chunks never span two sections.
+    """
+
+    source_ref: str
+    text: str
+    heading_path: tuple[str, ...] = ()
+    page: int | None = None
+    slide: int | None = None
+    sheet: str | None = None
+    # Linked content (OpenAPI): this section's own id, e.g.
+    # "api.json:components/schemas/User", the ids it references through $ref,
+    # and the ids of the sections that reference it.
+    element_id: str = ""
+    ref_ids: tuple[str, ...] = ()
+    referenced_by: tuple[str, ...] = ()
+    metadata: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChunkDraft:
+    """A chunk ready to be embedded: its text and the section it came from."""
+
+    section: Section
+    content: str
+    token_count: int

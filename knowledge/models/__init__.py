@@ -1,0 +1,18 @@
+from knowledge.models.chat import ChatSession, ChatTurn
+from knowledge.models.collections import ChunkProfile, Collection, Subscription
+from knowledge.models.documents import Chunk, Document
+from knowledge.models.profiles import Profile, ProfileCollection
+from knowledge.models.settings import KnowledgeSetting
+
+__all__ = [
+    "ChatSession",
+    "ChatTurn",
+    "Chunk",
+    "ChunkProfile",
+    "Collection",
+    "Document",
+    "KnowledgeSetting",
+    "Profile",
+    "ProfileCollection",
+    "Subscription",
+]

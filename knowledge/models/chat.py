@@ -1,0 +1,57 @@
+from django.conf import settings
+from django.db import models
+
+from knowledge.models.profiles import Profile
+
+
+class ChatSession(models.Model):
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions"
+    )
+    profile = models.ForeignKey(
+        Profile, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions"
+    )
+    title = models.CharField(max_length=200, blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+
+    def __str__(self) -> str:
+        return self.title or f"Session {self.pk}"
+
+
+class ChatTurn(models.Model):
+    class Mode(models.TextChoices):
+        LLM = "llm", "LLM synthesis"
+        EXTRACTIVE = "extractive", "Extracted from sources"
+        NO_RESULTS = "no_results", "Nothing found"
+
+    session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="turns")
+    index = models.PositiveIntegerField()
+    question = models.TextField()
+    resolved_question = models.TextField(blank=True, help_text="The question after resolving follow-ups.")
+    answer = models.TextField(blank=True)
+    mode = models.CharField(max_length=12, choices=Mode.choices, blank=True)
+    cited_sources = models.JSONField(default=list, blank=True)
+    retrieved = models.JSONField(default=list, blank=True)
+    dropped_citations = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    token_source = models.CharField(max_length=10, blank=True, help_text="usage or estimate")
+    events = models.JSONField(default=list, blank=True)
+    durations_ms = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True, help_text="LLM failure that led to the fallback, if any.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["session_id", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "index"], name="one_turn_per_position")
+        ]
+
+    def __str__(self) -> str:
+        return self.question[:80]

@@ -1,0 +1,128 @@
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+
+class ChunkProfile(models.Model):
+    """How documents are cut into chunks; every chunk records the profile that made it."""
+
+    class Strategy(models.TextChoices):
+        PARAGRAPH = "paragraph", "Paragraph (default)"
+        SENTENCE = "sentence", "Sentence"
+        FIXED = "fixed", "Fixed size with overlap"
+        SEMANTIC = "semantic", "Semantic (heading-aware, token-based)"
+
+    name = models.CharField(max_length=100, unique=True)
+    strategy = models.CharField(max_length=20, choices=Strategy.choices, default=Strategy.PARAGRAPH)
+    chunk_size = models.PositiveIntegerField(
+        default=1000,
+        validators=[MinValueValidator(50), MaxValueValidator(20000)],
+        help_text="Characters per chunk; model tokens for the semantic strategy.",
+    )
+    chunk_overlap = models.PositiveIntegerField(
+        default=200, help_text="Overlap between consecutive chunks, in the same unit as the size."
+    )
+    is_active = models.BooleanField(
+        default=False, help_text="The profile new collections start with. Only one is active."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["is_active"], condition=Q(is_active=True), name="one_active_chunk_profile"
+            ),
+            models.CheckConstraint(
+                condition=Q(chunk_overlap__lt=models.F("chunk_size")),
+                name="chunk_overlap_below_size",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.strategy}, {self.chunk_size}/{self.chunk_overlap})"
+
+    def clean(self) -> None:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValidationError({"chunk_overlap": "The overlap must be smaller than the chunk size."})
+
+
+class Collection(models.Model):
+    """A named set of documents. No owner means admin-owned (readable by all users)."""
+
+    class Visibility(models.TextChoices):
+        PRIVATE = "private", "Private (owner only)"
+        UNLISTED = "unlisted", "Unlisted (anyone with its id)"
+        PUBLIC = "public", "Public (all signed-in users)"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="collections",
+        help_text="Empty for an admin-owned collection.",
+    )
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    tags = ArrayField(models.CharField(max_length=50), default=list, blank=True)
+    visibility = models.CharField(
+        max_length=10, choices=Visibility.choices, default=Visibility.PRIVATE
+    )
+    listed = models.BooleanField(default=False, help_text="Shown in the marketplace.")
+    embedding_model = models.CharField(max_length=200, editable=False)
+    chunk_profile = models.ForeignKey(
+        ChunkProfile,
+        on_delete=models.PROTECT,
+        related_name="collections",
+        help_text="The profile whose chunks are searched; re-index to change it.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], name="unique_collection_name_per_owner"),
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(owner__isnull=True), name="unique_admin_collection_name"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_admin_owned(self) -> bool:
+        return self.owner_id is None
+
+    def save(self, *args, **kwargs):
+        if not self.embedding_model:
+            self.embedding_model = settings.KNOWLEDGE_EMBEDDING_MODEL
+        super().save(*args, **kwargs)
+
+
+class Subscription(models.Model):
+    """A user's marketplace subscription to a listed collection."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="subscriptions"
+    )
+    collection = models.ForeignKey(
+        Collection, on_delete=models.CASCADE, related_name="subscriptions"
+    )
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "collection"], name="one_subscription_per_user")
+        ]
+
+    def __str__(self) -> str:
+        state = "active" if self.is_active else "ended"
+        return f"{self.user} -> {self.collection} ({state})"

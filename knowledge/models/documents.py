@@ -1,0 +1,141 @@
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+from knowledge.models.collections import ChunkProfile, Collection
+
+# The text-search configuration of the full-text column and of every query
+# against it; they must match or the lexical search finds nothing.
+SEARCH_CONFIG = "english"
+
+
+class ToTsVector(models.Func):
+    """to_tsvector with a constant configuration, so it is immutable (a generated column)."""
+
+    function = "to_tsvector"
+    template = f"%(function)s('{SEARCH_CONFIG}'::regconfig, %(expressions)s)"
+    output_field = SearchVectorField()
+
+
+def document_upload_path(document: "Document", filename: str) -> str:
+    return f"documents/{document.collection_id}/{document.content_hash[:2]}/{document.content_hash}/{filename}"
+
+
+class Document(models.Model):
+    class Status(models.TextChoices):
+        UPLOADED = "uploaded", "Uploaded"
+        PROCESSING = "processing", "Processing"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="documents")
+    title = models.CharField(max_length=500, blank=True)
+    filename = models.CharField(max_length=255)
+    author = models.CharField(max_length=300, blank=True)
+    category = models.CharField(max_length=100, blank=True)
+    tags = ArrayField(models.CharField(max_length=50), default=list, blank=True)
+    source_date = models.DateField(
+        null=True, blank=True, help_text="The document's own date, used for freshness scoring."
+    )
+    content_hash = models.CharField(max_length=64, help_text="SHA-256 of the original bytes.")
+    size = models.BigIntegerField(help_text="Bytes.")
+    content_type = models.CharField(max_length=100, blank=True)
+    file = models.FileField(upload_to=document_upload_path, max_length=500)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.UPLOADED)
+    error = models.TextField(blank=True)
+    # Progress of the current processing run, for progress bars.
+    sections_total = models.PositiveIntegerField(default=0)
+    sections_done = models.PositiveIntegerField(default=0)
+    chunks_total = models.PositiveIntegerField(default=0)
+    chunks_done = models.PositiveIntegerField(default=0)
+    replaces = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="replaced_by",
+        help_text="An older version this document replaces once it is ready.",
+    )
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="uploaded_documents",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    processed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["collection", "content_hash"], name="one_copy_of_bytes_per_collection"
+            )
+        ]
+        indexes = [models.Index(fields=["collection", "filename"])]
+
+    def __str__(self) -> str:
+        return self.title or self.filename
+
+    @property
+    def display_title(self) -> str:
+        return self.title or self.filename
+
+
+class Chunk(models.Model):
+    """A piece of a document, embedded under one model and one chunk profile."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    # Denormalised so access and profile filters run on this table alone.
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="chunks")
+    chunk_profile = models.ForeignKey(ChunkProfile, on_delete=models.PROTECT, related_name="chunks")
+    embedding_model = models.CharField(max_length=200)
+    index = models.PositiveIntegerField()
+    content = models.TextField()
+    token_count = models.PositiveIntegerField()
+    source_ref = models.CharField(max_length=1000)
+    heading_path = ArrayField(models.TextField(), default=list, blank=True)
+    page = models.PositiveIntegerField(null=True, blank=True)
+    slide = models.PositiveIntegerField(null=True, blank=True)
+    sheet = models.CharField(max_length=300, blank=True)
+    element_id = models.CharField(
+        max_length=1000, blank=True, help_text="Id of linked content, e.g. api.json:components/schemas/User."
+    )
+    ref_ids = ArrayField(models.TextField(), default=list, blank=True)
+    referenced_by = ArrayField(models.TextField(), default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    embedding = VectorField(dimensions=settings.KNOWLEDGE_EMBEDDING_DIMENSIONS)
+    search_vector = models.GeneratedField(
+        expression=ToTsVector("content"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["document_id", "index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["document", "chunk_profile", "index"], name="one_chunk_per_position"
+            )
+        ]
+        indexes = [
+            HnswIndex(
+                name="chunk_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
+            models.Index(fields=["collection", "chunk_profile"], name="chunk_collection_profile"),
+            models.Index(fields=["element_id"], name="chunk_element_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document} [{self.source_ref}] #{self.index}"

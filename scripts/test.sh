@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Run the whole test suite (real PostgreSQL + pgvector, real model, real files).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+exec .venv/bin/python -m pytest "$@"

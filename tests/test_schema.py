@@ -1,0 +1,51 @@
+"""The migrations build the schema on a real PostgreSQL with pgvector."""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from knowledge.models import ChunkProfile
+
+
+def _fetch(sql: str, params=()) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def test_vector_extension_is_installed_at_a_supported_version(db):
+    rows = _fetch("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+    assert rows, "the vector extension is missing"
+    major, minor = (int(part) for part in rows[0][0].split(".")[:2])
+    assert (major, minor) >= (0, 7)
+
+
+def test_chunk_embedding_has_an_hnsw_cosine_index(db):
+    rows = _fetch("SELECT indexdef FROM pg_indexes WHERE tablename = 'knowledge_chunk'")
+    definitions = [row[0] for row in rows]
+    hnsw = [d for d in definitions if "USING hnsw" in d]
+    assert len(hnsw) == 1
+    assert "(embedding vector_cosine_ops)" in hnsw[0]
+
+
+def test_chunk_embedding_column_is_384_dimensions(db):
+    rows = _fetch(
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = 'knowledge_chunk'::regclass AND attname = 'embedding'"
+    )
+    assert rows == [("vector(384)",)]
+
+
+def test_full_text_column_is_generated_and_gin_indexed(db):
+    rows = _fetch("SELECT indexdef FROM pg_indexes WHERE tablename = 'knowledge_chunk'")
+    assert any("USING gin (search_vector)" in row[0] for row in rows)
+    generated = _fetch(
+        "SELECT generation_expression FROM information_schema.columns "
+        "WHERE table_name = 'knowledge_chunk' AND column_name = 'search_vector'"
+    )
+    assert generated and "to_tsvector('english'::regconfig, content)" in generated[0][0]
+
+
+def test_a_default_chunk_profile_is_active(db):
+    active = ChunkProfile.objects.get(is_active=True)
+    assert (active.strategy, active.chunk_size, active.chunk_overlap) == ("paragraph", 1000, 200)
