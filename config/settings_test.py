@@ -9,3 +9,4 @@ from config.settings import Q_CLUSTER  # noqa: E402
 
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast user creation
+MEDIA_ROOT = DATA_DIR / "test-media"  # keep test uploads out of the application's files

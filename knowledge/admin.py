@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
+from knowledge.collections import chunk_profile_default, collection_reindex
 from knowledge.config import ConfigError, validate_value
+from knowledge.documents import document_delete, document_reindex, document_retry, document_upload
+from knowledge.errors import KnowledgeError
 from knowledge.models import (
     ChatSession,
     ChatTurn,
@@ -99,7 +102,18 @@ class CollectionAdmin(admin.ModelAdmin):
     list_select_related = ["owner", "chunk_profile"]
     search_fields = ["name", "description", "owner__username"]
     raw_id_fields = ["owner"]
-    readonly_fields = ["embedding_model", "created_at", "updated_at"]
+    readonly_fields = ["embedding_model", "pending_chunk_profile", "created_at", "updated_at"]
+    actions = ["reindex_under_active_profile"]
+
+    def get_readonly_fields(self, request, obj=None):
+        # Changing the profile of a collection with chunks goes through a re-index.
+        return [*self.readonly_fields, "chunk_profile"] if obj else self.readonly_fields
+
+    @admin.action(description="Re-index under the active chunk profile")
+    def reindex_under_active_profile(self, request, queryset):
+        profile = chunk_profile_default()
+        queued = sum(collection_reindex(collection=c, chunk_profile=profile) for c in queryset)
+        self.message_user(request, f"Queued {queued} document(s) for re-indexing under {profile.name}.")
 
     def get_queryset(self, request):
         return (
@@ -122,8 +136,39 @@ class CollectionAdmin(admin.ModelAdmin):
         return obj._chunks
 
 
+class DocumentUploadForm(forms.ModelForm):
+    """The admin's upload path: the file goes through the same service as every other."""
+
+    upload = forms.FileField(help_text="PDF, DOCX, PPTX, XLSX, CSV, HTML, Markdown, text or OpenAPI.")
+
+    class Meta:
+        model = Document
+        fields = ["collection", "title", "author", "category", "tags", "source_date"]
+
+    def clean(self):
+        cleaned = super().clean()
+        upload, collection = cleaned.get("upload"), cleaned.get("collection")
+        if upload and collection:
+            try:
+                self.result = document_upload(
+                    collection=collection,
+                    filename=upload.name,
+                    data=upload.read(),
+                    title=cleaned.get("title") or "",
+                    author=cleaned.get("author") or "",
+                    category=cleaned.get("category") or "",
+                    tags=cleaned.get("tags") or [],
+                    source_date=cleaned.get("source_date"),
+                    content_type=upload.content_type or "",
+                )
+            except KnowledgeError as exc:
+                raise forms.ValidationError(str(exc)) from exc
+        return cleaned
+
+
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
+    actions = ["retry_documents", "reindex_documents"]
     list_display = ["display_title", "filename", "collection", "status", "progress", "size", "created_at"]
     list_filter = ["status", "collection"]
     list_select_related = ["collection"]
@@ -143,6 +188,51 @@ class DocumentAdmin(admin.ModelAdmin):
         "updated_at",
         "processed_at",
     ]
+
+    def get_form(self, request, obj=None, **kwargs):
+        if obj is None:
+            kwargs["form"] = DocumentUploadForm
+        return super().get_form(request, obj, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ["collection", "upload", "title", "author", "category", "tags", "source_date"]
+        return super().get_fields(request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.readonly_fields if obj else []
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        form.instance = form.result.document  # stored (or found) by document_upload
+        if not form.result.created:
+            self.message_user(request, "These bytes were already in the collection.", messages.WARNING)
+
+    def save_related(self, request, form, formsets, change):
+        if change:
+            super().save_related(request, form, formsets, change)
+
+    @admin.action(description="Retry the selected failed documents")
+    def retry_documents(self, request, queryset):
+        retried = 0
+        for document in queryset.exclude(status=Document.Status.READY):
+            document_retry(document=document)
+            retried += 1
+        self.message_user(request, f"Queued {retried} document(s) for processing.")
+
+    @admin.action(description="Re-index the selected documents")
+    def reindex_documents(self, request, queryset):
+        for document in queryset:
+            document_reindex(document=document)
+        self.message_user(request, f"Queued {queryset.count()} document(s) for re-indexing.")
+
+    def delete_model(self, request, obj):
+        document_delete(document=obj)
+
+    def delete_queryset(self, request, queryset):
+        for document in queryset:
+            document_delete(document=document)
 
     @admin.display(description="progress")
     def progress(self, obj):

@@ -36,3 +36,21 @@ def bob(make_user):
 @pytest.fixture
 def charlie(make_user):
     return make_user("charlie")
+
+
+def test_database_url() -> str:
+    """A DATABASE_URL for the test database, for child processes (workers, servers)."""
+    from urllib.parse import quote
+
+    from django.db import connection
+
+    db = connection.settings_dict
+    host = db["HOST"] or db["OPTIONS"].get("host", "")
+    credentials = quote(db["USER"] or "") + (":" + quote(db["PASSWORD"]) if db["PASSWORD"] else "")
+    if host.startswith("/"):
+        return f"postgresql://{credentials}@/{db['NAME']}?host={quote(host)}"
+    port = f":{db['PORT']}" if db["PORT"] else ""
+    return f"postgresql://{credentials}@{host}{port}/{db['NAME']}"
+
+
+test_database_url.__test__ = False  # a helper, not a test

@@ -80,6 +80,14 @@ class Collection(models.Model):
         related_name="collections",
         help_text="The profile whose chunks are searched; re-index to change it.",
     )
+    pending_chunk_profile = models.ForeignKey(
+        ChunkProfile,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="pending_collections",
+        help_text="A re-index in progress: becomes the chunk profile once every document has its chunks.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -1,0 +1,86 @@
+"""Services for collections and chunk profiles."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+
+from knowledge.errors import KnowledgeError, NotFoundError
+from knowledge.models import ChunkProfile, Collection, Document
+
+
+def chunk_profile_default() -> ChunkProfile:
+    """The active chunk profile; recreates seed 000's default if none is active."""
+    active = ChunkProfile.objects.filter(is_active=True).first()
+    if active:
+        return active
+    profile, _ = ChunkProfile.objects.get_or_create(
+        name="default", defaults={"strategy": "paragraph", "chunk_size": 1000, "chunk_overlap": 200}
+    )
+    ChunkProfile.objects.filter(pk=profile.pk).update(is_active=True)
+    profile.is_active = True
+    return profile
+
+
+def chunk_profile_get(*, name: str) -> ChunkProfile:
+    try:
+        return ChunkProfile.objects.get(name=name)
+    except ChunkProfile.DoesNotExist:
+        known = ", ".join(ChunkProfile.objects.values_list("name", flat=True))
+        raise NotFoundError(f"no chunk profile named {name!r} (known: {known})") from None
+
+
+def collection_create(
+    *,
+    name: str,
+    owner=None,
+    description: str = "",
+    tags: list[str] | None = None,
+    visibility: str = Collection.Visibility.PRIVATE,
+    chunk_profile: ChunkProfile | None = None,
+) -> Collection:
+    name = (name or "").strip()
+    if not name:
+        raise KnowledgeError("a collection needs a name")
+    if visibility not in Collection.Visibility.values:
+        raise KnowledgeError(f"visibility must be one of {', '.join(Collection.Visibility.values)}")
+    try:
+        with transaction.atomic():
+            return Collection.objects.create(
+                name=name,
+                owner=owner,
+                description=description,
+                tags=tags or [],
+                visibility=visibility,
+                chunk_profile=chunk_profile or chunk_profile_default(),
+            )
+    except IntegrityError:
+        raise KnowledgeError(f"a collection named {name!r} already exists") from None
+
+
+@transaction.atomic
+def collection_reindex(*, collection: Collection, chunk_profile: ChunkProfile) -> int:
+    """Re-chunk and re-embed every document under ``chunk_profile``.
+
+    The current chunks stay searchable until every document has its new set;
+    then the collection switches profile in one step (see the pipeline).
+    Returns the number of documents queued.
+    """
+    from knowledge.tasks import enqueue_document_processing
+
+    collection = Collection.objects.select_for_update().get(pk=collection.pk)
+    if chunk_profile.pk == collection.chunk_profile_id:
+        collection.pending_chunk_profile = None
+        collection.save(update_fields=["pending_chunk_profile", "updated_at"])
+        return 0
+    collection.pending_chunk_profile = chunk_profile
+    collection.save(update_fields=["pending_chunk_profile", "updated_at"])
+    document_ids = list(
+        Document.objects.filter(collection=collection).exclude(status=Document.Status.FAILED).values_list("pk", flat=True)
+    )
+    for document_id in document_ids:
+        enqueue_document_processing(document_id=document_id, chunk_profile_id=chunk_profile.pk)
+    if not document_ids:
+        collection.chunk_profile = chunk_profile
+        collection.pending_chunk_profile = None
+        collection.save(update_fields=["chunk_profile", "pending_chunk_profile", "updated_at"])
+    return len(document_ids)

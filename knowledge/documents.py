@@ -1,0 +1,158 @@
+"""Services for documents: every upload path (admin, pages, API, command) ends here."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import mimetypes
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from django.conf import settings
+from django.core.files.base import ContentFile
+from django.db import IntegrityError, transaction
+
+from knowledge.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
+from knowledge.ingestion.extract import detect_format
+from knowledge.ingestion.types import ExtractionError
+from knowledge.models import Collection, Document
+from knowledge.tasks import enqueue_document_processing
+
+
+@dataclass(frozen=True)
+class UploadResult:
+    document: Document
+    created: bool  # False: these bytes were already in the collection
+
+
+def document_upload(
+    *,
+    collection: Collection,
+    filename: str,
+    data: bytes,
+    uploaded_by=None,
+    title: str = "",
+    author: str = "",
+    category: str = "",
+    tags: list[str] | None = None,
+    source_date: datetime.date | None = None,
+    content_type: str = "",
+    sync: bool | None = None,
+) -> UploadResult:
+    """Store an upload and queue its processing, or return the copy already stored.
+
+    Refuses up front what can never be processed (empty, too large, unsupported
+    or malformed); anything else that fails later ends as a failed document
+    with its reason, and never touches the collection's other documents.
+    """
+    filename = _clean_filename(filename)
+    _check_size(filename, data)
+    _check_format(filename, data)
+    content_hash = hashlib.sha256(data).hexdigest()
+    existing = Document.objects.filter(collection=collection, content_hash=content_hash).first()
+    if existing:
+        return UploadResult(existing, created=False)
+    try:
+        with transaction.atomic():
+            document = _create_document(
+                collection=collection,
+                filename=filename,
+                data=data,
+                content_hash=content_hash,
+                uploaded_by=uploaded_by,
+                title=title.strip(),
+                author=author.strip(),
+                category=category.strip(),
+                tags=tags or [],
+                source_date=source_date,
+                content_type=content_type or mimetypes.guess_type(filename)[0] or "",
+            )
+            _enqueue_for_collection(document, sync=sync)
+    except IntegrityError:
+        # The same bytes arrived concurrently; the other upload won.
+        return UploadResult(Document.objects.get(collection=collection, content_hash=content_hash), False)
+    return UploadResult(document, created=True)
+
+
+def _clean_filename(filename: str) -> str:
+    name = PurePath((filename or "").replace("\\", "/")).name.strip()
+    if not name:
+        raise KnowledgeError("the upload has no file name")
+    return name[:255]
+
+
+def _check_size(filename: str, data: bytes) -> None:
+    limit = settings.KNOWLEDGE_MAX_UPLOAD_BYTES
+    if len(data) > limit:
+        raise UploadTooLargeError(
+            f"{filename} is {len(data) / 1048576:.1f} MB; the limit is {limit / 1048576:.0f} MB"
+        )
+    if not data.strip():
+        raise KnowledgeError(f"{filename}: the file is empty")
+
+
+def _check_format(filename: str, data: bytes) -> None:
+    try:
+        detect_format(filename, data)
+    except ExtractionError as exc:
+        message = str(exc)
+        error = UnsupportedMediaError if "unsupported" in message else KnowledgeError
+        raise error(message if filename in message else f"{filename}: {message}") from None
+
+
+def _create_document(*, collection, filename, data, content_hash, **fields) -> Document:
+    previous = (
+        Document.objects.filter(collection=collection, filename=filename, replaced_by__isnull=True)
+        .exclude(status=Document.Status.FAILED)
+        .order_by("-created_at")
+        .first()
+    )
+    document = Document(
+        collection=collection,
+        filename=filename,
+        content_hash=content_hash,
+        size=len(data),
+        replaces=previous,
+        **fields,
+    )
+    document.file.save(filename, ContentFile(data), save=False)
+    document.save()
+    return document
+
+
+def _enqueue_for_collection(document: Document, *, sync: bool | None) -> None:
+    collection = document.collection
+    enqueue_document_processing(document_id=document.pk, sync=sync)
+    if collection.pending_chunk_profile_id:
+        enqueue_document_processing(
+            document_id=document.pk, chunk_profile_id=collection.pending_chunk_profile_id, sync=sync
+        )
+
+
+def document_retry(*, document: Document, sync: bool | None = None) -> Document:
+    """Process a failed (or stuck) document again from its stored original."""
+    if document.status == Document.Status.READY:
+        raise KnowledgeError(f"{document.filename} is ready; re-index it instead of retrying")
+    with transaction.atomic():
+        Document.objects.filter(pk=document.pk).update(
+            status=Document.Status.UPLOADED, error="", chunks_done=0, sections_done=0
+        )
+        _enqueue_for_collection(document, sync=sync)
+    document.refresh_from_db()
+    return document
+
+
+def document_reindex(*, document: Document, sync: bool | None = None) -> Document:
+    """Re-chunk and re-embed one document under its collection's current profile."""
+    with transaction.atomic():
+        _enqueue_for_collection(document, sync=sync)
+    document.refresh_from_db()
+    return document
+
+
+def document_delete(*, document: Document) -> None:
+    """Delete the row (its chunks cascade) and then the stored original."""
+    storage, name = document.file.storage, document.file.name
+    with transaction.atomic():
+        document.delete()
+        transaction.on_commit(lambda: storage.delete(name) if name else None)

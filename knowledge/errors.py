@@ -1,0 +1,21 @@
+"""The application's one error type: raised by services, mapped to a clear 4xx by callers."""
+
+
+class KnowledgeError(Exception):
+    """Bad input or a refused action; the message is written for the user."""
+
+    status_code = 400
+
+
+class NotFoundError(KnowledgeError):
+    """Missing, or not visible to this user: the two are never told apart."""
+
+    status_code = 404
+
+
+class UploadTooLargeError(KnowledgeError):
+    status_code = 413
+
+
+class UnsupportedMediaError(KnowledgeError):
+    status_code = 415

@@ -1,0 +1,162 @@
+"""The document pipeline: the only code that writes chunks.
+
+extract (pure) -> chunk (pure) -> embed -> one transaction that replaces the
+document's chunk set for the chunk profile. Running it twice, or again after a
+worker died half-way, leaves exactly one complete chunk set: nothing is written
+until the last step, and that step deletes and inserts atomically.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+import numpy as np
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from knowledge.ingestion.chunking import chunk_sections
+from knowledge.ingestion.embedding import MAX_CONTENT_TOKENS, count_tokens, embed_texts
+from knowledge.ingestion.extract import extract_sections
+from knowledge.ingestion.types import ChunkDraft, ExtractionError
+from knowledge.models import Chunk, ChunkProfile, Collection, Document
+
+logger = logging.getLogger(__name__)
+
+_WRITE_BATCH = 500
+_PROGRESS_INTERVAL_S = 0.5
+
+
+def document_process(*, document_id: int, chunk_profile_id: int | None = None) -> None:
+    document = Document.objects.select_related("collection").filter(pk=document_id).first()
+    if document is None:
+        logger.info("Document %s no longer exists; nothing to process", document_id)
+        return
+    profile = ChunkProfile.objects.get(pk=chunk_profile_id or document.collection.chunk_profile_id)
+    _update(document, status=Document.Status.PROCESSING, error="", sections_total=0,
+            sections_done=0, chunks_total=0, chunks_done=0)
+    try:
+        drafts = document_chunk_drafts(document, profile)
+        vectors = _embed_with_progress(document, drafts)
+        _write_chunks(document, profile, drafts, vectors)
+    except ExtractionError as exc:
+        _update(document, status=Document.Status.FAILED, error=str(exc))
+    except Exception as exc:
+        logger.exception("Processing document %s failed", document_id)
+        _update(document, status=Document.Status.FAILED, error=f"processing failed: {exc}")
+        raise
+
+
+def document_chunk_drafts(document: Document, profile: ChunkProfile) -> list[ChunkDraft]:
+    """Extract and chunk the stored original (pure steps; nothing is written but progress)."""
+    with document.file.open("rb") as handle:
+        data = handle.read()
+    sections = extract_sections(document.filename, data)
+    _update(document, sections_total=len(sections))
+    drafts = chunk_sections(
+        sections,
+        strategy=profile.strategy,
+        chunk_size=profile.chunk_size,
+        chunk_overlap=profile.chunk_overlap,
+        count_tokens=count_tokens,
+        max_tokens=MAX_CONTENT_TOKENS,
+    )
+    if not drafts:
+        raise ExtractionError(f"no text could be extracted from {document.filename}")
+    _update(document, sections_done=len(sections), chunks_total=len(drafts))
+    return drafts
+
+
+def _embed_with_progress(document: Document, drafts: Sequence[ChunkDraft]) -> np.ndarray:
+    last = [0.0]
+
+    def report(done: int) -> None:
+        now = time.monotonic()
+        if now - last[0] >= _PROGRESS_INTERVAL_S or done == len(drafts):
+            last[0] = now
+            _update(document, chunks_done=done)
+
+    return embed_texts(
+        [draft.content for draft in drafts],
+        batch_size=settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE,
+        on_batch=report,
+    )
+
+
+def _write_chunks(document, profile, drafts, vectors) -> None:
+    with transaction.atomic():
+        # Lock the row: a concurrent run of the same task waits here, then replaces our set.
+        locked = Document.objects.select_for_update().filter(pk=document.pk).first()
+        if locked is None:
+            logger.info("Document %s was deleted while processing", document.pk)
+            return
+        Chunk.objects.filter(document=document, chunk_profile=profile).delete()
+        chunks = [
+            _chunk_row(document, profile, index, draft, vector)
+            for index, (draft, vector) in enumerate(zip(drafts, vectors, strict=True))
+        ]
+        Chunk.objects.bulk_create(chunks, batch_size=_WRITE_BATCH)
+        _update(document, status=Document.Status.READY, error="", processed_at=timezone.now(),
+                chunks_done=len(chunks))
+        _retire_replaced_version(locked)
+        _finish_pending_reindex(document.collection_id, profile)
+
+
+def _chunk_row(document, profile, index, draft: ChunkDraft, vector) -> Chunk:
+    section = draft.section
+    return Chunk(
+        document=document,
+        collection_id=document.collection_id,
+        chunk_profile=profile,
+        embedding_model=settings.KNOWLEDGE_EMBEDDING_MODEL,
+        index=index,
+        content=draft.content,
+        token_count=draft.token_count,
+        source_ref=section.source_ref,
+        heading_path=list(section.heading_path),
+        page=section.page,
+        slide=section.slide,
+        sheet=section.sheet or "",
+        element_id=section.element_id,
+        ref_ids=list(section.ref_ids),
+        referenced_by=list(section.referenced_by),
+        metadata=section.metadata,
+        embedding=vector,
+    )
+
+
+def _retire_replaced_version(document: Document) -> None:
+    """A new version replaces the old one only now that it is ready."""
+    if document.replaces_id is None:
+        return
+    old = Document.objects.filter(pk=document.replaces_id).first()
+    if old is None:
+        return
+    storage, name = old.file.storage, old.file.name
+    old.delete()
+    transaction.on_commit(lambda: storage.delete(name) if name else None)
+
+
+def _finish_pending_reindex(collection_id: int, profile: ChunkProfile) -> None:
+    """Switch the collection to its pending profile once no document lacks the new chunks."""
+    collection = Collection.objects.select_for_update().get(pk=collection_id)
+    if collection.pending_chunk_profile_id != profile.pk:
+        return
+    missing = (
+        Document.objects.filter(collection=collection, chunks__chunk_profile_id=collection.chunk_profile_id)
+        .exclude(chunks__chunk_profile=profile)
+        .exists()
+    )
+    if not missing:
+        collection.chunk_profile = profile
+        collection.pending_chunk_profile = None
+        collection.save(update_fields=["chunk_profile", "pending_chunk_profile", "updated_at"])
+
+
+def _update(document: Document, **fields) -> None:
+    """Write progress/status straight to the row, so other processes see it at once."""
+    Document.objects.filter(pk=document.pk).update(updated_at=timezone.now(), **fields)
+    for name, value in fields.items():
+        setattr(document, name, value)

@@ -1,0 +1,348 @@
+"""Ingestion end to end: upload service -> django-q2 task -> pipeline -> chunks in pgvector.
+
+These tests commit (transactional_db) because tasks are enqueued on commit;
+tasks run synchronously in the test process (settings_test).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+from pypdf import PdfReader, PdfWriter
+
+from knowledge.collections import collection_create, collection_reindex
+from knowledge.documents import document_retry, document_upload
+from knowledge.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
+from knowledge.ingestion.embedding import MAX_CONTENT_TOKENS, count_tokens
+from knowledge.models import Chunk, ChunkProfile, Document
+from knowledge.tasks import process_document
+from tests.conftest import REPO_ROOT, test_database_url
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def collection(alice):
+    return collection_create(name="papers", owner=alice)
+
+
+def upload(collection, path: Path, **kwargs) -> Document:
+    result = document_upload(collection=collection, filename=path.name, data=path.read_bytes(), **kwargs)
+    result.document.refresh_from_db()
+    return result.document
+
+
+def chunks_of(document: Document):
+    return Chunk.objects.filter(document=document).order_by("index")
+
+
+def test_pdf_chunks_carry_the_page_they_came_from(collection, corpus):
+    path = corpus / "pdf" / "pasa.pdf"
+    document = upload(collection, path)
+    assert document.status == Document.Status.READY, document.error
+    chunks = list(chunks_of(document))
+    assert len(chunks) >= 15
+    pages = PdfReader(path).pages
+    for chunk in chunks:
+        assert chunk.source_ref == f"page={chunk.page}"
+        page_words = set(pages[chunk.page - 1].extract_text().replace("-", " ").split())
+        chunk_words = [w for w in chunk.content.replace("-", " ").split() if w.isalpha() and len(w) > 6]
+        found = sum(w in page_words for w in chunk_words)
+        assert found >= 0.6 * len(chunk_words), (chunk.page, chunk.content[:200])
+    assert {c.page for c in chunks} == set(range(1, len(pages) + 1))
+    assert all(c.token_count <= MAX_CONTENT_TOKENS for c in chunks)
+    assert all(count_tokens(c.content) == c.token_count for c in chunks[:20])
+
+
+def test_embeddings_are_stored_unit_length_with_model_and_profile(collection, corpus):
+    document = upload(collection, corpus / "office" / "dummy.docx")
+    chunk = chunks_of(document).first()
+    vector = np.array(chunk.embedding)
+    assert vector.shape == (384,)
+    assert abs(np.linalg.norm(vector) - 1) < 1e-3
+    assert chunk.embedding_model == "sentence-transformers/all-MiniLM-L6-v2"
+    assert chunk.chunk_profile_id == collection.chunk_profile_id
+    assert chunk.source_ref.startswith("heading=")
+    # The generated full-text column is filled from the content.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT search_vector::text FROM knowledge_chunk WHERE id = %s", [chunk.pk])
+        assert cursor.fetchone()[0]
+
+
+@pytest.mark.parametrize(
+    ("relative", "ref_prefix"),
+    [
+        ("office/dummy.docx", "heading="),
+        ("office/dummy_jap.docx", "heading="),
+        ("office/dummy.pptx", "slide="),
+        ("office/dummy.xlsx", "sheet="),
+        ("html/flag_day.html", "heading="),
+        ("html/apache.html", "heading="),
+        ("text/gravity_hill.md", "heading="),
+        ("openapi/petstore-expanded-3.0.json", ""),
+        ("openapi/circular-3.0.json", ""),
+        ("django-docs/topics/signals.txt", "section="),
+    ],
+)
+def test_every_format_ingests_with_strict_source_refs(collection, corpus, relative, ref_prefix):
+    document = upload(collection, corpus / relative)
+    assert document.status == Document.Status.READY, document.error
+    chunks = list(chunks_of(document))
+    assert chunks
+    for chunk in chunks:
+        assert chunk.source_ref.startswith(ref_prefix or ("operation=", "component="))
+        assert chunk.content.strip()
+    assert document.chunks_done == document.chunks_total == len(chunks)
+    assert document.sections_done == document.sections_total > 0
+
+
+def test_csv_rows_are_self_describing(collection, tmp_path):
+    path = tmp_path / "prices.csv"
+    path.write_text("product,price,currency\nwidget,4.50,EUR\ngadget,12,USD\n")
+    document = upload(collection, path)
+    assert document.status == Document.Status.READY, document.error
+    chunk = chunks_of(document).get()
+    assert chunk.source_ref == "sheet=prices"
+    assert "product: widget; price: 4.50; currency: EUR" in chunk.content
+
+
+def test_openapi_operations_link_to_the_components_they_reference(collection, corpus):
+    document = upload(collection, corpus / "openapi" / "petstore-expanded-3.0.json")
+    post = chunks_of(document).filter(source_ref="operation=POST /pets").first()
+    assert post is not None
+    assert "petstore-expanded-3.0.json:components/schemas/NewPet" in post.ref_ids
+    new_pet = chunks_of(document).filter(source_ref="component=schemas/NewPet").first()
+    assert post.element_id in new_pet.referenced_by
+
+
+def test_same_bytes_twice_give_one_document_and_one_embedding_run(collection, corpus):
+    path = corpus / "office" / "dummy.docx"
+    first = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    second = document_upload(collection=collection, filename="renamed.docx", data=path.read_bytes())
+    assert first.created and not second.created
+    assert second.document.pk == first.document.pk
+    assert Document.objects.filter(collection=collection).count() == 1
+
+
+def test_task_run_twice_leaves_exactly_one_chunk_set(collection, corpus):
+    document = upload(collection, corpus / "text" / "gravity_hill.md")
+    before = list(chunks_of(document).values_list("index", "source_ref", "content"))
+    process_document(document.pk)
+    process_document(document.pk)
+    after = list(chunks_of(document).values_list("index", "source_ref", "content"))
+    assert after == before
+    assert Chunk.objects.filter(document=document).count() == len(before)
+
+
+def test_a_worker_killed_mid_document_then_rerun_leaves_one_complete_set(collection, corpus):
+    """A real worker process is killed while embedding; the re-delivered task completes the set."""
+    document = upload(collection, corpus / "pdf" / "pasa.pdf")
+    expected = chunks_of(document).count()
+    Chunk.objects.filter(document=document).delete()
+    Document.objects.filter(pk=document.pk).update(status=Document.Status.UPLOADED, chunks_done=0)
+
+    worker = _start_worker_process(document.pk)
+    try:
+        _wait_until(lambda: Document.objects.get(pk=document.pk).chunks_done > 0, worker)
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+    document.refresh_from_db()
+    assert document.status == Document.Status.PROCESSING
+    assert chunks_of(document).count() == 0  # nothing half-written
+
+    process_document(document.pk)  # django-q2 re-delivers the unacknowledged task
+    document.refresh_from_db()
+    assert document.status == Document.Status.READY
+    assert chunks_of(document).count() == expected
+    assert sorted(chunks_of(document).values_list("index", flat=True)) == list(range(expected))
+
+
+def _start_worker_process(document_id: int) -> subprocess.Popen:
+    env = {**os.environ, "DATABASE_URL": test_database_url(), "DJANGO_SETTINGS_MODULE": "config.settings_test",
+           "KNOWLEDGE_EMBEDDING_BATCH_SIZE": "8"}
+    code = f"from knowledge.tasks import process_document; process_document({document_id})"
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=REPO_ROOT, env=env, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+
+
+def _wait_until(condition, process: subprocess.Popen, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        if process.poll() is not None:
+            pytest.fail(f"worker exited early: {process.stderr.read().decode()[-2000:]}")
+        time.sleep(0.2)
+    pytest.fail("the worker never reported progress")
+
+
+def _encrypted_pdf(source: Path) -> bytes:
+    writer = PdfWriter(clone_from=PdfReader(source))
+    writer.encrypt("secret")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("filename", "make_data", "message"),
+    [
+        ("corrupt.pdf", lambda c: (c / "pdf" / "pasa.pdf").read_bytes()[:4000], "the PDF could not be read"),
+        ("locked.pdf", lambda c: _encrypted_pdf(c / "pdf" / "pasa.pdf"), "the PDF is encrypted"),
+        ("report.docx", lambda c: b"this is plain text, not a zip archive", "not a valid DOCX"),
+    ],
+)
+def test_unreadable_files_end_failed_with_a_reason_and_harm_nothing(
+    collection, corpus, filename, make_data, message
+):
+    good = upload(collection, corpus / "office" / "dummy.docx")
+    good_chunks = list(chunks_of(good).values_list("pk", "content"))
+    result = document_upload(collection=collection, filename=filename, data=make_data(corpus))
+    bad = Document.objects.get(pk=result.document.pk)
+    assert bad.status == Document.Status.FAILED
+    assert message in bad.error
+    assert chunks_of(bad).count() == 0
+    assert list(chunks_of(good).values_list("pk", "content")) == good_chunks
+    assert Document.objects.get(pk=good.pk).status == Document.Status.READY
+
+
+@pytest.mark.parametrize(
+    ("filename", "data", "error", "message"),
+    [
+        ("empty.txt", b"", KnowledgeError, "the file is empty"),
+        ("blank.md", b"  \n\n ", KnowledgeError, "the file is empty"),
+        ("logo.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, UnsupportedMediaError, "unsupported file type"),
+        ("setup.exe", b"MZ\x90\x00" + bytes(200), UnsupportedMediaError, "unsupported file type"),
+        ("spec.json", b'{"openapi": "3.0.0", "paths": {', KnowledgeError, "line 1"),
+        ("spec.yaml", b"openapi: 3.0.0\npaths: [unclosed\n", KnowledgeError, "line"),
+        ("data.json", b'{"name": "not an api"}', KnowledgeError, "not an OpenAPI"),
+    ],
+)
+def test_bad_uploads_are_refused_up_front(collection, filename, data, error, message):
+    with pytest.raises(error, match=message):
+        document_upload(collection=collection, filename=filename, data=data)
+    assert not Document.objects.filter(collection=collection).exists()
+
+
+def test_uploads_over_the_size_limit_are_refused(collection, settings):
+    settings.KNOWLEDGE_MAX_UPLOAD_BYTES = 1024
+    with pytest.raises(UploadTooLargeError, match="the limit is"):
+        document_upload(collection=collection, filename="big.txt", data=b"word " * 1000)
+    assert not Document.objects.exists()
+
+
+def test_a_new_version_replaces_the_old_only_once_ready(collection, tmp_path):
+    path = tmp_path / "policy.md"
+    path.write_text("# Leave\n\nStaff get 25 days of annual leave.\n")
+    v1 = upload(collection, path)
+    assert v1.status == Document.Status.READY
+
+    path.write_text("# Leave\n\nStaff get 30 days of annual leave.\n")
+    v2 = upload(collection, path)
+    assert v2.status == Document.Status.READY
+    assert v2.replaces_id == v1.pk
+    assert not Document.objects.filter(pk=v1.pk).exists()
+    contents = " ".join(Chunk.objects.filter(collection=collection).values_list("content", flat=True))
+    assert "30 days" in contents and "25 days" not in contents
+
+
+def test_failed_new_version_keeps_the_old_one_searchable(collection, corpus):
+    v1 = upload(collection, corpus / "office" / "dummy.docx")
+    failed = document_upload(collection=collection, filename="dummy.docx", data=b"not a zip at all")
+    assert Document.objects.get(pk=failed.document.pk).status == Document.Status.FAILED
+    assert Document.objects.get(pk=v1.pk).status == Document.Status.READY
+    assert chunks_of(v1).count() > 0
+
+
+def test_failed_document_can_be_retried(collection, corpus):
+    failed = document_upload(collection=collection, filename="report.docx", data=b"not a zip")
+    document = document_retry(document=failed.document)
+    assert document.status == Document.Status.FAILED  # same bytes, same honest failure
+    assert "not a valid DOCX" in document.error
+    good = upload(collection, corpus / "office" / "dummy.docx")
+    with pytest.raises(KnowledgeError, match="re-index"):
+        document_retry(document=good)
+
+
+def test_reindex_keeps_old_chunks_searchable_until_the_new_set_is_complete(collection, corpus):
+    first = upload(collection, corpus / "text" / "gravity_hill.md")
+    upload(collection, corpus / "office" / "dummy.docx")
+    old_profile = collection.chunk_profile
+    small = ChunkProfile.objects.create(name="small", strategy="sentence", chunk_size=300, chunk_overlap=50)
+
+    # Simulate a re-index that has finished one document but not the other.
+    collection.pending_chunk_profile = small
+    collection.save()
+    process_document(first.pk, small.pk)
+    collection.refresh_from_db()
+    assert collection.chunk_profile == old_profile  # still searching the complete old set
+    assert Chunk.objects.filter(collection=collection, chunk_profile=small).exists()
+
+    collection_reindex(collection=collection, chunk_profile=small)
+    collection.refresh_from_db()
+    assert collection.chunk_profile == small
+    assert collection.pending_chunk_profile is None
+    new_chunks = Chunk.objects.filter(collection=collection, chunk_profile=small)
+    assert set(new_chunks.values_list("document_id", flat=True)) == set(
+        Document.objects.filter(collection=collection).values_list("pk", flat=True)
+    )
+    assert all(c.token_count <= MAX_CONTENT_TOKENS for c in new_chunks)
+    # Chunks record the profile that made them; the old set is kept for comparison.
+    assert Chunk.objects.filter(collection=collection, chunk_profile=old_profile).exists()
+
+
+def _ingest_json(*args) -> list[dict]:
+    out = io.StringIO()
+    call_command("knowledge_ingest", *args, stdout=out, stderr=io.StringIO())
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def test_knowledge_ingest_command_wait_json(alice, corpus, tmp_path):
+    folder = tmp_path / "docs"
+    (folder / "nested").mkdir(parents=True)
+    (folder / "nested" / "notes.md").write_text("# Notes\n\nThe capital of France is Paris.\n")
+    rows = _ingest_json(
+        "--collection", "cli", "--create", "--owner", "alice", "--wait", "--json",
+        str(corpus / "office" / "dummy.docx"), str(corpus / "text" / "empty.txt"), str(folder),
+    )
+    by_name = {row["filename"]: row for row in rows}
+    assert set(by_name) == {"dummy.docx", "empty.txt", "notes.md"}
+    assert by_name["dummy.docx"]["status"] == "ready" and by_name["dummy.docx"]["chunks"] > 0
+    assert by_name["notes.md"]["status"] == "ready"
+    assert by_name["empty.txt"] == {
+        "filename": "empty.txt", "document_id": None, "status": "failed", "chunks": 0,
+        "error": "empty.txt: the file is empty",
+    }
+    assert set(rows[0]) == {"filename", "document_id", "status", "chunks", "error"}
+
+    again = _ingest_json("--collection", "cli", "--owner", "alice", "--wait", "--json",
+                         str(corpus / "office" / "dummy.docx"))
+    assert again[0]["document_id"] == by_name["dummy.docx"]["document_id"]
+
+
+def test_knowledge_ingest_command_errors(alice, corpus):
+    with pytest.raises(CommandError, match="pass --create"):
+        call_command("knowledge_ingest", "--collection", "nope", str(corpus / "office" / "dummy.docx"))
+    with pytest.raises(CommandError, match="no such file"):
+        call_command("knowledge_ingest", "--collection", "x", "--create", "/no/such/file.pdf")
+    with pytest.raises(CommandError, match="no user named"):
+        call_command("knowledge_ingest", "--collection", "x", "--create", "--owner", "ghost",
+                     str(corpus / "office" / "dummy.docx"))
+    with pytest.raises(CommandError, match="no chunk profile named"):
+        call_command("knowledge_ingest", "--collection", "x", "--create", "--profile", "missing",
+                     str(corpus / "office" / "dummy.docx"))
