@@ -1,6 +1,11 @@
 from django.contrib import admin
-from django.urls import path
+from django.urls import include, path
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("accounts/", include("accounts.urls")),
+    path("", include("knowledge.urls")),
 ]
+
+handler404 = "knowledge.views.error_404"
+handler500 = "knowledge.views.error_500"

@@ -63,3 +63,38 @@ def collection_is_writable(*, user, collection: Collection) -> bool:
 def readable_collection_ids(user) -> QuerySet:
     """A subquery of readable collection ids, for use inside retrieval SQL."""
     return readable_collections(user).values("pk")
+
+
+def collection_for_reader(*, user, collection_id) -> Collection:
+    """The collection if ``user`` may read it; otherwise NotFound (never 'forbidden')."""
+    from knowledge.errors import NotFoundError
+
+    collection = readable_collections(user).filter(pk=collection_id).select_related("chunk_profile").first()
+    if collection is None:
+        raise NotFoundError("no such collection")
+    return collection
+
+
+def collection_for_writer(*, user, collection_id) -> Collection:
+    """The collection if ``user`` may change it; unreadable ones are NotFound, readable ones Forbidden."""
+    from knowledge.errors import ForbiddenError
+
+    collection = collection_for_reader(user=user, collection_id=collection_id)
+    if not collection_is_writable(user=user, collection=collection):
+        raise ForbiddenError("only the collection's owner can change it")
+    return collection
+
+
+def document_for_writer(*, user, document_id):
+    from knowledge.errors import NotFoundError
+    from knowledge.models import Document
+
+    document = (
+        Document.objects.filter(pk=document_id, collection__in=readable_collections(user))
+        .select_related("collection")
+        .first()
+    )
+    if document is None:
+        raise NotFoundError("no such document")
+    collection_for_writer(user=user, collection_id=document.collection_id)
+    return document

@@ -46,7 +46,9 @@ def document_upload(
     with its reason, and never touches the collection's other documents.
     """
     filename = _clean_filename(filename)
-    _check_size(filename, data)
+    upload_size_check(filename=filename, size=len(data))
+    if not data.strip():
+        raise KnowledgeError(f"{filename}: the file is empty")
     _check_format(filename, data)
     content_hash = hashlib.sha256(data).hexdigest()
     existing = Document.objects.filter(collection=collection, content_hash=content_hash).first()
@@ -81,14 +83,13 @@ def _clean_filename(filename: str) -> str:
     return name[:255]
 
 
-def _check_size(filename: str, data: bytes) -> None:
+def upload_size_check(*, filename: str, size: int) -> None:
+    """Callers holding a streamed upload check this before reading it into memory."""
     limit = settings.KNOWLEDGE_MAX_UPLOAD_BYTES
-    if len(data) > limit:
+    if size > limit:
         raise UploadTooLargeError(
-            f"{filename} is {len(data) / 1048576:.1f} MB; the limit is {limit / 1048576:.0f} MB"
+            f"{filename} is {size / 1048576:.1f} MB; the limit is {limit / 1048576:.0f} MB"
         )
-    if not data.strip():
-        raise KnowledgeError(f"{filename}: the file is empty")
 
 
 def _check_format(filename: str, data: bytes) -> None:

@@ -19,3 +19,9 @@ class UploadTooLargeError(KnowledgeError):
 
 class UnsupportedMediaError(KnowledgeError):
     status_code = 415
+
+
+class ForbiddenError(KnowledgeError):
+    """Visible but not changeable by this user."""
+
+    status_code = 403

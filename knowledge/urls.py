@@ -1,0 +1,19 @@
+from django.urls import path
+
+from knowledge import views
+
+app_name = "knowledge"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("collections/", views.collection_list, name="collections"),
+    path("collections/<int:collection_id>/", views.collection_detail, name="collection"),
+    path("collections/<int:collection_id>/upload/", views.collection_upload, name="upload"),
+    path(
+        "collections/<int:collection_id>/documents.json",
+        views.collection_documents_status,
+        name="documents_status",
+    ),
+    path("documents/<int:document_id>/retry/", views.document_retry_view, name="document_retry"),
+    path("documents/<int:document_id>/delete/", views.document_delete_view, name="document_delete"),
+]

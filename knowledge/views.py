@@ -1,0 +1,165 @@
+"""Server-rendered pages. Thin: access comes from knowledge.access, writes from services."""
+
+from __future__ import annotations
+
+import functools
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from knowledge.access import (
+    collection_for_reader,
+    collection_for_writer,
+    collection_is_writable,
+    document_for_writer,
+    listed_collections,
+)
+from knowledge.collections import collection_create
+from knowledge.documents import document_delete, document_retry, document_upload, upload_size_check
+from knowledge.errors import KnowledgeError, NotFoundError
+from knowledge.models import Collection, Document
+
+
+def knowledge_page(view):
+    """Login required; unknown or unreadable objects are a 404, refused actions a clear message."""
+
+    @login_required
+    @functools.wraps(view)
+    def wrapper(request, *args, **kwargs):
+        try:
+            return view(request, *args, **kwargs)
+        except NotFoundError as exc:
+            raise Http404(str(exc)) from exc
+        except KnowledgeError as exc:
+            if _wants_json(request):
+                return JsonResponse({"error": str(exc)}, status=exc.status_code)
+            return render(request, "knowledge/error.html", {"message": str(exc)}, status=exc.status_code)
+
+    return wrapper
+
+
+def _wants_json(request) -> bool:
+    return "application/json" in request.headers.get("Accept", "")
+
+
+def home(request):
+    return redirect("knowledge:collections")
+
+
+@knowledge_page
+def collection_list(request):
+    if request.method == "POST":
+        collection = collection_create(
+            name=request.POST.get("name", ""),
+            owner=request.user,
+            description=request.POST.get("description", ""),
+            visibility=request.POST.get("visibility", Collection.Visibility.PRIVATE),
+        )
+        messages.success(request, f"Created {collection.name}.")
+        return redirect("knowledge:collection", collection_id=collection.pk)
+    collections = listed_collections(request.user).select_related("owner", "chunk_profile")
+    return render(
+        request,
+        "knowledge/collections.html",
+        {"collections": collections, "visibilities": Collection.Visibility.choices},
+    )
+
+
+@knowledge_page
+def collection_detail(request, collection_id: int):
+    collection = collection_for_reader(user=request.user, collection_id=collection_id)
+    documents = collection.documents.order_by("-created_at")
+    return render(
+        request,
+        "knowledge/collection.html",
+        {
+            "collection": collection,
+            "documents": documents,
+            "can_write": collection_is_writable(user=request.user, collection=collection),
+        },
+    )
+
+
+@require_GET
+@knowledge_page
+def collection_documents_status(request, collection_id: int):
+    """Polled by the collection page to move progress bars."""
+    collection = collection_for_reader(user=request.user, collection_id=collection_id)
+    rows = collection.documents.values(
+        "id", "filename", "status", "error", "sections_total", "sections_done", "chunks_total", "chunks_done"
+    )
+    return JsonResponse({"documents": [_with_percent(row) for row in rows]})
+
+
+def _with_percent(row: dict) -> dict:
+    if row["status"] == Document.Status.READY:
+        percent = 100
+    elif row["chunks_total"]:
+        percent = 10 + int(90 * row["chunks_done"] / row["chunks_total"])
+    else:
+        percent = 5 if row["status"] == Document.Status.PROCESSING else 0
+    return {**row, "percent": percent}
+
+
+@require_POST
+@knowledge_page
+def collection_upload(request, collection_id: int):
+    """One or more files; the page's script sends one per request to show per-file progress."""
+    collection = collection_for_writer(user=request.user, collection_id=collection_id)
+    files = request.FILES.getlist("file")
+    if not files:
+        raise KnowledgeError("choose at least one file to upload")
+    results, errors = [], []
+    for upload in files:
+        try:
+            upload_size_check(filename=upload.name, size=upload.size)
+            result = document_upload(
+                collection=collection, filename=upload.name, data=upload.read(),
+                uploaded_by=request.user, content_type=upload.content_type or "",
+            )
+            results.append({"id": result.document.pk, "filename": result.document.filename,
+                            "created": result.created, "status": result.document.status})
+        except KnowledgeError as exc:
+            if len(files) == 1:
+                raise
+            errors.append(str(exc))
+    if _wants_json(request):
+        return JsonResponse({"documents": results, "errors": errors})
+    for error in errors:
+        messages.error(request, error)
+    if results:
+        messages.success(request, f"Uploaded {len(results)} file(s); processing has started.")
+    return redirect("knowledge:collection", collection_id=collection.pk)
+
+
+@require_POST
+@knowledge_page
+def document_retry_view(request, document_id: int):
+    document = document_for_writer(user=request.user, document_id=document_id)
+    document_retry(document=document)
+    messages.success(request, f"Processing {document.filename} again.")
+    return redirect("knowledge:collection", collection_id=document.collection_id)
+
+
+@require_POST
+@knowledge_page
+def document_delete_view(request, document_id: int):
+    document = document_for_writer(user=request.user, document_id=document_id)
+    collection_id = document.collection_id
+    document_delete(document=document)
+    messages.success(request, f"Deleted {document.filename}.")
+    return redirect(reverse("knowledge:collection", kwargs={"collection_id": collection_id}))
+
+
+def error_404(request, exception=None):
+    return render(request, "knowledge/error.html", {"message": "Not found."}, status=404)
+
+
+def error_500(request):
+    return HttpResponse(
+        "<h1>Something went wrong</h1><p>The error was logged. Please try again.</p>", status=500
+    )
