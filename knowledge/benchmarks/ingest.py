@@ -1,0 +1,92 @@
+"""knowledge_bench ingest: the pipeline's throughput against the raw encoder's.
+
+Both are measured in one run on the same chunk texts, so the ratio holds even
+on a busy machine: pipeline chunks/s covers reading, extraction, chunking,
+embedding and writing; raw encoder chunks/s is model.encode alone.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from django.conf import settings
+
+from knowledge.benchmarks.common import peak_memory_mb, throwaway_collection
+from knowledge.documents import document_upload
+from knowledge.ingestion.embedding import get_model
+from knowledge.models import Chunk, Document
+
+DEFAULT_FILES = (
+    "pdf/pasa.pdf",
+    "office/dummy.docx",
+    "office/dummy.xlsx",
+    "html/flag_day.html",
+    "text/gravity_hill.md",
+    "text/bates.txt",
+    "openapi/petstore-expanded-3.0.json",
+    "django-docs/topics/db/queries.txt",
+)
+
+
+def default_files() -> list[Path]:
+    corpus = Path(settings.BASE_DIR).parent / "shared" / "corpus"
+    return [corpus / name for name in DEFAULT_FILES]
+
+
+def run(stdout, *, files: list[Path], backend: str) -> dict:
+    settings.KNOWLEDGE_EMBEDDING_BACKEND = backend  # this process only
+    model = get_model(backend)
+    model.encode(["warm up the model"], show_progress_bar=False)
+    with throwaway_collection("bench-ingest") as collection:
+        pipeline_seconds, texts, failures = _run_pipeline(stdout, collection, files)
+        raw_seconds = _run_raw_encoder(model, texts)
+    figures = {
+        "benchmark": "ingest",
+        "backend": backend,
+        "files": len(files),
+        "failed": failures,
+        "chunks": len(texts),
+        "pipeline_seconds": round(pipeline_seconds, 2),
+        "pipeline_chunks_per_s": round(len(texts) / pipeline_seconds, 2),
+        "raw_encoder_seconds": round(raw_seconds, 2),
+        "raw_encoder_chunks_per_s": round(len(texts) / raw_seconds, 2),
+        "ratio": round(raw_seconds / pipeline_seconds, 3),
+        "peak_memory_mb": round(peak_memory_mb(), 1),
+    }
+    _print_table(stdout, figures)
+    stdout.write(json.dumps(figures) + "\n")
+    return figures
+
+
+def _run_pipeline(stdout, collection, files) -> tuple[float, list[str], int]:
+    started = time.perf_counter()
+    failures = 0
+    for path in files:
+        t0 = time.perf_counter()
+        result = document_upload(collection=collection, filename=path.name, data=path.read_bytes(), sync=True)
+        document = Document.objects.get(pk=result.document.pk)
+        failures += document.status != Document.Status.READY
+        stdout.write(f"  {path.name:<40} {document.status:<8} {document.chunks_total:>6} chunks  "
+                     f"{time.perf_counter() - t0:6.2f} s {document.error}\n")
+    elapsed = time.perf_counter() - started
+    texts = list(Chunk.objects.filter(collection=collection).order_by("id").values_list("content", flat=True))
+    return elapsed, texts, failures
+
+
+def _run_raw_encoder(model, texts: list[str]) -> float:
+    batch = settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE
+    started = time.perf_counter()
+    model.encode(texts, batch_size=batch, normalize_embeddings=True, show_progress_bar=False)
+    return time.perf_counter() - started
+
+
+def _print_table(stdout, f: dict) -> None:
+    stdout.write(
+        f"\nbackend {f['backend']}: {f['chunks']} chunks from {f['files']} files ({f['failed']} failed)\n"
+        f"  pipeline      {f['pipeline_chunks_per_s']:8.2f} chunks/s  ({f['pipeline_seconds']} s)\n"
+        f"  raw encoder   {f['raw_encoder_chunks_per_s']:8.2f} chunks/s  ({f['raw_encoder_seconds']} s)\n"
+        f"  ratio         {f['ratio']:8.3f}  (pipeline / raw encoder)\n"
+        f"  peak memory   {f['peak_memory_mb']:8.1f} MB\n"
+    )

@@ -1,0 +1,47 @@
+"""Benchmarks that report ratios against a reference measured in the same run.
+
+    knowledge_bench ingest [--files PATH...] [--backend torch|onnx|onnx-int8]
+    knowledge_bench lexical [--chunks N] [--queries N]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from knowledge.ingestion.embedding import BACKENDS
+
+
+class Command(BaseCommand):
+    help = "Run a benchmark; each ends with one JSON line of its figures."
+
+    def add_arguments(self, parser):
+        benchmarks = parser.add_subparsers(dest="benchmark", required=True)
+        ingest = benchmarks.add_parser("ingest", help="Pipeline vs raw encoder throughput.")
+        ingest.add_argument("--files", nargs="+", metavar="PATH", help="Default: a mix from the corpus.")
+        ingest.add_argument("--backend", choices=BACKENDS, default=None)
+        lexical = benchmarks.add_parser("lexical", help="BM25 lexical search vs references.")
+        lexical.add_argument("--chunks", type=int, default=100_000)
+        lexical.add_argument("--queries", type=int, default=50)
+
+    def handle(self, *args, **options):
+        handler = getattr(self, f"_{options['benchmark']}")
+        handler(options)
+
+    def _ingest(self, options):
+        from django.conf import settings
+
+        from knowledge.benchmarks import ingest
+
+        files = [Path(p) for p in options["files"]] if options["files"] else ingest.default_files()
+        missing = [str(p) for p in files if not p.is_file()]
+        if missing:
+            raise CommandError(f"not a file: {', '.join(missing)}")
+        backend = options["backend"] or settings.KNOWLEDGE_EMBEDDING_BACKEND
+        ingest.run(self.stdout, files=files, backend=backend)
+
+    def _lexical(self, options):
+        from knowledge.benchmarks import lexical
+
+        lexical.run(self.stdout, chunks=options["chunks"], queries=options["queries"])
