@@ -17,7 +17,6 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-
 EMBEDDED_DATABASE = "knowledge"
 
 

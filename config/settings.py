@@ -80,9 +80,7 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": database_config(
-        data_dir=DATA_DIR, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0)
-    )
+    "default": database_config(data_dir=DATA_DIR, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0))
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -121,7 +119,9 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 # Embedding: the model every chunk and query is encoded with.
 KNOWLEDGE_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 KNOWLEDGE_EMBEDDING_DIMENSIONS = 384
-KNOWLEDGE_EMBEDDING_BACKEND = env_choice("KNOWLEDGE_EMBEDDING_BACKEND", "torch", ("torch", "onnx", "onnx-int8"))
+KNOWLEDGE_EMBEDDING_BACKEND = env_choice(
+    "KNOWLEDGE_EMBEDDING_BACKEND", "torch", ("torch", "onnx", "onnx-int8")
+)
 KNOWLEDGE_EMBEDDING_BATCH_SIZE = env_int("KNOWLEDGE_EMBEDDING_BATCH_SIZE", 32, minimum=1)
 
 # Background work: django-q2 with the ORM broker (no extra server).

@@ -30,11 +30,7 @@ from knowledge.models import (
 def _count_subquery(model, **filters) -> Coalesce:
     """A per-row count as a subquery: two joined Counts would multiply each other."""
     rows = (
-        model.objects.filter(**filters)
-        .order_by()
-        .values(*filters.keys())
-        .annotate(n=Count("pk"))
-        .values("n")
+        model.objects.filter(**filters).order_by().values(*filters.keys()).annotate(n=Count("pk")).values("n")
     )
     return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
 

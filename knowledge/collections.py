@@ -75,7 +75,9 @@ def collection_reindex(*, collection: Collection, chunk_profile: ChunkProfile) -
     collection.pending_chunk_profile = chunk_profile
     collection.save(update_fields=["pending_chunk_profile", "updated_at"])
     document_ids = list(
-        Document.objects.filter(collection=collection).exclude(status=Document.Status.FAILED).values_list("pk", flat=True)
+        Document.objects.filter(collection=collection)
+        .exclude(status=Document.Status.FAILED)
+        .values_list("pk", flat=True)
     )
     for document_id in document_ids:
         enqueue_document_processing(document_id=document_id, chunk_profile_id=chunk_profile.pk)
@@ -84,3 +86,21 @@ def collection_reindex(*, collection: Collection, chunk_profile: ChunkProfile) -
         collection.pending_chunk_profile = None
         collection.save(update_fields=["chunk_profile", "pending_chunk_profile", "updated_at"])
     return len(document_ids)
+
+
+def collection_find(name: str, *, owner=None, any_owner: bool = False) -> Collection:
+    """A collection by name for operator commands: ``owner``'s, else admin-owned, else a unique match."""
+    matches = Collection.objects.filter(name=name)
+    exact = matches.filter(owner=owner).first()
+    if exact or not any_owner:
+        if exact is None:
+            whose = f"owned by {owner.username}" if owner else "admin-owned"
+            raise NotFoundError(f"no {whose} collection named {name!r}")
+        return exact
+    found = list(matches.select_related("owner"))
+    if not found:
+        raise NotFoundError(f"no collection named {name!r}")
+    if len(found) > 1:
+        owners = ", ".join(c.owner.username if c.owner else "admin" for c in found)
+        raise KnowledgeError(f"several collections are named {name!r} (owners: {owners}); pass --user")
+    return found[0]

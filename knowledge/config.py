@@ -43,7 +43,9 @@ PARAMETERS: dict[str, Parameter] = {
             0.0,
             1.0,
         ),
-        Parameter("maxTokens", int, 2000, "Token budget for the knowledge context sent to the LLM.", 100, 128000),
+        Parameter(
+            "maxTokens", int, 2000, "Token budget for the knowledge context sent to the LLM.", 100, 128000
+        ),
         Parameter(
             "maxChunksPerDocument", int, 0, "Maximum chunks from one document; 0 means unlimited.", 0, 100
         ),
@@ -70,9 +72,16 @@ PARAMETERS: dict[str, Parameter] = {
             "Custom system prompt for synthesis; replaces the default when not empty.",
             max_length=20000,
         ),
-        Parameter("hybrid", bool, True, "Fuse lexical (full-text) with semantic search; off = semantic only."),
         Parameter(
-            "semanticWeight", float, 0.7, "Weight of the semantic ranking in Reciprocal Rank Fusion.", 0.0, 1.0
+            "hybrid", bool, True, "Fuse lexical (full-text) with semantic search; off = semantic only."
+        ),
+        Parameter(
+            "semanticWeight",
+            float,
+            0.7,
+            "Weight of the semantic ranking in Reciprocal Rank Fusion.",
+            0.0,
+            1.0,
         ),
         Parameter("rrfK", int, 60, "Smoothing constant k of Reciprocal Rank Fusion.", 1, 1000),
     )

@@ -118,11 +118,20 @@ def collection_upload(request, collection_id: int):
         try:
             upload_size_check(filename=upload.name, size=upload.size)
             result = document_upload(
-                collection=collection, filename=upload.name, data=upload.read(),
-                uploaded_by=request.user, content_type=upload.content_type or "",
+                collection=collection,
+                filename=upload.name,
+                data=upload.read(),
+                uploaded_by=request.user,
+                content_type=upload.content_type or "",
             )
-            results.append({"id": result.document.pk, "filename": result.document.filename,
-                            "created": result.created, "status": result.document.status})
+            results.append(
+                {
+                    "id": result.document.pk,
+                    "filename": result.document.filename,
+                    "created": result.created,
+                    "status": result.document.status,
+                }
+            )
         except KnowledgeError as exc:
             if len(files) == 1:
                 raise

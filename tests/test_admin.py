@@ -17,14 +17,24 @@ def _collection_with_content(owner, name: str, documents: int, chunks_each: int)
     for d in range(documents):
         digest = hashlib.sha256(f"{name}-{d}".encode()).hexdigest()
         document = Document.objects.create(
-            collection=collection, filename=f"{name}-{d}.txt", content_hash=digest, size=10,
-            file=f"documents/{digest}.txt", status=Document.Status.READY,
+            collection=collection,
+            filename=f"{name}-{d}.txt",
+            content_hash=digest,
+            size=10,
+            file=f"documents/{digest}.txt",
+            status=Document.Status.READY,
         )
         Chunk.objects.bulk_create(
             Chunk(
-                document=document, collection=collection, chunk_profile=profile,
-                embedding_model="test", index=i, content=f"chunk {i}", token_count=2,
-                source_ref="section=x", embedding=[0.1] * 384,
+                document=document,
+                collection=collection,
+                chunk_profile=profile,
+                embedding_model="test",
+                index=i,
+                content=f"chunk {i}",
+                token_count=2,
+                source_ref="section=x",
+                embedding=[0.1] * 384,
             )
             for i in range(chunks_each)
         )
@@ -88,8 +98,17 @@ def test_documents_filter_by_status_and_collection(admin_client, alice):
 
 @pytest.mark.parametrize(
     "model",
-    ["collection", "document", "chunk", "chunkprofile", "knowledgesetting", "profile",
-     "subscription", "chatsession", "chatturn"],
+    [
+        "collection",
+        "document",
+        "chunk",
+        "chunkprofile",
+        "knowledgesetting",
+        "profile",
+        "subscription",
+        "chatsession",
+        "chatturn",
+    ],
 )
 def test_every_model_has_a_working_admin_list(admin_client, model):
     assert admin_client.get(f"/admin/knowledge/{model}/").status_code == 200

@@ -68,8 +68,10 @@ def _run_pipeline(stdout, collection, files) -> tuple[float, list[str], int]:
         result = document_upload(collection=collection, filename=path.name, data=path.read_bytes(), sync=True)
         document = Document.objects.get(pk=result.document.pk)
         failures += document.status != Document.Status.READY
-        stdout.write(f"  {path.name:<40} {document.status:<8} {document.chunks_total:>6} chunks  "
-                     f"{time.perf_counter() - t0:6.2f} s {document.error}\n")
+        stdout.write(
+            f"  {path.name:<40} {document.status:<8} {document.chunks_total:>6} chunks  "
+            f"{time.perf_counter() - t0:6.2f} s {document.error}\n"
+        )
     elapsed = time.perf_counter() - started
     texts = list(Chunk.objects.filter(collection=collection).order_by("id").values_list("content", flat=True))
     return elapsed, texts, failures

@@ -1,35 +1,42 @@
 """Sections -> chunk drafts (pure: no Django, no database).
 
-Four strategies, all working on one ``Section`` at a time, so a chunk never
-spans two sections:
+Every strategy works on one ``Section`` at a time, so a chunk never spans two
+sections. ``chunk_size`` / ``chunk_overlap`` are characters for the first
+three strategies and model tokens for ``semantic``:
 
-* ``paragraph`` (default): split on blank lines, combine small paragraphs up
-  to ``chunk_size`` characters, split paragraphs longer than
-  ``1.5 * chunk_size`` at sentence boundaries, fall back to ``fixed`` for a
-  very large section with fewer than 3 paragraphs; the tail of the previous
-  chunk (``chunk_overlap`` characters, cut at a word boundary) is prepended
-  to the next chunk.
-* ``sentence``: sentences packed up to ``chunk_size`` characters; whole
-  trailing sentences (up to ``chunk_overlap`` characters) are repeated.
-* ``fixed``: a sliding window of ``chunk_size`` characters stepping by
-  ``chunk_size - chunk_overlap``, window ends moved back to whitespace when
-  there is some in the last 20 %, overlap starts moved forward to a word
-  start.
-* ``semantic``: the section (one heading's text) is split recursively on
-  ``["\\n\\n", "\\n", ". ", " ", ""]`` with sizes measured in model tokens
-  (``chunk_size`` / ``chunk_overlap`` are tokens here), and each chunk starts
-  with the section's heading path ("A > B") on its own line.
+* ``paragraph`` (default, seed 000): split on blank lines and combine
+  paragraphs up to ``chunk_size`` characters; a paragraph longer than
+  ``1.5 * chunk_size`` is split at sentence boundaries; a section longer than
+  ``3 * chunk_size`` with fewer than 3 paragraphs is chunked as ``fixed``.
+  The last ``chunk_overlap`` characters of the previous chunk (from a word
+  start) are prepended to the next chunk; ``chunk_size`` bounds the new text.
+* ``sentence``: sentences (``(?<=[.!?])\s+``, blank lines, and CJK 。！？) are
+  packed up to ``chunk_size`` characters including the overlap, which is the
+  whole trailing sentences of the previous chunk that fit in ``chunk_overlap``.
+* ``fixed``: windows of ``chunk_size`` characters stepping by
+  ``chunk_size - chunk_overlap``; a window end moves back to whitespace found
+  in its last 20 %, an overlap start moves forward to a word start.
+* ``semantic`` (seed 003): the section is one heading's text (stage 1); it is
+  split recursively on ``["\n\n", "\n", ". ", " ", ""]`` (". " meaning any
+  sentence end), each piece measured with ``count_tokens``, and packed to
+  ``chunk_size`` tokens with ``chunk_overlap`` tokens of overlap (whole
+  trailing pieces, or else the tail of the last piece from a sentence or word
+  start). Each chunk starts with the heading path ("A > B") on its own line,
+  counted in the token budget. A chunk is also kept under 10 characters per
+  token of budget, so a long run that the tokenizer reads as one [UNK] is
+  still split.
 
 Hard rule for every strategy: ``count_tokens(chunk.content) <= max_tokens``
-(the embedding model reads 256 word pieces including [CLS] and [SEP], so 254
-by default). An oversize piece is split further (paragraphs, lines,
-sentences, words, then characters); nothing is truncated or dropped. Every
-chunk body is a verbatim slice of the section text, so the chunks of a
-section, ignoring overlap, still contain all of its text.
+(all-MiniLM-L6-v2 reads 256 word pieces including [CLS] and [SEP], so 254 by
+default). A piece over the limit is split further (paragraphs, lines,
+sentences, words, then characters) and never truncated or dropped. Overlap is
+left out, or shortened, where it would break the rule. Every chunk body is a
+verbatim slice of the section text, so a section's chunks, ignoring overlap,
+contain all of its text.
 
-Token counting is linear in the text: pieces are counted once each and, where
-pieces are tiny (words), sizes are estimated from the parent's count and only
-the packed chunk is counted.
+Token counting is linear in the text: pieces are counted once each, and where
+pieces are small (words, short lines) token counts are estimated from a
+measured tokens-per-character ratio and only the packed chunk is counted.
 """
 
 from __future__ import annotations
@@ -722,19 +729,24 @@ def _finalize(section, text, spans, tokens, max_tokens) -> list[ChunkDraft]:
     drafts: list[ChunkDraft] = []
     prefix = tokens.prefix
     body_limit = max(1, max_tokens - tokens.prefix_tokens)
+    last = [-1, -1]  # start and end of the last emitted chunk
 
     def emit(start: int, end: int, known: int | None) -> None:
         content = prefix + text[start:end]
         n = known + tokens.prefix_tokens if known is not None else tokens.count(content)
         if n <= max_tokens:
             drafts.append(ChunkDraft(section=section, content=content, token_count=n))
+            last[:] = [start, end]
             return
         body = None if known is None else n - tokens.prefix_tokens
         for a, b, m, verified in _force_fit(text, start, end, body_limit, tokens, known=body):
             emit(a, b, int(m) if verified else None)
 
     for start, end, known in spans:
-        a, b = _trim(text, start, end)
-        if a < b:
-            emit(a, b, known if (a, b) == (start, end) else None)
+        # Keep chunks in text order (an overlap never reaches back past the
+        # previous chunk's start) and skip a span the previous chunk contains.
+        a, b = _trim(text, max(start, last[0]), end)
+        if a >= b or (a >= last[0] and b <= last[1]):
+            continue
+        emit(a, b, known if (a, b) == (start, end) else None)
     return drafts

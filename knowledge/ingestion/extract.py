@@ -343,9 +343,7 @@ class _HeadingSections:
         if not text:
             return
         path = tuple(h for _, h in self.stack) or (self.default_heading,)
-        self.sections.append(
-            Section(source_ref=f"{self.key}={path[-1]}", text=text, heading_path=path)
-        )
+        self.sections.append(Section(source_ref=f"{self.key}={path[-1]}", text=text, heading_path=path))
 
     def finish(self) -> list[Section]:
         self.flush()
@@ -577,8 +575,7 @@ def _extract_xlsx(filename: str, data: bytes) -> list[Section]:
         raise ExtractionError(f"the file is not a valid XLSX workbook: {exc}") from exc
     try:
         return [
-            _sheet_section(sheet.title, sheet.iter_rows(values_only=True))
-            for sheet in workbook.worksheets
+            _sheet_section(sheet.title, sheet.iter_rows(values_only=True)) for sheet in workbook.worksheets
         ]
     finally:
         workbook.close()

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 from urllib.parse import unquote
 
 import yaml
@@ -107,9 +108,7 @@ def _parse(filename: str, data: bytes) -> Any:
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
-        raise ExtractionError(
-            f"{filename}: not valid UTF-8 text (byte {exc.start})"
-        ) from None
+        raise ExtractionError(f"{filename}: not valid UTF-8 text (byte {exc.start})") from None
     if text.lstrip().startswith("{"):
         try:
             return json.loads(text)
@@ -483,9 +482,12 @@ def _inline_object(schema: Any) -> dict | None:
     if isinstance(schema.get("properties"), dict) and schema["properties"]:
         return schema
     items = schema.get("items")
-    if isinstance(items, dict) and "$ref" not in items and isinstance(
-        items.get("properties"), dict
-    ) and items["properties"]:
+    if (
+        isinstance(items, dict)
+        and "$ref" not in items
+        and isinstance(items.get("properties"), dict)
+        and items["properties"]
+    ):
         return items
     return None
 
@@ -569,9 +571,7 @@ def _param_key(spec: _Spec, param: Any) -> tuple[str, str] | None:
 def _merged_parameters(spec: _Spec, path_params: Any, op_params: Any) -> list[Any]:
     """Path-level parameters overridden by operation-level ones (same name + in)."""
     op_list = [p for p in op_params if isinstance(p, dict)] if isinstance(op_params, list) else []
-    path_list = (
-        [p for p in path_params if isinstance(p, dict)] if isinstance(path_params, list) else []
-    )
+    path_list = [p for p in path_params if isinstance(p, dict)] if isinstance(path_params, list) else []
     op_keys = {k for k in (_param_key(spec, p) for p in op_list) if k}
     merged = [p for p in path_list if _param_key(spec, p) not in op_keys]
     return merged + op_list
@@ -720,9 +720,7 @@ def _response_line(spec: _Spec, status: str, response: Any) -> str:
         if len(labels) == 1:
             parts.append(f"body: {next(iter(labels))}")
         else:
-            parts.append(
-                "body: " + "; ".join(f"{', '.join(t)}: {lab}" for lab, t in labels.items())
-            )
+            parts.append("body: " + "; ".join(f"{', '.join(t)}: {lab}" for lab, t in labels.items()))
     if isinstance(target, dict) and isinstance(target.get("headers"), dict) and target["headers"]:
         parts.append(f"headers: {', '.join(k for k, _ in _str_keys(target['headers']))}")
     line = f"- {status}: {'; '.join(parts)}"
@@ -753,9 +751,7 @@ def _security_text(security: Any) -> str:
     return f"Security: {' or '.join(options)}" if options else ""
 
 
-def _operation_text(
-    spec: _Spec, method: str, path: str, op: dict, params: list[Any]
-) -> str:
+def _operation_text(spec: _Spec, method: str, path: str, op: dict, params: list[Any]) -> str:
     upper = method.upper()
     parts: list[str] = []
     summary = _one_line(op.get("summary"))
@@ -764,9 +760,7 @@ def _operation_text(
     meta_lines = []
     if op.get("operationId") is not None:
         meta_lines.append(f"Operation ID: {op['operationId']}")
-    tags = [str(t) for t in op.get("tags") or [] if t is not None] if isinstance(
-        op.get("tags"), list
-    ) else []
+    tags = [str(t) for t in op.get("tags") or [] if t is not None] if isinstance(op.get("tags"), list) else []
     if tags:
         meta_lines.append(f"Tags: {', '.join(tags)}")
     docs = op.get("externalDocs")
@@ -875,9 +869,9 @@ def _schema_component_text(name: str, schema: Any) -> list[str]:
         facts.append(f"Default: {_preview(schema['default'], 100)}")
     if schema.get("deprecated") is True:
         facts.append("Deprecated: yes")
-    required = [str(r) for r in schema.get("required") or []] if isinstance(
-        schema.get("required"), list
-    ) else []
+    required = (
+        [str(r) for r in schema.get("required") or []] if isinstance(schema.get("required"), list) else []
+    )
     if required:
         facts.append(f"Required: {', '.join(required)}")
     if facts:
@@ -1052,13 +1046,9 @@ def extract_openapi(filename: str, data: bytes) -> list[Section]:
     """
     root = _parse(filename, data)
     if not isinstance(root, dict):
-        raise ExtractionError(
-            f"{filename}: not an OpenAPI document (the top level is not a mapping)"
-        )
+        raise ExtractionError(f"{filename}: not an OpenAPI document (the top level is not a mapping)")
     if "openapi" not in root and "swagger" not in root:
-        raise ExtractionError(
-            f"{filename}: not an OpenAPI document (no 'openapi' or 'swagger' version key)"
-        )
+        raise ExtractionError(f"{filename}: not an OpenAPI document (no 'openapi' or 'swagger' version key)")
     spec = _Spec(filename, root)
 
     # (element_id, source_ref, text, heading_path, metadata, raw refs)
@@ -1079,14 +1069,18 @@ def extract_openapi(filename: str, data: bytes) -> list[Section]:
             if method not in HTTP_METHODS or not isinstance(op, dict):
                 continue
             params = _merged_parameters(spec, path_params, op.get("parameters"))
-            op_ids = {id(p) for p in op.get("parameters") or []} if isinstance(
-                op.get("parameters"), list
-            ) else set()
+            op_ids = (
+                {id(p) for p in op.get("parameters") or []}
+                if isinstance(op.get("parameters"), list)
+                else set()
+            )
             inherited = [p for p in params if id(p) not in op_ids]
             refs = item_refs + _collect_refs([op, inherited])
-            tags = [str(t) for t in op.get("tags") or [] if t is not None] if isinstance(
-                op.get("tags"), list
-            ) else []
+            tags = (
+                [str(t) for t in op.get("tags") or [] if t is not None]
+                if isinstance(op.get("tags"), list)
+                else []
+            )
             upper = method.upper()
             drafts.append(
                 (
@@ -1121,7 +1115,7 @@ def extract_openapi(filename: str, data: bytes) -> list[Section]:
 
     resolved: list[tuple[tuple[str, ...], list[str]]] = []
     referenced_by: dict[str, set[str]] = {}
-    for element_id, _, _, _, metadata, refs in drafts:
+    for element_id, _, _, _, _metadata, refs in drafts:
         ids: set[str] = set()
         missing: set[str] = set()
         for ref in refs:
@@ -1135,9 +1129,8 @@ def extract_openapi(filename: str, data: bytes) -> list[Section]:
         resolved.append((tuple(sorted(ids)), sorted(missing)))
 
     sections: list[Section] = []
-    for (element_id, source_ref, text, heading, metadata, _), (ids, missing) in zip(
-        drafts, resolved
-    ):
+    for draft, (ids, missing) in zip(drafts, resolved, strict=True):
+        element_id, source_ref, text, heading, metadata, _ = draft
         if missing:
             metadata["missing_refs"] = missing
         sections.append(

@@ -35,8 +35,15 @@ def document_process(*, document_id: int, chunk_profile_id: int | None = None) -
         logger.info("Document %s no longer exists; nothing to process", document_id)
         return
     profile = ChunkProfile.objects.get(pk=chunk_profile_id or document.collection.chunk_profile_id)
-    _update(document, status=Document.Status.PROCESSING, error="", sections_total=0,
-            sections_done=0, chunks_total=0, chunks_done=0)
+    _update(
+        document,
+        status=Document.Status.PROCESSING,
+        error="",
+        sections_total=0,
+        sections_done=0,
+        chunks_total=0,
+        chunks_done=0,
+    )
     try:
         drafts = document_chunk_drafts(document, profile)
         vectors = _embed_with_progress(document, drafts)
@@ -98,8 +105,13 @@ def _write_chunks(document, profile, drafts, vectors) -> None:
             for index, (draft, vector) in enumerate(zip(drafts, vectors, strict=True))
         ]
         Chunk.objects.bulk_create(chunks, batch_size=_WRITE_BATCH)
-        _update(document, status=Document.Status.READY, error="", processed_at=timezone.now(),
-                chunks_done=len(chunks))
+        _update(
+            document,
+            status=Document.Status.READY,
+            error="",
+            processed_at=timezone.now(),
+            chunks_done=len(chunks),
+        )
         _retire_replaced_version(locked)
         _finish_pending_reindex(document.collection_id, profile)
 

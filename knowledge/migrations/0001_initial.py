@@ -5,16 +5,16 @@ import django.contrib.postgres.indexes
 import django.contrib.postgres.search
 import django.core.validators
 import django.db.models.deletion
-import knowledge.models.documents
 import pgvector.django.indexes
-from pgvector.django import VectorExtension
 import pgvector.django.vector
 from django.conf import settings
 from django.db import migrations, models
+from pgvector.django import VectorExtension
+
+import knowledge.models.documents
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -24,243 +24,607 @@ class Migration(migrations.Migration):
     operations = [
         VectorExtension(),
         migrations.CreateModel(
-            name='KnowledgeSetting',
+            name="KnowledgeSetting",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=64, unique=True)),
-                ('value', models.JSONField()),
-                ('is_locked', models.BooleanField(default=False, help_text='Locked: this value applies to every profile, overrides ignored.')),
-                ('help_text', models.TextField(blank=True, editable=False)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=64, unique=True)),
+                ("value", models.JSONField()),
+                (
+                    "is_locked",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Locked: this value applies to every profile, overrides ignored.",
+                    ),
+                ),
+                ("help_text", models.TextField(blank=True, editable=False)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'verbose_name': 'global knowledge setting',
-                'ordering': ['key'],
+                "verbose_name": "global knowledge setting",
+                "ordering": ["key"],
             },
         ),
         migrations.CreateModel(
-            name='ChunkProfile',
+            name="ChunkProfile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('strategy', models.CharField(choices=[('paragraph', 'Paragraph (default)'), ('sentence', 'Sentence'), ('fixed', 'Fixed size with overlap'), ('semantic', 'Semantic (heading-aware, token-based)')], default='paragraph', max_length=20)),
-                ('chunk_size', models.PositiveIntegerField(default=1000, help_text='Characters per chunk; model tokens for the semantic strategy.', validators=[django.core.validators.MinValueValidator(50), django.core.validators.MaxValueValidator(20000)])),
-                ('chunk_overlap', models.PositiveIntegerField(default=200, help_text='Overlap between consecutive chunks, in the same unit as the size.')),
-                ('is_active', models.BooleanField(default=False, help_text='The profile new collections start with. Only one is active.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=100, unique=True)),
+                (
+                    "strategy",
+                    models.CharField(
+                        choices=[
+                            ("paragraph", "Paragraph (default)"),
+                            ("sentence", "Sentence"),
+                            ("fixed", "Fixed size with overlap"),
+                            ("semantic", "Semantic (heading-aware, token-based)"),
+                        ],
+                        default="paragraph",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "chunk_size",
+                    models.PositiveIntegerField(
+                        default=1000,
+                        help_text="Characters per chunk; model tokens for the semantic strategy.",
+                        validators=[
+                            django.core.validators.MinValueValidator(50),
+                            django.core.validators.MaxValueValidator(20000),
+                        ],
+                    ),
+                ),
+                (
+                    "chunk_overlap",
+                    models.PositiveIntegerField(
+                        default=200,
+                        help_text="Overlap between consecutive chunks, in the same unit as the size.",
+                    ),
+                ),
+                (
+                    "is_active",
+                    models.BooleanField(
+                        default=False, help_text="The profile new collections start with. Only one is active."
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('is_active', True)), fields=('is_active',), name='one_active_chunk_profile'), models.CheckConstraint(condition=models.Q(('chunk_overlap__lt', models.F('chunk_size'))), name='chunk_overlap_below_size')],
+                "ordering": ["name"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("is_active", True)),
+                        fields=("is_active",),
+                        name="one_active_chunk_profile",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("chunk_overlap__lt", models.F("chunk_size"))),
+                        name="chunk_overlap_below_size",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Collection',
+            name="Collection",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('description', models.TextField(blank=True)),
-                ('tags', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=50), blank=True, default=list, size=None)),
-                ('visibility', models.CharField(choices=[('private', 'Private (owner only)'), ('unlisted', 'Unlisted (anyone with its id)'), ('public', 'Public (all signed-in users)')], default='private', max_length=10)),
-                ('listed', models.BooleanField(default=False, help_text='Shown in the marketplace.')),
-                ('embedding_model', models.CharField(editable=False, max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('chunk_profile', models.ForeignKey(help_text='The profile whose chunks are searched; re-index to change it.', on_delete=django.db.models.deletion.PROTECT, related_name='collections', to='knowledge.chunkprofile')),
-                ('owner', models.ForeignKey(blank=True, help_text='Empty for an admin-owned collection.', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='collections', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("description", models.TextField(blank=True)),
+                (
+                    "tags",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=50), blank=True, default=list, size=None
+                    ),
+                ),
+                (
+                    "visibility",
+                    models.CharField(
+                        choices=[
+                            ("private", "Private (owner only)"),
+                            ("unlisted", "Unlisted (anyone with its id)"),
+                            ("public", "Public (all signed-in users)"),
+                        ],
+                        default="private",
+                        max_length=10,
+                    ),
+                ),
+                ("listed", models.BooleanField(default=False, help_text="Shown in the marketplace.")),
+                ("embedding_model", models.CharField(editable=False, max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "chunk_profile",
+                    models.ForeignKey(
+                        help_text="The profile whose chunks are searched; re-index to change it.",
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="collections",
+                        to="knowledge.chunkprofile",
+                    ),
+                ),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Empty for an admin-owned collection.",
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="collections",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Document',
+            name="Document",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(blank=True, max_length=500)),
-                ('filename', models.CharField(max_length=255)),
-                ('author', models.CharField(blank=True, max_length=300)),
-                ('category', models.CharField(blank=True, max_length=100)),
-                ('tags', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=50), blank=True, default=list, size=None)),
-                ('source_date', models.DateField(blank=True, help_text="The document's own date, used for freshness scoring.", null=True)),
-                ('content_hash', models.CharField(help_text='SHA-256 of the original bytes.', max_length=64)),
-                ('size', models.BigIntegerField(help_text='Bytes.')),
-                ('content_type', models.CharField(blank=True, max_length=100)),
-                ('file', models.FileField(max_length=500, upload_to=knowledge.models.documents.document_upload_path)),
-                ('status', models.CharField(choices=[('uploaded', 'Uploaded'), ('processing', 'Processing'), ('ready', 'Ready'), ('failed', 'Failed')], default='uploaded', max_length=12)),
-                ('error', models.TextField(blank=True)),
-                ('sections_total', models.PositiveIntegerField(default=0)),
-                ('sections_done', models.PositiveIntegerField(default=0)),
-                ('chunks_total', models.PositiveIntegerField(default=0)),
-                ('chunks_done', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('processed_at', models.DateTimeField(blank=True, null=True)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='documents', to='knowledge.collection')),
-                ('replaces', models.ForeignKey(blank=True, help_text='An older version this document replaces once it is ready.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='replaced_by', to='knowledge.document')),
-                ('uploaded_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='uploaded_documents', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("title", models.CharField(blank=True, max_length=500)),
+                ("filename", models.CharField(max_length=255)),
+                ("author", models.CharField(blank=True, max_length=300)),
+                ("category", models.CharField(blank=True, max_length=100)),
+                (
+                    "tags",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=50), blank=True, default=list, size=None
+                    ),
+                ),
+                (
+                    "source_date",
+                    models.DateField(
+                        blank=True,
+                        help_text="The document's own date, used for freshness scoring.",
+                        null=True,
+                    ),
+                ),
+                ("content_hash", models.CharField(help_text="SHA-256 of the original bytes.", max_length=64)),
+                ("size", models.BigIntegerField(help_text="Bytes.")),
+                ("content_type", models.CharField(blank=True, max_length=100)),
+                (
+                    "file",
+                    models.FileField(
+                        max_length=500, upload_to=knowledge.models.documents.document_upload_path
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("uploaded", "Uploaded"),
+                            ("processing", "Processing"),
+                            ("ready", "Ready"),
+                            ("failed", "Failed"),
+                        ],
+                        default="uploaded",
+                        max_length=12,
+                    ),
+                ),
+                ("error", models.TextField(blank=True)),
+                ("sections_total", models.PositiveIntegerField(default=0)),
+                ("sections_done", models.PositiveIntegerField(default=0)),
+                ("chunks_total", models.PositiveIntegerField(default=0)),
+                ("chunks_done", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("processed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="documents",
+                        to="knowledge.collection",
+                    ),
+                ),
+                (
+                    "replaces",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="An older version this document replaces once it is ready.",
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="replaced_by",
+                        to="knowledge.document",
+                    ),
+                ),
+                (
+                    "uploaded_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="uploaded_documents",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Chunk',
+            name="Chunk",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('embedding_model', models.CharField(max_length=200)),
-                ('index', models.PositiveIntegerField()),
-                ('content', models.TextField()),
-                ('token_count', models.PositiveIntegerField()),
-                ('source_ref', models.CharField(max_length=1000)),
-                ('heading_path', django.contrib.postgres.fields.ArrayField(base_field=models.TextField(), blank=True, default=list, size=None)),
-                ('page', models.PositiveIntegerField(blank=True, null=True)),
-                ('slide', models.PositiveIntegerField(blank=True, null=True)),
-                ('sheet', models.CharField(blank=True, max_length=300)),
-                ('element_id', models.CharField(blank=True, help_text='Id of linked content, e.g. api.json:components/schemas/User.', max_length=1000)),
-                ('ref_ids', django.contrib.postgres.fields.ArrayField(base_field=models.TextField(), blank=True, default=list, size=None)),
-                ('referenced_by', django.contrib.postgres.fields.ArrayField(base_field=models.TextField(), blank=True, default=list, size=None)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('embedding', pgvector.django.vector.VectorField(dimensions=384)),
-                ('search_vector', models.GeneratedField(db_persist=True, expression=knowledge.models.documents.ToTsVector('content'), output_field=django.contrib.postgres.search.SearchVectorField())),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('chunk_profile', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='chunks', to='knowledge.chunkprofile')),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='knowledge.collection')),
-                ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chunks', to='knowledge.document')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("embedding_model", models.CharField(max_length=200)),
+                ("index", models.PositiveIntegerField()),
+                ("content", models.TextField()),
+                ("token_count", models.PositiveIntegerField()),
+                ("source_ref", models.CharField(max_length=1000)),
+                (
+                    "heading_path",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.TextField(), blank=True, default=list, size=None
+                    ),
+                ),
+                ("page", models.PositiveIntegerField(blank=True, null=True)),
+                ("slide", models.PositiveIntegerField(blank=True, null=True)),
+                ("sheet", models.CharField(blank=True, max_length=300)),
+                (
+                    "element_id",
+                    models.CharField(
+                        blank=True,
+                        help_text="Id of linked content, e.g. api.json:components/schemas/User.",
+                        max_length=1000,
+                    ),
+                ),
+                (
+                    "ref_ids",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.TextField(), blank=True, default=list, size=None
+                    ),
+                ),
+                (
+                    "referenced_by",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.TextField(), blank=True, default=list, size=None
+                    ),
+                ),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("embedding", pgvector.django.vector.VectorField(dimensions=384)),
+                (
+                    "search_vector",
+                    models.GeneratedField(
+                        db_persist=True,
+                        expression=knowledge.models.documents.ToTsVector("content"),
+                        output_field=django.contrib.postgres.search.SearchVectorField(),
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "chunk_profile",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="chunks",
+                        to="knowledge.chunkprofile",
+                    ),
+                ),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="chunks",
+                        to="knowledge.collection",
+                    ),
+                ),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="chunks",
+                        to="knowledge.document",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['document_id', 'index'],
+                "ordering": ["document_id", "index"],
             },
         ),
         migrations.CreateModel(
-            name='Profile',
+            name="Profile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200)),
-                ('tag', models.SlugField(help_text='Short handle, e.g. HR.', max_length=40)),
-                ('profile_type', models.CharField(choices=[('rag_focused', 'Focus (rag_focused)')], default='rag_focused', max_length=20)),
-                ('knowledge_overrides', models.JSONField(blank=True, default=dict, help_text='Per-profile values for knowledge parameters, e.g. {"maxDocs": 5}.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('owner', models.ForeignKey(blank=True, help_text='Empty for a profile the operator provides to everyone.', null=True, on_delete=django.db.models.deletion.CASCADE, related_name='knowledge_profiles', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=200)),
+                ("tag", models.SlugField(help_text="Short handle, e.g. HR.", max_length=40)),
+                (
+                    "profile_type",
+                    models.CharField(
+                        choices=[("rag_focused", "Focus (rag_focused)")], default="rag_focused", max_length=20
+                    ),
+                ),
+                (
+                    "knowledge_overrides",
+                    models.JSONField(
+                        blank=True,
+                        default=dict,
+                        help_text='Per-profile values for knowledge parameters, e.g. {"maxDocs": 5}.',
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Empty for a profile the operator provides to everyone.",
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="knowledge_profiles",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='ChatSession',
+            name="ChatSession",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(blank=True, max_length=200)),
-                ('input_tokens', models.PositiveIntegerField(default=0)),
-                ('output_tokens', models.PositiveIntegerField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='chat_sessions', to=settings.AUTH_USER_MODEL)),
-                ('profile', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='sessions', to='knowledge.profile')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("title", models.CharField(blank=True, max_length=200)),
+                ("input_tokens", models.PositiveIntegerField(default=0)),
+                ("output_tokens", models.PositiveIntegerField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="chat_sessions",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "profile",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="sessions",
+                        to="knowledge.profile",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-updated_at'],
+                "ordering": ["-updated_at"],
             },
         ),
         migrations.CreateModel(
-            name='ProfileCollection',
+            name="ProfileCollection",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('reranking', models.BooleanField(default=False, help_text="Rerank this collection's results with the LLM.")),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='profile_links', to='knowledge.collection')),
-                ('profile', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='profile_collections', to='knowledge.profile')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "reranking",
+                    models.BooleanField(
+                        default=False, help_text="Rerank this collection's results with the LLM."
+                    ),
+                ),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="profile_links",
+                        to="knowledge.collection",
+                    ),
+                ),
+                (
+                    "profile",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="profile_collections",
+                        to="knowledge.profile",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='profile',
-            name='collections',
-            field=models.ManyToManyField(blank=True, related_name='profiles', through='knowledge.ProfileCollection', to='knowledge.collection'),
+            model_name="profile",
+            name="collections",
+            field=models.ManyToManyField(
+                blank=True,
+                related_name="profiles",
+                through="knowledge.ProfileCollection",
+                to="knowledge.collection",
+            ),
         ),
         migrations.CreateModel(
-            name='Subscription',
+            name="Subscription",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('is_active', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='subscriptions', to='knowledge.collection')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='subscriptions', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("is_active", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="subscriptions",
+                        to="knowledge.collection",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="subscriptions",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ChatTurn',
+            name="ChatTurn",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('question', models.TextField()),
-                ('resolved_question', models.TextField(blank=True, help_text='The question after resolving follow-ups.')),
-                ('answer', models.TextField(blank=True)),
-                ('mode', models.CharField(blank=True, choices=[('llm', 'LLM synthesis'), ('extractive', 'Extracted from sources'), ('no_results', 'Nothing found')], max_length=12)),
-                ('cited_sources', models.JSONField(blank=True, default=list)),
-                ('retrieved', models.JSONField(blank=True, default=list)),
-                ('dropped_citations', models.PositiveIntegerField(default=0)),
-                ('input_tokens', models.PositiveIntegerField(default=0)),
-                ('output_tokens', models.PositiveIntegerField(default=0)),
-                ('token_source', models.CharField(blank=True, help_text='usage or estimate', max_length=10)),
-                ('events', models.JSONField(blank=True, default=list)),
-                ('durations_ms', models.JSONField(blank=True, default=dict)),
-                ('error', models.TextField(blank=True, help_text='LLM failure that led to the fallback, if any.')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='turns', to='knowledge.chatsession')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("index", models.PositiveIntegerField()),
+                ("question", models.TextField()),
+                (
+                    "resolved_question",
+                    models.TextField(blank=True, help_text="The question after resolving follow-ups."),
+                ),
+                ("answer", models.TextField(blank=True)),
+                (
+                    "mode",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("llm", "LLM synthesis"),
+                            ("extractive", "Extracted from sources"),
+                            ("no_results", "Nothing found"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("cited_sources", models.JSONField(blank=True, default=list)),
+                ("retrieved", models.JSONField(blank=True, default=list)),
+                ("dropped_citations", models.PositiveIntegerField(default=0)),
+                ("input_tokens", models.PositiveIntegerField(default=0)),
+                ("output_tokens", models.PositiveIntegerField(default=0)),
+                ("token_source", models.CharField(blank=True, help_text="usage or estimate", max_length=10)),
+                ("events", models.JSONField(blank=True, default=list)),
+                ("durations_ms", models.JSONField(blank=True, default=dict)),
+                (
+                    "error",
+                    models.TextField(blank=True, help_text="LLM failure that led to the fallback, if any."),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="turns",
+                        to="knowledge.chatsession",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['session_id', 'index'],
-                'constraints': [models.UniqueConstraint(fields=('session', 'index'), name='one_turn_per_position')],
+                "ordering": ["session_id", "index"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("session", "index"), name="one_turn_per_position")
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='collection',
-            constraint=models.UniqueConstraint(fields=('owner', 'name'), name='unique_collection_name_per_owner'),
+            model_name="collection",
+            constraint=models.UniqueConstraint(
+                fields=("owner", "name"), name="unique_collection_name_per_owner"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='collection',
-            constraint=models.UniqueConstraint(condition=models.Q(('owner__isnull', True)), fields=('name',), name='unique_admin_collection_name'),
+            model_name="collection",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("owner__isnull", True)),
+                fields=("name",),
+                name="unique_admin_collection_name",
+            ),
         ),
         migrations.AddIndex(
-            model_name='document',
-            index=models.Index(fields=['collection', 'filename'], name='knowledge_d_collect_6a3cc5_idx'),
+            model_name="document",
+            index=models.Index(fields=["collection", "filename"], name="knowledge_d_collect_6a3cc5_idx"),
         ),
         migrations.AddConstraint(
-            model_name='document',
-            constraint=models.UniqueConstraint(fields=('collection', 'content_hash'), name='one_copy_of_bytes_per_collection'),
+            model_name="document",
+            constraint=models.UniqueConstraint(
+                fields=("collection", "content_hash"), name="one_copy_of_bytes_per_collection"
+            ),
         ),
         migrations.AddIndex(
-            model_name='chunk',
-            index=pgvector.django.indexes.HnswIndex(ef_construction=64, fields=['embedding'], m=16, name='chunk_embedding_hnsw', opclasses=['vector_cosine_ops']),
+            model_name="chunk",
+            index=pgvector.django.indexes.HnswIndex(
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="chunk_embedding_hnsw",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
         migrations.AddIndex(
-            model_name='chunk',
-            index=django.contrib.postgres.indexes.GinIndex(fields=['search_vector'], name='chunk_search_vector_gin'),
+            model_name="chunk",
+            index=django.contrib.postgres.indexes.GinIndex(
+                fields=["search_vector"], name="chunk_search_vector_gin"
+            ),
         ),
         migrations.AddIndex(
-            model_name='chunk',
-            index=models.Index(fields=['collection', 'chunk_profile'], name='chunk_collection_profile'),
+            model_name="chunk",
+            index=models.Index(fields=["collection", "chunk_profile"], name="chunk_collection_profile"),
         ),
         migrations.AddIndex(
-            model_name='chunk',
-            index=models.Index(fields=['element_id'], name='chunk_element_id'),
+            model_name="chunk",
+            index=models.Index(fields=["element_id"], name="chunk_element_id"),
         ),
         migrations.AddConstraint(
-            model_name='chunk',
-            constraint=models.UniqueConstraint(fields=('document', 'chunk_profile', 'index'), name='one_chunk_per_position'),
+            model_name="chunk",
+            constraint=models.UniqueConstraint(
+                fields=("document", "chunk_profile", "index"), name="one_chunk_per_position"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='profilecollection',
-            constraint=models.UniqueConstraint(fields=('profile', 'collection'), name='collection_once_per_profile'),
+            model_name="profilecollection",
+            constraint=models.UniqueConstraint(
+                fields=("profile", "collection"), name="collection_once_per_profile"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='profile',
-            constraint=models.UniqueConstraint(fields=('owner', 'name'), name='unique_profile_name_per_owner'),
+            model_name="profile",
+            constraint=models.UniqueConstraint(
+                fields=("owner", "name"), name="unique_profile_name_per_owner"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='subscription',
-            constraint=models.UniqueConstraint(fields=('user', 'collection'), name='one_subscription_per_user'),
+            model_name="subscription",
+            constraint=models.UniqueConstraint(
+                fields=("user", "collection"), name="one_subscription_per_user"
+            ),
         ),
     ]

@@ -5,15 +5,21 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('knowledge', '0002_defaults'),
+        ("knowledge", "0002_defaults"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='collection',
-            name='pending_chunk_profile',
-            field=models.ForeignKey(blank=True, help_text='A re-index in progress: becomes the chunk profile once every document has its chunks.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='pending_collections', to='knowledge.chunkprofile'),
+            model_name="collection",
+            name="pending_chunk_profile",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="A re-index in progress: becomes the chunk profile once every document has its chunks.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="pending_collections",
+                to="knowledge.chunkprofile",
+            ),
         ),
     ]

@@ -5,9 +5,7 @@ from knowledge.models.profiles import Profile
 
 
 class ChatSession(models.Model):
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions"
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="chat_sessions")
     profile = models.ForeignKey(
         Profile, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions"
     )
@@ -49,9 +47,7 @@ class ChatTurn(models.Model):
 
     class Meta:
         ordering = ["session_id", "index"]
-        constraints = [
-            models.UniqueConstraint(fields=["session", "index"], name="one_turn_per_position")
-        ]
+        constraints = [models.UniqueConstraint(fields=["session", "index"], name="one_turn_per_position")]
 
     def __str__(self) -> str:
         return self.question[:80]

@@ -69,9 +69,7 @@ class Collection(models.Model):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     tags = ArrayField(models.CharField(max_length=50), default=list, blank=True)
-    visibility = models.CharField(
-        max_length=10, choices=Visibility.choices, default=Visibility.PRIVATE
-    )
+    visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PRIVATE)
     listed = models.BooleanField(default=False, help_text="Shown in the marketplace.")
     embedding_model = models.CharField(max_length=200, editable=False)
     chunk_profile = models.ForeignKey(
@@ -103,25 +101,21 @@ class Collection(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    @property
-    def is_admin_owned(self) -> bool:
-        return self.owner_id is None
-
     def save(self, *args, **kwargs):
         if not self.embedding_model:
             self.embedding_model = settings.KNOWLEDGE_EMBEDDING_MODEL
         super().save(*args, **kwargs)
 
+    @property
+    def is_admin_owned(self) -> bool:
+        return self.owner_id is None
+
 
 class Subscription(models.Model):
     """A user's marketplace subscription to a listed collection."""
 
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="subscriptions"
-    )
-    collection = models.ForeignKey(
-        Collection, on_delete=models.CASCADE, related_name="subscriptions"
-    )
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="subscriptions")
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="subscriptions")
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -21,7 +21,9 @@ class ToTsVector(models.Func):
 
 
 def document_upload_path(document: "Document", filename: str) -> str:
-    return f"documents/{document.collection_id}/{document.content_hash[:2]}/{document.content_hash}/{filename}"
+    return (
+        f"documents/{document.collection_id}/{document.content_hash[:2]}/{document.content_hash}/{filename}"
+    )
 
 
 class Document(models.Model):

@@ -27,7 +27,7 @@ class Profile(models.Model):
     knowledge_overrides = models.JSONField(
         default=dict,
         blank=True,
-        help_text="Per-profile values for knowledge parameters, e.g. {\"maxDocs\": 5}.",
+        help_text='Per-profile values for knowledge parameters, e.g. {"maxDocs": 5}.',
     )
     collections = models.ManyToManyField(
         Collection, through="ProfileCollection", related_name="profiles", blank=True
@@ -55,9 +55,7 @@ class Profile(models.Model):
 
 class ProfileCollection(models.Model):
     profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="profile_collections")
-    collection = models.ForeignKey(
-        Collection, on_delete=models.CASCADE, related_name="profile_links"
-    )
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="profile_links")
     reranking = models.BooleanField(default=False, help_text="Rerank this collection's results with the LLM.")
 
     class Meta:

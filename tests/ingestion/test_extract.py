@@ -186,9 +186,7 @@ def test_malformed_yaml_reports_line_and_column():
 
 def test_json_that_is_not_openapi_is_rejected():
     data = json.dumps({"name": "my-package", "version": "1.0.0"}).encode()
-    with pytest.raises(
-        ExtractionError, match="is JSON but not an OpenAPI 3.x or Swagger 2 document"
-    ):
+    with pytest.raises(ExtractionError, match="is JSON but not an OpenAPI 3.x or Swagger 2 document"):
         extract_sections("package.json", data)
 
 
@@ -250,9 +248,7 @@ def test_pdf_phrases_are_on_the_page_where_pypdf_puts_them(pasa_sections):
         ("Give me papers about how to rank search results", 14),
     ]:
         pypdf_pages = [
-            number
-            for number, page in enumerate(reader.pages, start=1)
-            if phrase in page.extract_text()
+            number for number, page in enumerate(reader.pages, start=1) if phrase in page.extract_text()
         ]
         assert pypdf_pages == [expected_page]
         ours = [s for s in pasa_sections if phrase in s.text]
@@ -635,9 +631,7 @@ def test_html_without_main_keeps_text_before_first_heading_under_title():
         ("heading=Rules", "Be kind."),
     ]
     untitled = extract_sections("faq page.htm", b"<p>Only text.</p>")
-    assert [(s.source_ref, s.heading_path) for s in untitled] == [
-        ("heading=faq page", ("faq page",))
-    ]
+    assert [(s.source_ref, s.heading_path) for s in untitled] == [("heading=faq page", ("faq page",))]
 
 
 # --------------------------------------------------------------------------

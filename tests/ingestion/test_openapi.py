@@ -155,12 +155,10 @@ def test_yaml_version_of_petstore_gives_the_same_sections(petstore):
     assert not data.lstrip().startswith(b"{")
     sections = extract_openapi("petstore-expanded-3.0.yaml", data)
     assert [s.source_ref for s in sections] == [s.source_ref for s in petstore]
-    for from_yaml, from_json in zip(sections, petstore):
+    for from_yaml, from_json in zip(sections, petstore, strict=True):
         assert from_yaml.text == from_json.text
         assert from_yaml.element_id == from_json.element_id.replace(".json:", ".yaml:")
-        assert from_yaml.ref_ids == tuple(
-            r.replace(".json:", ".yaml:") for r in from_json.ref_ids
-        )
+        assert from_yaml.ref_ids == tuple(r.replace(".json:", ".yaml:") for r in from_json.ref_ids)
         assert from_yaml.referenced_by == tuple(
             r.replace(".json:", ".yaml:") for r in from_json.referenced_by
         )
@@ -212,9 +210,7 @@ def test_circular_self_reference_terminates_and_links_both_ways():
 
 
 def test_circular_request_bodies_cycles_in_ref_ids_both_ways():
-    sections = extract_openapi(
-        "circular-request-bodies-3.0.json", _read("circular-request-bodies-3.0.json")
-    )
+    sections = extract_openapi("circular-request-bodies-3.0.json", _read("circular-request-bodies-3.0.json"))
     by = _by_ref(sections)
 
     def cid(name: str) -> str:
@@ -283,12 +279,7 @@ def test_github_extraction_is_fast_and_sections_are_bounded(github):
 
 def test_github_one_section_per_operation_and_component(github):
     spec, sections, _ = github
-    operations = sum(
-        1
-        for item in spec["paths"].values()
-        for method in item
-        if method in METHODS
-    )
+    operations = sum(1 for item in spec["paths"].values() for method in item if method in METHODS)
     assert 1_100 < operations < 1_400
     ops = [s for s in sections if s.metadata["type"] == "operation"]
     assert len(ops) == operations
@@ -331,9 +322,7 @@ def test_github_create_issue_operation(github):
     assert "- owner (path, string, required): The account owner of the repository." in text
     assert "- title (one of: string | integer, required): The title of the issue." in text
     assert "- 201: Response; body: issue" in text
-    assert "- 422: Validation failed, or the endpoint has been spammed.; body: validation-error" in (
-        text
-    )
+    assert "- 422: Validation failed, or the endpoint has been spammed.; body: validation-error" in (text)
     assert "$ref" not in text
 
 
@@ -498,17 +487,29 @@ def test_swagger2_yaml():
 
 def _spec(components: dict, paths: dict | None = None) -> bytes:
     return json.dumps(
-        {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": paths or {},
-         "components": components}
+        {
+            "openapi": "3.0.3",
+            "info": {"title": "t", "version": "1"},
+            "paths": paths or {},
+            "components": components,
+        }
     ).encode()
 
 
 def test_dangling_ref_is_dropped_and_recorded():
     data = _spec(
-        {"schemas": {"A": {"type": "object", "properties": {
-            "b": {"$ref": "#/components/schemas/B"},
-            "ghost": {"$ref": "#/components/schemas/Ghost"},
-        }}, "B": {"type": "string"}}},
+        {
+            "schemas": {
+                "A": {
+                    "type": "object",
+                    "properties": {
+                        "b": {"$ref": "#/components/schemas/B"},
+                        "ghost": {"$ref": "#/components/schemas/Ghost"},
+                    },
+                },
+                "B": {"type": "string"},
+            }
+        },
         {"/a": {"get": {"responses": {"200": {"$ref": "#/components/responses/Nope"}}}}},
     )
     by = _by_ref(extract_openapi("d.json", data))
@@ -525,23 +526,25 @@ def test_dangling_ref_is_dropped_and_recorded():
 
 def test_external_escaped_interior_and_example_refs():
     data = _spec(
-        {"schemas": {
-            "a/b": {"type": "string"},
-            "t~x": {"type": "integer"},
-            "Host": {"type": "object", "properties": {"inner": {"type": "string"}}},
-            "User": {
-                "type": "object",
-                "example": {"$ref": "#/components/schemas/Host"},  # literal data, not a ref
-                "properties": {
-                    "slash": {"$ref": "#/components/schemas/a~1b"},
-                    "tilde": {"$ref": "#/components/schemas/t~0x"},
-                    "inner": {"$ref": "#/components/schemas/Host/properties/inner"},
-                    "remote": {"$ref": "other.yaml#/components/schemas/Remote"},
-                    "url": {"$ref": "https://example.com/s.json#/X"},
-                    "default": {"$ref": "#/components/schemas/t~0x"},
+        {
+            "schemas": {
+                "a/b": {"type": "string"},
+                "t~x": {"type": "integer"},
+                "Host": {"type": "object", "properties": {"inner": {"type": "string"}}},
+                "User": {
+                    "type": "object",
+                    "example": {"$ref": "#/components/schemas/Host"},  # literal data, not a ref
+                    "properties": {
+                        "slash": {"$ref": "#/components/schemas/a~1b"},
+                        "tilde": {"$ref": "#/components/schemas/t~0x"},
+                        "inner": {"$ref": "#/components/schemas/Host/properties/inner"},
+                        "remote": {"$ref": "other.yaml#/components/schemas/Remote"},
+                        "url": {"$ref": "https://example.com/s.json#/X"},
+                        "default": {"$ref": "#/components/schemas/t~0x"},
+                    },
                 },
-            },
-        }}
+            }
+        }
     )
     by = _by_ref(extract_openapi("e.json", data))
     user = by["component=schemas/User"]
@@ -559,22 +562,31 @@ def test_external_escaped_interior_and_example_refs():
     host_refs = [s for s in by.values() if "e.json:components/schemas/Host" in s.ref_ids]
     assert [s.source_ref for s in host_refs] == ["component=schemas/User"]
 
-    only_example = _spec({"schemas": {
-        "Host": {"type": "string"},
-        "X": {"type": "object", "example": {"$ref": "#/components/schemas/Host"}},
-    }})
+    only_example = _spec(
+        {
+            "schemas": {
+                "Host": {"type": "string"},
+                "X": {"type": "object", "example": {"$ref": "#/components/schemas/Host"}},
+            }
+        }
+    )
     x = _by_ref(extract_openapi("e.json", only_example))["component=schemas/X"]
     assert x.ref_ids == ()
 
 
 def test_long_enums_and_examples_are_capped():
-    data = _spec({"schemas": {
-        "Big": {
-            "type": "object",
-            "properties": {"code": {"type": "string", "enum": [f"v{i}" for i in range(500)]}},
-            "example": {"blob": "x" * 100_000},
-        },
-    }, "examples": {"Huge": {"summary": "A big one", "value": list(range(50_000))}}})
+    data = _spec(
+        {
+            "schemas": {
+                "Big": {
+                    "type": "object",
+                    "properties": {"code": {"type": "string", "enum": [f"v{i}" for i in range(500)]}},
+                    "example": {"blob": "x" * 100_000},
+                },
+            },
+            "examples": {"Huge": {"summary": "A big one", "value": list(range(50_000))}},
+        }
+    )
     by = _by_ref(extract_openapi("big.json", data))
     big = by["component=schemas/Big"].text
     assert "v19" in big and "v20 " not in big and "(480 more)" in big
@@ -585,26 +597,45 @@ def test_long_enums_and_examples_are_capped():
 
 
 def test_other_component_types_have_sections():
-    data = _spec({
-        "parameters": {"Limit": {"name": "limit", "in": "query",
-                                 "schema": {"type": "integer", "maximum": 100},
-                                 "description": "Page size."}},
-        "requestBodies": {"NewThing": {"required": True, "content": {
-            "application/json": {"schema": {"$ref": "#/components/schemas/Thing"}}}}},
-        "schemas": {"Thing": {"type": "object", "properties": {"n": {"type": "string"}}}},
-        "headers": {"X-Rate": {"schema": {"type": "integer"}, "description": "Left."}},
-        "links": {"Self": {"operationId": "getThing", "parameters": {"id": "$response.body#/id"}}},
-    }, {"/things": {"post": {
-        "parameters": [{"$ref": "#/components/parameters/Limit"}],
-        "requestBody": {"$ref": "#/components/requestBodies/NewThing"},
-        "responses": {"201": {"description": "ok", "links": {"self": {"$ref": "#/components/links/Self"}},
-                              "headers": {"X-Rate": {"$ref": "#/components/headers/X-Rate"}}}},
-    }}})
+    data = _spec(
+        {
+            "parameters": {
+                "Limit": {
+                    "name": "limit",
+                    "in": "query",
+                    "schema": {"type": "integer", "maximum": 100},
+                    "description": "Page size.",
+                }
+            },
+            "requestBodies": {
+                "NewThing": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Thing"}}},
+                }
+            },
+            "schemas": {"Thing": {"type": "object", "properties": {"n": {"type": "string"}}}},
+            "headers": {"X-Rate": {"schema": {"type": "integer"}, "description": "Left."}},
+            "links": {"Self": {"operationId": "getThing", "parameters": {"id": "$response.body#/id"}}},
+        },
+        {
+            "/things": {
+                "post": {
+                    "parameters": [{"$ref": "#/components/parameters/Limit"}],
+                    "requestBody": {"$ref": "#/components/requestBodies/NewThing"},
+                    "responses": {
+                        "201": {
+                            "description": "ok",
+                            "links": {"self": {"$ref": "#/components/links/Self"}},
+                            "headers": {"X-Rate": {"$ref": "#/components/headers/X-Rate"}},
+                        }
+                    },
+                }
+            }
+        },
+    )
     sections = extract_openapi("c.json", data)
     by = _by_ref(sections)
-    assert by["component=parameters/Limit"].text == (
-        "Parameter Limit\n\nlimit (query, integer): Page size."
-    )
+    assert by["component=parameters/Limit"].text == ("Parameter Limit\n\nlimit (query, integer): Page size.")
     assert by["component=requestBodies/NewThing"].ref_ids == ("c.json:components/schemas/Thing",)
     assert "Operation ID: getThing" in by["component=links/Self"].text
     assert "Header X-Rate" in by["component=headers/X-Rate"].text

@@ -170,13 +170,20 @@ def test_a_worker_killed_mid_document_then_rerun_leaves_one_complete_set(collect
 
 
 def _start_worker_process(document_id: int) -> subprocess.Popen:
-    env = {**os.environ, "DATABASE_URL": test_database_url(), "DJANGO_SETTINGS_MODULE": "config.settings_test",
-           "KNOWLEDGE_EMBEDDING_BATCH_SIZE": "8"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": test_database_url(),
+        "DJANGO_SETTINGS_MODULE": "config.settings_test",
+        "KNOWLEDGE_EMBEDDING_BATCH_SIZE": "8",
+    }
     code = f"from knowledge.tasks import process_document; process_document({document_id})"
     return subprocess.Popen(
         [sys.executable, "manage.py", "shell", "-c", code],
-        cwd=REPO_ROOT, env=env, start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=REPO_ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
 
 
@@ -226,7 +233,12 @@ def test_unreadable_files_end_failed_with_a_reason_and_harm_nothing(
     [
         ("empty.txt", b"", KnowledgeError, "the file is empty"),
         ("blank.md", b"  \n\n ", KnowledgeError, "the file is empty"),
-        ("logo.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, UnsupportedMediaError, "unsupported file type"),
+        (
+            "logo.png",
+            b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4,
+            UnsupportedMediaError,
+            "unsupported file type",
+        ),
         ("setup.exe", b"MZ\x90\x00" + bytes(200), UnsupportedMediaError, "unsupported file type"),
         ("spec.json", b'{"openapi": "3.0.0", "paths": {', KnowledgeError, "line 1"),
         ("spec.yaml", b"openapi: 3.0.0\npaths: [unclosed\n", KnowledgeError, "line"),
@@ -317,21 +329,33 @@ def test_knowledge_ingest_command_wait_json(alice, corpus, tmp_path):
     (folder / "nested").mkdir(parents=True)
     (folder / "nested" / "notes.md").write_text("# Notes\n\nThe capital of France is Paris.\n")
     rows = _ingest_json(
-        "--collection", "cli", "--create", "--owner", "alice", "--wait", "--json",
-        str(corpus / "office" / "dummy.docx"), str(corpus / "text" / "empty.txt"), str(folder),
+        "--collection",
+        "cli",
+        "--create",
+        "--owner",
+        "alice",
+        "--wait",
+        "--json",
+        str(corpus / "office" / "dummy.docx"),
+        str(corpus / "text" / "empty.txt"),
+        str(folder),
     )
     by_name = {row["filename"]: row for row in rows}
     assert set(by_name) == {"dummy.docx", "empty.txt", "notes.md"}
     assert by_name["dummy.docx"]["status"] == "ready" and by_name["dummy.docx"]["chunks"] > 0
     assert by_name["notes.md"]["status"] == "ready"
     assert by_name["empty.txt"] == {
-        "filename": "empty.txt", "document_id": None, "status": "failed", "chunks": 0,
+        "filename": "empty.txt",
+        "document_id": None,
+        "status": "failed",
+        "chunks": 0,
         "error": "empty.txt: the file is empty",
     }
     assert set(rows[0]) == {"filename", "document_id", "status", "chunks", "error"}
 
-    again = _ingest_json("--collection", "cli", "--owner", "alice", "--wait", "--json",
-                         str(corpus / "office" / "dummy.docx"))
+    again = _ingest_json(
+        "--collection", "cli", "--owner", "alice", "--wait", "--json", str(corpus / "office" / "dummy.docx")
+    )
     assert again[0]["document_id"] == by_name["dummy.docx"]["document_id"]
 
 
@@ -341,8 +365,22 @@ def test_knowledge_ingest_command_errors(alice, corpus):
     with pytest.raises(CommandError, match="no such file"):
         call_command("knowledge_ingest", "--collection", "x", "--create", "/no/such/file.pdf")
     with pytest.raises(CommandError, match="no user named"):
-        call_command("knowledge_ingest", "--collection", "x", "--create", "--owner", "ghost",
-                     str(corpus / "office" / "dummy.docx"))
+        call_command(
+            "knowledge_ingest",
+            "--collection",
+            "x",
+            "--create",
+            "--owner",
+            "ghost",
+            str(corpus / "office" / "dummy.docx"),
+        )
     with pytest.raises(CommandError, match="no chunk profile named"):
-        call_command("knowledge_ingest", "--collection", "x", "--create", "--profile", "missing",
-                     str(corpus / "office" / "dummy.docx"))
+        call_command(
+            "knowledge_ingest",
+            "--collection",
+            "x",
+            "--create",
+            "--profile",
+            "missing",
+            str(corpus / "office" / "dummy.docx"),
+        )

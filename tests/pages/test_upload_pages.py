@@ -97,7 +97,9 @@ def test_other_users_cannot_see_or_change_a_private_collection(client, alice, ch
     assert client.post(f"/collections/{private.pk}/upload/", {"file": upload}).status_code == 404
     assert client.get(f"/collections/{public.pk}/").status_code == 200
     upload.seek(0)
-    response = client.post(f"/collections/{public.pk}/upload/", {"file": upload}, HTTP_ACCEPT="application/json")
+    response = client.post(
+        f"/collections/{public.pk}/upload/", {"file": upload}, HTTP_ACCEPT="application/json"
+    )
     assert response.status_code == 403
     assert not Document.objects.exists()
 

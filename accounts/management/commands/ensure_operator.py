@@ -17,4 +17,6 @@ class Command(BaseCommand):
         username = env_str("OPERATOR_USERNAME", "admin")
         password = env_str("OPERATOR_PASSWORD", "admin")
         User.objects.create_superuser(username=username, email="", password=password)
-        self.stdout.write(f"Created operator account {username!r} (password from OPERATOR_PASSWORD, default 'admin').")
+        self.stdout.write(
+            f"Created operator account {username!r} (password from OPERATOR_PASSWORD, default 'admin')."
+        )

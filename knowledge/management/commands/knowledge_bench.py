@@ -1,7 +1,7 @@
 """Benchmarks that report ratios against a reference measured in the same run.
 
-    knowledge_bench ingest [--files PATH...] [--backend torch|onnx|onnx-int8]
-    knowledge_bench lexical [--chunks N] [--queries N]
+knowledge_bench ingest [--files PATH...] [--backend torch|onnx|onnx-int8]
+knowledge_bench lexical [--chunks N] [--queries N]
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Show the effective knowledge configuration, or change a global setting.
 
-    knowledge_config [--profile NAME] [--json]
-    knowledge_config --set KEY=VALUE [--set ...] [--lock | --unlock]
-    knowledge_config --lock KEY | --unlock KEY
+knowledge_config [--profile NAME] [--json]
+knowledge_config --set KEY=VALUE [--set ...] [--lock | --unlock]
+knowledge_config --lock KEY | --unlock KEY
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from knowledge.config import (
     parameter,
     validate_value,
 )
+from knowledge.errors import KnowledgeError
 from knowledge.models import Profile
+from knowledge.profiles import profile_find
 
 
 class Command(BaseCommand):
@@ -31,9 +33,7 @@ class Command(BaseCommand):
             "--set", action="append", default=[], metavar="KEY=VALUE", help="Change a global value."
         )
         lock = parser.add_mutually_exclusive_group()
-        lock.add_argument(
-            "--lock", nargs="?", const=True, metavar="KEY", help="Lock the --set keys, or KEY."
-        )
+        lock.add_argument("--lock", nargs="?", const=True, metavar="KEY", help="Lock the --set keys, or KEY.")
         lock.add_argument(
             "--unlock", nargs="?", const=True, metavar="KEY", help="Unlock the --set keys, or KEY."
         )
@@ -52,7 +52,7 @@ class Command(BaseCommand):
                 global_setting_set(key=key, lock=lock)
             profile = self._profile(options["profile"])
             config = effective_config(overrides=profile.knowledge_overrides if profile else None)
-        except ConfigError as exc:
+        except (ConfigError, KnowledgeError) as exc:
             raise CommandError(str(exc)) from exc
         self._print(config, as_json=options["json"])
 
@@ -77,17 +77,7 @@ class Command(BaseCommand):
         return None, set()
 
     def _profile(self, ref: str | None) -> Profile | None:
-        if not ref:
-            return None
-        matches = list(Profile.objects.filter(name=ref)) or list(Profile.objects.filter(tag=ref))
-        if not matches and ref.isdigit():
-            matches = list(Profile.objects.filter(pk=int(ref)))
-        if not matches:
-            raise ConfigError(f"no profile named {ref!r}")
-        if len(matches) > 1:
-            ids = ", ".join(str(p.pk) for p in matches)
-            raise ConfigError(f"several profiles are named {ref!r} (ids {ids}); pass the id")
-        return matches[0]
+        return profile_find(ref) if ref else None
 
     def _print(self, config, *, as_json: bool) -> None:
         if as_json:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from accounts.selectors import user_find
 from knowledge.collections import chunk_profile_get, collection_create
 from knowledge.documents import document_upload
 from knowledge.errors import KnowledgeError
@@ -30,7 +30,9 @@ class Command(BaseCommand):
         parser.add_argument("paths", nargs="+", metavar="PATH")
         parser.add_argument("--collection", required=True, metavar="NAME")
         parser.add_argument("--create", action="store_true", help="Create the collection if missing.")
-        parser.add_argument("--owner", metavar="USERNAME", help="The collection's owner (default: admin-owned).")
+        parser.add_argument(
+            "--owner", metavar="USERNAME", help="The collection's owner (default: admin-owned)."
+        )
         parser.add_argument("--profile", metavar="CHUNK_PROFILE", help="Chunk profile of a new collection.")
         parser.add_argument("--wait", action="store_true", help="Process now; return when all are done.")
         parser.add_argument("--json", action="store_true", help="One JSON object per document.")
@@ -68,8 +70,11 @@ class Command(BaseCommand):
     def _upload(self, collection, path: Path, owner, sync):
         try:
             result = document_upload(
-                collection=collection, filename=path.name, data=path.read_bytes(),
-                uploaded_by=owner, sync=sync,
+                collection=collection,
+                filename=path.name,
+                data=path.read_bytes(),
+                uploaded_by=owner,
+                sync=sync,
             )
             return path, result.document, ""
         except KnowledgeError as exc:
@@ -86,7 +91,9 @@ class Command(BaseCommand):
                 self.stdout.write(json.dumps(row))
             else:
                 detail = row["error"] or f"{row['chunks']} chunks"
-                self.stdout.write(f"{row['status']:<10} {row['filename']}  (id {row['document_id']}) {detail}")
+                self.stdout.write(
+                    f"{row['status']:<10} {row['filename']}  (id {row['document_id']}) {detail}"
+                )
 
 
 def _collect_files(paths: list[str]) -> list[Path]:
@@ -109,12 +116,7 @@ def _hidden(path: Path, root: Path) -> bool:
 
 
 def _user(username: str | None):
-    if not username:
-        return None
-    try:
-        return get_user_model().objects.get(username=username)
-    except get_user_model().DoesNotExist:
-        raise KnowledgeError(f"no user named {username!r}") from None
+    return user_find(username) if username else None
 
 
 def _report(entry) -> dict:

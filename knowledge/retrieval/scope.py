@@ -1,0 +1,41 @@
+"""Which chunks a search may see, as SQL that runs inside the search query.
+
+The rule comes from knowledge.access (the one place that decides); this module
+only compiles it into a condition over the chunk table, so access, profile and
+chunk-profile filters apply before ORDER BY and LIMIT, never after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from knowledge.access import readable_collections
+
+
+@dataclass(frozen=True)
+class Scope:
+    collections_sql: str
+    collections_params: tuple
+    embedding_model: str
+
+    def sql(self, alias: str = "c") -> str:
+        """A boolean condition over the chunk table aliased ``alias``."""
+        return (
+            f"({alias}.collection_id, {alias}.chunk_profile_id) IN ({self.collections_sql}) "
+            f"AND {alias}.embedding_model = %s"
+        )
+
+    def params(self) -> list:
+        return [*self.collections_params, self.embedding_model]
+
+
+def search_scope(*, user, collection_ids: Iterable[int] | None = None) -> Scope:
+    """Chunks of the active chunk profile of every collection ``user`` may read, within ``collection_ids``."""
+    allowed = readable_collections(user)
+    if collection_ids is not None:
+        allowed = allowed.filter(pk__in=list(collection_ids))
+    sql, params = allowed.order_by().values("pk", "chunk_profile_id").query.sql_with_params()
+    return Scope(sql, tuple(params), settings.KNOWLEDGE_EMBEDDING_MODEL)

@@ -1,0 +1,107 @@
+"""Seed 000 scoring, pure functions: similarity, freshness, adjusted score, RRF, limits.
+
+Order of operations on the candidates (documented, and tested):
+1. similarity = 1 - cosine distance; candidates below minRelevanceScore are
+   dropped, whichever search found them (a lexical-only hit on an unrelated
+   question must not turn into an answer).
+2. adjusted = (1 - freshnessWeight) x similarity + freshnessWeight x freshness.
+3. The semantic ranking (by adjusted score) and the lexical ranking (BM25) are
+   fused by weighted Reciprocal Rank Fusion; with hybrid off, the order is the
+   adjusted score alone.
+4. maxChunksPerDocument keeps the best chunks of each document, then maxDocs
+   cuts the list, across all of a profile's collections together.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+UNDATED_FRESHNESS = 0.5
+
+
+@dataclass
+class Candidate:
+    chunk_id: int
+    document_id: int
+    collection_id: int
+    similarity: float
+    source_date: datetime.date | None = None
+    dense_rank: int | None = None
+    lexical_rank: int | None = None
+    lexical_score: float | None = None
+    freshness: float = UNDATED_FRESHNESS
+    adjusted: float = 0.0
+    fused: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+def similarity_from_distance(distance: float) -> float:
+    return 1.0 - distance
+
+
+def freshness_score(source_date: datetime.date | None, *, decay_rate: float, today: datetime.date) -> float:
+    if source_date is None:
+        return UNDATED_FRESHNESS
+    days_old = max(0, (today - source_date).days)
+    return math.exp(-decay_rate * days_old)
+
+
+def adjusted_score(similarity: float, freshness: float, *, freshness_weight: float) -> float:
+    return (1 - freshness_weight) * similarity + freshness_weight * freshness
+
+
+def rrf_scores(rankings: Iterable[tuple[Sequence[int], float]], *, k: int) -> dict[int, float]:
+    """Weighted Reciprocal Rank Fusion: sum of weight / (k + rank) over the rankings."""
+    scores: dict[int, float] = {}
+    for ids, weight in rankings:
+        for rank, item in enumerate(ids, start=1):
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    return scores
+
+
+def score_candidates(
+    candidates: list[Candidate], *, config: dict, today: datetime.date, hybrid: bool
+) -> list[Candidate]:
+    """Threshold, score, order; returns the candidates best first (before per-document limits)."""
+    kept = [c for c in candidates if c.similarity >= config["minRelevanceScore"]]
+    for c in kept:
+        c.freshness = freshness_score(c.source_date, decay_rate=config["freshnessDecayRate"], today=today)
+        c.adjusted = adjusted_score(c.similarity, c.freshness, freshness_weight=config["freshnessWeight"])
+    semantic = sorted(kept, key=lambda c: (-c.adjusted, c.chunk_id))
+    if not hybrid:
+        for c in semantic:
+            c.fused = c.adjusted
+        return semantic
+    lexical = sorted((c for c in kept if c.lexical_rank is not None), key=lambda c: c.lexical_rank)
+    weight = config["semanticWeight"]
+    fused = rrf_scores(
+        [([c.chunk_id for c in semantic], weight), ([c.chunk_id for c in lexical], 1 - weight)],
+        k=config["rrfK"],
+    )
+    for c in kept:
+        c.fused = fused.get(c.chunk_id, 0.0)
+    return sorted(kept, key=lambda c: (-c.fused, -c.adjusted, c.chunk_id))
+
+
+def limit_per_document(candidates: list[Candidate], *, max_per_document: int) -> list[Candidate]:
+    """Keep at most ``max_per_document`` chunks of each document, in order; 0 means no limit."""
+    if max_per_document <= 0:
+        return list(candidates)
+    seen: dict[int, int] = {}
+    kept = []
+    for c in candidates:
+        if seen.get(c.document_id, 0) < max_per_document:
+            kept.append(c)
+            seen[c.document_id] = seen.get(c.document_id, 0) + 1
+    return kept
+
+
+def select(
+    candidates: list[Candidate], *, config: dict, today: datetime.date, hybrid: bool
+) -> list[Candidate]:
+    ordered = score_candidates(candidates, config=config, today=today, hybrid=hybrid)
+    limited = limit_per_document(ordered, max_per_document=config["maxChunksPerDocument"])
+    return limited[: config["maxDocs"]]

@@ -1,0 +1,268 @@
+"""The one retrieval service every caller uses (pages, API, chat, commands, evaluation).
+
+question -> access-scoped dense + lexical candidates -> seed 000 scoring and
+fusion -> optional LLM reranking -> reference expansion -> token-budgeted
+context. Returns a KnowledgeContext (seed 001) with per-stage timings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.utils import timezone
+
+from knowledge.config import effective_config, effective_values, validate_overrides
+from knowledge.errors import KnowledgeError
+from knowledge.ingestion.embedding import embed_query
+from knowledge.models import Chunk, Profile
+from knowledge.retrieval import dense, lexical
+from knowledge.retrieval.context import ContextBlock, assemble
+from knowledge.retrieval.expansion import ExpansionResult, expand_references
+from knowledge.retrieval.intent import intent_filter_sql, query_intent
+from knowledge.retrieval.scope import Scope, search_scope
+from knowledge.retrieval.scoring import Candidate, select
+
+MAX_QUESTION_CHARS = 4000
+MIN_CANDIDATES = 50
+INTENT_FALLBACK_BELOW = 3
+
+
+@dataclass
+class RetrievedChunk:
+    chunk: Chunk
+    scores: dict
+    role: str = "primary"  # or "reference"
+    source_number: int | None = None  # its [Source N] in the context, if it fit
+
+    def as_dict(self) -> dict:
+        document = self.chunk.document
+        return {
+            "chunk_id": self.chunk.pk,
+            "document_id": document.pk,
+            "document": document.filename,
+            "title": document.display_title,
+            "collection_id": self.chunk.collection_id,
+            "source_ref": self.chunk.source_ref,
+            "page": self.chunk.page,
+            "content": self.chunk.content,
+            "role": self.role,
+            "source_number": self.source_number,
+            "scores": self.scores,
+        }
+
+
+@dataclass
+class KnowledgeContext:
+    question: str
+    primary_chunks: list[RetrievedChunk] = field(default_factory=list)
+    referenced_chunks: list[RetrievedChunk] = field(default_factory=list)
+    blocks: list[ContextBlock] = field(default_factory=list)
+    total_tokens: int = 0
+    timings_ms: dict = field(default_factory=dict)
+    stats: dict = field(default_factory=dict)
+    config: dict = field(default_factory=dict)
+
+    @property
+    def context_text(self) -> str:
+        return "\n".join(block.text for block in self.blocks)
+
+    @property
+    def sources(self) -> list[RetrievedChunk]:
+        """Chunks that made it into the context, in [Source N] order."""
+        chosen = [c for c in self.primary_chunks + self.referenced_chunks if c.source_number]
+        return sorted(chosen, key=lambda c: c.source_number)
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+
+    def stage(self, name: str):
+        timer = self
+
+        class _Stage:
+            def __enter__(self):
+                self.start = time.perf_counter()
+
+            def __exit__(self, *exc):
+                timer.timings[name] = round((time.perf_counter() - self.start) * 1000, 2)
+
+        return _Stage()
+
+
+def retrieve(
+    *,
+    user,
+    question: str,
+    profile: Profile | None = None,
+    collection_ids: Iterable[int] | None = None,
+    k: int | None = None,
+    overrides: dict | None = None,
+    reranker=None,
+) -> KnowledgeContext:
+    """Retrieve for ``question`` from what ``user`` may read within the profile's (or given) collections.
+
+    ``k`` replaces maxDocs for this call; ``overrides`` are per-call parameter
+    values (evaluation runs) applied above the profile but below admin locks.
+    """
+    question = _clean_question(question)
+    config = _resolve_config(profile, overrides, k)
+    scope_ids, rerank_ids = _collections(profile, collection_ids)
+    scope = search_scope(user=user, collection_ids=scope_ids)
+    timer = _Timer()
+    context = KnowledgeContext(question=question, config=config)
+    with timer.stage("embed"):
+        vector = embed_query(question)
+    candidates, context.stats = _candidates(question, vector, scope, config, timer)
+    with timer.stage("score"):
+        chosen = select(candidates, config=config, today=timezone.localdate(), hybrid=config["hybrid"])
+    primary = _load(chosen)
+    if reranker is not None and primary and rerank_ids & {c.chunk.collection_id for c in primary}:
+        with timer.stage("rerank"):
+            primary = reranker(question, primary)
+    context.primary_chunks = primary
+    with timer.stage("expand"):
+        expansion = expand_references([c.chunk for c in primary], scope=scope)
+    context.referenced_chunks = [RetrievedChunk(c, {}, role="reference") for c in expansion.chunks]
+    context.stats.update(_expansion_stats(expansion))
+    with timer.stage("context"):
+        _assemble(context, max_tokens=config["maxTokens"])
+    context.timings_ms = {**timer.timings, "total": round(sum(timer.timings.values()), 2)}
+    return context
+
+
+def _clean_question(question: str) -> str:
+    question = (question or "").strip()
+    if not question:
+        raise KnowledgeError("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise KnowledgeError(f"the question is {len(question)} characters; the limit is {MAX_QUESTION_CHARS}")
+    return question
+
+
+def _resolve_config(profile, overrides, k) -> dict:
+    merged = dict(profile.knowledge_overrides if profile else {})
+    merged.update(validate_overrides(overrides or {}))
+    if k is not None:
+        merged["maxDocs"] = validate_overrides({"maxDocs": k})["maxDocs"]
+    return effective_values(effective_config(overrides=merged))
+
+
+def _collections(profile, collection_ids) -> tuple[list[int] | None, set[int]]:
+    """The collections to search and those whose results the LLM may rerank."""
+    if profile is not None:
+        links = list(profile.profile_collections.values_list("collection_id", "reranking"))
+        ids = [cid for cid, _ in links]
+        if collection_ids is not None:
+            ids = [cid for cid in ids if cid in set(collection_ids)]
+        return ids, {cid for cid, rerank in links if rerank}
+    if collection_ids is None:
+        raise KnowledgeError("choose a profile or at least one collection to search")
+    return list(collection_ids), set()
+
+
+def _candidates(question, vector, scope: Scope, config, timer) -> tuple[list[Candidate], dict]:
+    limit = max(MIN_CANDIDATES, config["maxDocs"] * 10)
+    intent = query_intent(question)
+    candidates = _search(question, vector, scope, config, limit, intent_filter_sql(intent), timer)
+    stats = {"intent": intent, "intent_fallback": False, "candidates": len(candidates)}
+    if intent and _above_threshold(candidates, config) < INTENT_FALLBACK_BELOW:
+        candidates = _search(question, vector, scope, config, limit, "", timer)
+        stats.update(intent_fallback=True, candidates=len(candidates))
+    return candidates, stats
+
+
+def _above_threshold(candidates, config) -> int:
+    return sum(c.similarity >= config["minRelevanceScore"] for c in candidates)
+
+
+def _search(question, vector, scope, config, limit, extra_sql, timer) -> list[Candidate]:
+    with timer.stage("dense"):
+        dense_hits = dense.dense_search(vector=vector, scope=scope, limit=limit, extra_sql=extra_sql)
+    lexical_hits = []
+    if config["hybrid"]:
+        with timer.stage("lexical"):
+            lexical_hits = lexical.lexical_search(
+                query=question,
+                scope_sql=f"{scope.sql()} {extra_sql}",
+                scope_params=scope.params(),
+                limit=limit,
+            )
+    with timer.stage("candidates"):
+        return _merge(vector, dense_hits, lexical_hits)
+
+
+def _merge(vector, dense_hits, lexical_hits) -> list[Candidate]:
+    distances = {hit.chunk_id: hit.distance for hit in dense_hits}
+    missing = [hit.chunk_id for hit in lexical_hits if hit.chunk_id not in distances]
+    distances.update(dense.distances_for(vector=vector, chunk_ids=missing))
+    rows = Chunk.objects.filter(pk__in=list(distances)).values_list(
+        "pk", "document_id", "collection_id", "document__source_date"
+    )
+    dense_rank = {hit.chunk_id: rank for rank, hit in enumerate(dense_hits, start=1)}
+    lexical_by_id = {hit.chunk_id: hit for hit in lexical_hits}
+    candidates = []
+    for chunk_id, document_id, collection_id, source_date in rows:
+        lex = lexical_by_id.get(chunk_id)
+        candidates.append(
+            Candidate(
+                chunk_id=chunk_id,
+                document_id=document_id,
+                collection_id=collection_id,
+                similarity=1.0 - distances[chunk_id],
+                source_date=source_date,
+                dense_rank=dense_rank.get(chunk_id),
+                lexical_rank=lex.rank if lex else None,
+                lexical_score=lex.score if lex else None,
+            )
+        )
+    return candidates
+
+
+def _load(chosen: list[Candidate]) -> list[RetrievedChunk]:
+    chunks = Chunk.objects.select_related("document").in_bulk([c.chunk_id for c in chosen])
+    return [RetrievedChunk(chunks[c.chunk_id], _scores(c)) for c in chosen if c.chunk_id in chunks]
+
+
+def _scores(c: Candidate) -> dict:
+    return {
+        "dense_rank": c.dense_rank,
+        "lexical_rank": c.lexical_rank,
+        "lexical_score": None if c.lexical_score is None else round(c.lexical_score, 4),
+        "fused": round(c.fused, 6),
+        "similarity": round(c.similarity, 4),
+        "freshness": round(c.freshness, 4),
+        "adjusted": round(c.adjusted, 4),
+    }
+
+
+def _expansion_stats(expansion: ExpansionResult) -> dict:
+    return {
+        "references": len(expansion.chunks),
+        "reference_depth": expansion.depth_reached,
+        "missing_refs": expansion.missing_refs,
+        "cycles_skipped": expansion.cycles_skipped,
+        "partial": expansion.partial,
+        "limit_hit": expansion.limit_hit,
+    }
+
+
+def _assemble(context: KnowledgeContext, *, max_tokens: int) -> None:
+    ordered = context.primary_chunks + context.referenced_chunks
+    items = [
+        {
+            "title": r.chunk.document.display_title,
+            "filename": r.chunk.document.filename,
+            "source_ref": r.chunk.source_ref,
+            "content": r.chunk.content,
+        }
+        for r in ordered
+    ]
+    blocks, total = assemble(items, max_tokens=max_tokens)
+    for index, block in blocks:
+        ordered[index].source_number = block.number
+    context.blocks = [block for _, block in blocks]
+    context.total_tokens = total
+    context.stats["left_out_for_budget"] = len(ordered) - len(blocks)

