@@ -9,15 +9,8 @@ import time
 from collections.abc import Iterator
 
 from knowledge.collections import collection_create
+from knowledge.evaluation.metrics import percentile  # noqa: F401  (re-exported for benchmarks)
 from knowledge.models import Collection
-
-
-def percentile(values: list[float], pct: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def median(values: list[float]) -> float:

@@ -7,7 +7,8 @@ Order of operations on the candidates (documented, and tested):
 2. adjusted = (1 - freshnessWeight) x similarity + freshnessWeight x freshness.
 3. The semantic ranking (by adjusted score) and the lexical ranking (BM25) are
    fused by weighted Reciprocal Rank Fusion; with hybrid off, the order is the
-   adjusted score alone.
+   adjusted score alone. semanticWeight 0 (or 1) keeps only what the lexical
+   (or semantic) search ranked.
 4. maxChunksPerDocument keeps the best chunks of each document, then maxDocs
    cuts the list, across all of a profile's collections together.
 """
@@ -83,7 +84,9 @@ def score_candidates(
     )
     for c in kept:
         c.fused = fused.get(c.chunk_id, 0.0)
-    return sorted(kept, key=lambda c: (-c.fused, -c.adjusted, c.chunk_id))
+    # A ranking with weight 0 contributes nothing: semanticWeight 0 is lexical-only, 1 semantic-only.
+    ranked = [c for c in kept if c.fused > 0]
+    return sorted(ranked, key=lambda c: (-c.fused, -c.adjusted, c.chunk_id))
 
 
 def limit_per_document(candidates: list[Candidate], *, max_per_document: int) -> list[Candidate]:

@@ -35,6 +35,7 @@ class RetrievedChunk:
     scores: dict
     role: str = "primary"  # or "reference"
     source_number: int | None = None  # its [Source N] in the context, if it fit
+    origin: int | None = None  # for a reference: the position of the primary it was reached from
 
     def as_dict(self) -> dict:
         document = self.chunk.document
@@ -125,7 +126,9 @@ def retrieve(
     context.primary_chunks = primary
     with timer.stage("expand"):
         expansion = expand_references([c.chunk for c in primary], scope=scope)
-    context.referenced_chunks = [RetrievedChunk(c, {}, role="reference") for c in expansion.chunks]
+    context.referenced_chunks = [
+        RetrievedChunk(c, {}, role="reference", origin=expansion.origins.get(c.pk)) for c in expansion.chunks
+    ]
     context.stats.update(_expansion_stats(expansion))
     with timer.stage("context"):
         _assemble(context, max_tokens=config["maxTokens"])

@@ -18,14 +18,24 @@ MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 def _fill(collection, vectors: np.ndarray) -> list[int]:
     digest = hashlib.sha256(f"{collection.pk}".encode()).hexdigest()
     document = Document.objects.create(
-        collection=collection, filename=f"{collection.name}.txt", content_hash=digest, size=1,
-        file=f"x/{digest}", status=Document.Status.READY,
+        collection=collection,
+        filename=f"{collection.name}.txt",
+        content_hash=digest,
+        size=1,
+        file=f"x/{digest}",
+        status=Document.Status.READY,
     )
     chunks = Chunk.objects.bulk_create(
         Chunk(
-            document=document, collection=collection, chunk_profile=collection.chunk_profile,
-            embedding_model=MODEL, index=i, content=f"chunk {i}", token_count=2,
-            source_ref="section=x", embedding=vector,
+            document=document,
+            collection=collection,
+            chunk_profile=collection.chunk_profile,
+            embedding_model=MODEL,
+            index=i,
+            content=f"chunk {i}",
+            token_count=2,
+            source_ref="section=x",
+            embedding=vector,
         )
         for i, vector in enumerate(vectors)
     )

@@ -42,7 +42,9 @@ def config(**overrides) -> dict:
     [(0, 1.000), (7, 0.966), (30, 0.861), (90, 0.638), (180, 0.407), (365, 0.161), (730, 0.026)],
 )
 def test_freshness_decay_table_of_seed_000(days, expected):
-    assert freshness_score(days_ago(days), decay_rate=0.005, today=TODAY) == pytest.approx(expected, abs=0.001)
+    assert freshness_score(days_ago(days), decay_rate=0.005, today=TODAY) == pytest.approx(
+        expected, abs=0.001
+    )
 
 
 def test_undated_documents_get_neutral_freshness():
@@ -75,8 +77,12 @@ def test_example_2_balanced_newer_document_wins():
 
 
 def test_example_3_heavy_freshness_bias():
-    a = adjusted_score(0.60, freshness_score(days_ago(2), decay_rate=0.005, today=TODAY), freshness_weight=0.7)
-    b = adjusted_score(0.95, freshness_score(days_ago(365), decay_rate=0.005, today=TODAY), freshness_weight=0.7)
+    a = adjusted_score(
+        0.60, freshness_score(days_ago(2), decay_rate=0.005, today=TODAY), freshness_weight=0.7
+    )
+    b = adjusted_score(
+        0.95, freshness_score(days_ago(365), decay_rate=0.005, today=TODAY), freshness_weight=0.7
+    )
     assert a == pytest.approx(0.873, abs=0.001)
     assert b == pytest.approx(0.398, abs=0.001)
 
@@ -147,3 +153,14 @@ def test_limit_per_document_zero_means_unlimited():
     assert len(limit_per_document(items, max_per_document=0)) == 5
     assert len(limit_per_document(items, max_per_document=1)) == 1
     assert math.isclose(items[0].similarity, 0.9)
+
+
+def test_semantic_weight_zero_is_lexical_only_and_one_is_semantic_only():
+    candidates = [
+        Candidate(1, 1, 1, similarity=0.9, lexical_rank=None),
+        Candidate(2, 2, 1, similarity=0.5, lexical_rank=1),
+    ]
+    lexical_only = score_candidates(candidates, config=config(semanticWeight=0.0), today=TODAY, hybrid=True)
+    assert [c.chunk_id for c in lexical_only] == [2]
+    semantic_only = score_candidates(candidates, config=config(semanticWeight=1.0), today=TODAY, hybrid=True)
+    assert [c.chunk_id for c in semantic_only] == [1, 2]

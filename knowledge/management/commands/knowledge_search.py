@@ -12,13 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.selectors import user_find
-from knowledge.collections import collection_find
 from knowledge.errors import KnowledgeError
-from knowledge.profiles import profile_find
+from knowledge.management.targets import resolve_target
 from knowledge.retrieval.service import retrieve
 
 
@@ -38,8 +35,9 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         try:
             queries = _queries(options)
-            user = _user(options["user"])
-            profile, collection_ids, user = self._target(options, user)
+            profile, collection_ids, user = resolve_target(
+                profile=options["profile"], collection=options["collection"], username=options["user"]
+            )
             for query in queries:
                 context = retrieve(
                     user=user, question=query, profile=profile, collection_ids=collection_ids, k=options["k"]
@@ -47,13 +45,6 @@ class Command(BaseCommand):
                 self._print(query, context, as_json=options["json"])
         except KnowledgeError as exc:
             raise CommandError(str(exc)) from exc
-
-    def _target(self, options, user):
-        if options["profile"]:
-            profile = profile_find(options["profile"])
-            return profile, None, user or profile.owner or _operator()
-        collection = collection_find(options["collection"], owner=user, any_owner=True)
-        return None, [collection.pk], user or collection.owner or _operator()
 
     def _print(self, query, context, *, as_json: bool) -> None:
         if as_json:
@@ -107,14 +98,3 @@ def _query_from_line(line: str) -> str:
         except json.JSONDecodeError:
             return line
     return line
-
-
-def _user(username: str | None):
-    return user_find(username) if username else None
-
-
-def _operator():
-    operator = get_user_model().objects.filter(is_superuser=True).order_by("pk").first()
-    if operator is None:
-        raise KnowledgeError("admin-owned collection and no operator account; pass --user")
-    return operator

@@ -1,0 +1,144 @@
+"""Run a question set through the retrieval service and compute seed 004's metrics.
+
+recall@k counts the top-k primary chunks together with the chunks reference
+expansion reached from them (what a k-chunk context really contains); MRR and
+nDCG@10 rank the primary chunks. Recall and MRR cover answerable questions
+only; abstention accuracy covers the no-answer ones.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from knowledge.evaluation import metrics
+from knowledge.evaluation.questions import EvalQuestion, normalise
+from knowledge.retrieval.service import KnowledgeContext, retrieve
+
+RECALL_CUTS = (1, 3, 5, 10)
+
+
+@dataclass
+class QuestionResult:
+    question: EvalQuestion
+    ranked: list[tuple[str, str]]
+    retrieved_at: dict[int, set[tuple[str, str]]]
+    timings_ms: dict
+    returned: int
+    cited: list[tuple[str, str]] = field(default_factory=list)
+    answer_similarity: float | None = None
+    context: KnowledgeContext | None = None
+
+
+def _source(chunk) -> tuple[str, str]:
+    return normalise(chunk.document.filename), normalise(chunk.source_ref)
+
+
+def question_result(question: EvalQuestion, context: KnowledgeContext, elapsed_ms: float) -> QuestionResult:
+    ranked = list(dict.fromkeys(_source(r.chunk) for r in context.primary_chunks))
+    retrieved_at = {}
+    for cut in RECALL_CUTS:
+        primaries = {_source(r.chunk) for r in context.primary_chunks[:cut]}
+        references = {_source(r.chunk) for r in context.referenced_chunks if (r.origin or 0) < cut}
+        retrieved_at[cut] = primaries | references
+    timings = {**context.timings_ms, "retrieval": elapsed_ms}
+    return QuestionResult(question, ranked, retrieved_at, timings, len(context.primary_chunks))
+
+
+def run_retrieval(
+    questions: list[EvalQuestion],
+    *,
+    user,
+    profile=None,
+    collection_ids=None,
+    k: int = 10,
+    overrides: dict | None = None,
+    on_question=None,
+) -> list[QuestionResult]:
+    results = []
+    for question in questions:
+        started = time.perf_counter()
+        context = retrieve(
+            user=user,
+            question=question.question,
+            profile=profile,
+            collection_ids=collection_ids,
+            k=k,
+            overrides=overrides,
+        )
+        result = question_result(question, context, round((time.perf_counter() - started) * 1000, 2))
+        result.context = context
+        results.append(result)
+        if on_question:
+            on_question(result)
+    return results
+
+
+def summarise(results: list[QuestionResult], *, k: int, with_answers: bool = False) -> dict:
+    summary = _metrics(results, k=k, with_answers=with_answers)
+    by_kind = defaultdict(list)
+    for result in results:
+        by_kind[result.question.kind or "unlabelled"].append(result)
+    summary["by_kind"] = {
+        kind: _metrics(group, k=k, with_answers=with_answers) for kind, group in sorted(by_kind.items())
+    }
+    summary["latency_ms"] = _latency(results)
+    return summary
+
+
+def _metrics(results: list[QuestionResult], *, k: int, with_answers: bool) -> dict:
+    answerable = [r for r in results if r.question.answerable]
+    unanswerable = [r for r in results if not r.question.answerable]
+    out = {"questions": len(results), "answerable": len(answerable)}
+    for cut in RECALL_CUTS:
+        out[f"recall@{cut}"] = _rounded(
+            metrics.mean([metrics.recall_at(r.question.expected, r.retrieved_at[cut]) for r in answerable])
+        )
+    out["mrr"] = _rounded(
+        metrics.mean([metrics.reciprocal_rank(r.question.expected, r.ranked) for r in answerable])
+    )
+    out["ndcg@10"] = _rounded(
+        metrics.mean([metrics.ndcg_at(r.question.expected, r.ranked, 10) for r in answerable])
+    )
+    out["abstention_accuracy"] = (
+        _rounded(metrics.mean([1.0 if r.returned == 0 else 0.0 for r in unanswerable]))
+        if unanswerable
+        else None
+    )
+    out["embedding_coverage"] = _rounded(
+        sum(min(r.returned, k) for r in answerable) / (len(answerable) * k) if answerable else 0.0
+    )
+    if with_answers:
+        out.update(_answer_metrics(answerable, out))
+    return out
+
+
+def _answer_metrics(answerable: list[QuestionResult], out: dict) -> dict:
+    hits = metrics.mean([metrics.citation_hit(r.question.expected, r.cited) for r in answerable])
+    sims = [r.answer_similarity for r in answerable if r.answer_similarity is not None]
+    similarity = metrics.mean(sims)
+    return {
+        "citation_hit_rate": _rounded(hits),
+        "answer_similarity": _rounded(similarity),
+        "composite": _rounded(
+            metrics.composite(
+                recall=out["recall@5"], mrr=out["mrr"], answer_similarity=similarity, citation_hit_rate=hits
+            )
+        ),
+    }
+
+
+def _latency(results: list[QuestionResult]) -> dict:
+    stages = defaultdict(list)
+    for result in results:
+        for stage, ms in result.timings_ms.items():
+            stages[stage].append(ms)
+    return {
+        stage: {"p50": round(metrics.percentile(v, 50), 2), "p95": round(metrics.percentile(v, 95), 2)}
+        for stage, v in stages.items()
+    }
+
+
+def _rounded(value: float) -> float:
+    return round(value, 4)

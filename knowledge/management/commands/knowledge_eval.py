@@ -1,0 +1,132 @@
+"""Evaluate retrieval (and, with --answers, answers) on a question set.
+
+    knowledge_eval (--profile NAME | --collection NAME) --questions FILE.jsonl
+                   [--k 10] [--answers] [--json] [--set KEY=VALUE ...] [--user USERNAME]
+
+--set overrides knowledge parameters for this run only (stored settings are
+untouched), e.g. --set hybrid=false or --set semanticWeight=0 (lexical only).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from knowledge.config import ConfigError, validate_overrides
+from knowledge.errors import KnowledgeError
+from knowledge.evaluation.questions import load_questions
+from knowledge.evaluation.runner import RECALL_CUTS, run_retrieval, summarise
+from knowledge.management.targets import resolve_target
+
+JSON_KEYS = (
+    "questions",
+    "recall@1",
+    "recall@3",
+    "recall@5",
+    "recall@10",
+    "mrr",
+    "ndcg@10",
+    "abstention_accuracy",
+    "embedding_coverage",
+    "latency_ms",
+    "by_kind",
+)
+
+
+class Command(BaseCommand):
+    help = "Run a JSON Lines question set and print recall@k, MRR, nDCG@10, abstention and latency."
+
+    def add_arguments(self, parser):
+        target = parser.add_mutually_exclusive_group(required=True)
+        target.add_argument("--profile", metavar="NAME")
+        target.add_argument("--collection", metavar="NAME")
+        parser.add_argument("--questions", required=True, metavar="FILE.jsonl")
+        parser.add_argument("--k", type=int, default=10)
+        parser.add_argument("--answers", action="store_true", help="Also synthesise and score answers.")
+        parser.add_argument("--json", action="store_true", help="End with one JSON line of every metric.")
+        parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+        parser.add_argument("--user", metavar="USERNAME", help="Evaluate as this user (default: owner).")
+
+    def handle(self, *args, **options):
+        try:
+            overrides = _overrides(options["set"])
+            loaded = self._questions(Path(options["questions"]))
+            profile, collection_ids, user = resolve_target(
+                profile=options["profile"], collection=options["collection"], username=options["user"]
+            )
+            results = self._run(loaded.questions, user, profile, collection_ids, options, overrides)
+        except (KnowledgeError, ConfigError) as exc:
+            raise CommandError(str(exc)) from exc
+        summary = summarise(results, k=options["k"], with_answers=options["answers"])
+        summary["skipped_lines"] = len(loaded.errors)
+        summary["settings"] = overrides
+        self._print_table(summary)
+        if options["json"]:
+            self.stdout.write(json.dumps(summary))
+
+    def _questions(self, path: Path):
+        if not path.is_file():
+            raise KnowledgeError(f"{path}: no such file")
+        loaded = load_questions(path)
+        for number, message in loaded.errors:
+            self.stderr.write(f"{path.name}:{number}: skipped: {message}")
+        if not loaded.questions:
+            raise KnowledgeError(f"{path}: no valid questions")
+        return loaded
+
+    def _run(self, questions, user, profile, collection_ids, options, overrides):
+        bar = tqdm(
+            total=len(questions),
+            desc="Evaluating",
+            unit="q",
+            file=self.stderr._out,
+            disable=options["json"] and not self.stderr.isatty(),
+        )
+        results = run_retrieval(
+            questions,
+            user=user,
+            profile=profile,
+            collection_ids=collection_ids,
+            k=options["k"],
+            overrides=overrides,
+            on_question=lambda _: bar.update(),
+        )
+        bar.close()
+        if options["answers"]:
+            from knowledge.evaluation.answers import score_answers
+
+            score_answers(results, user=user, profile=profile, collection_ids=collection_ids)
+        return results
+
+    def _print_table(self, summary: dict) -> None:
+        columns = [f"recall@{c}" for c in RECALL_CUTS] + ["mrr", "ndcg@10", "abstention_accuracy"]
+        if "composite" in summary:
+            columns += ["citation_hit_rate", "answer_similarity", "composite"]
+        header = f"{'kind':<14}{'n':>4} " + " ".join(f"{c.replace('_accuracy', ''):>11}" for c in columns)
+        self.stdout.write(header)
+        rows = [("all", summary)] + list(summary["by_kind"].items())
+        for kind, m in rows:
+            cells = " ".join(_cell(m.get(c)) for c in columns)
+            self.stdout.write(f"{kind:<14}{m['questions']:>4} {cells}")
+        latency = ", ".join(
+            f"{s} p50 {v['p50']:.0f} / p95 {v['p95']:.0f}" for s, v in summary["latency_ms"].items()
+        )
+        self.stdout.write(f"latency (ms): {latency}")
+        self.stdout.write(f"embedding coverage: {summary['embedding_coverage']}")
+
+
+def _cell(value) -> str:
+    return f"{value:>11.3f}" if isinstance(value, float) else f"{'-':>11}"
+
+
+def _overrides(items: list[str]) -> dict:
+    raw = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise KnowledgeError(f"--set expects KEY=VALUE, got {item!r}")
+        raw[key.strip()] = value
+    return validate_overrides(raw)
