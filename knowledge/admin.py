@@ -300,3 +300,4 @@ class ChatTurnAdmin(admin.ModelAdmin):
     list_select_related = ["session"]
     raw_id_fields = ["session"]
     search_fields = ["question", "answer"]
+from knowledge import admin_llm  # noqa: E402,F401

@@ -1,8 +1,9 @@
 """Run a question set through the retrieval service and compute seed 004's metrics.
 
 recall@k counts the top-k primary chunks together with the chunks reference
-expansion reached from them (what a k-chunk context really contains); MRR and
-nDCG@10 rank the primary chunks. Recall and MRR cover answerable questions
+expansion adds to those k (what a context of k primary chunks contains: the
+expansion is re-run on each cut, a cheap database lookup); MRR and nDCG@10 rank
+the primary chunks. Recall and MRR cover answerable questions
 only; abstention accuracy covers the no-answer ones.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 
 from knowledge.evaluation import metrics
 from knowledge.evaluation.questions import EvalQuestion, normalise
+from knowledge.retrieval.expansion import expand_references
 from knowledge.retrieval.service import KnowledgeContext, retrieve
 
 RECALL_CUTS = (1, 3, 5, 10)
@@ -39,9 +41,9 @@ def question_result(question: EvalQuestion, context: KnowledgeContext, elapsed_m
     ranked = list(dict.fromkeys(_source(r.chunk) for r in context.primary_chunks))
     retrieved_at = {}
     for cut in RECALL_CUTS:
-        primaries = {_source(r.chunk) for r in context.primary_chunks[:cut]}
-        references = {_source(r.chunk) for r in context.referenced_chunks if (r.origin or 0) < cut}
-        retrieved_at[cut] = primaries | references
+        primaries = [r.chunk for r in context.primary_chunks[:cut]]
+        references = expand_references(primaries, scope=context.scope).chunks if primaries else []
+        retrieved_at[cut] = {_source(chunk) for chunk in primaries + references}
     timings = {**context.timings_ms, "retrieval": elapsed_ms}
     return QuestionResult(question, ranked, retrieved_at, timings, len(context.primary_chunks))
 

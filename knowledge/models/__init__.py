@@ -16,3 +16,7 @@ __all__ = [
     "ProfileCollection",
     "Subscription",
 ]
+
+from knowledge.models.llm import LLMSettings  # noqa: E402
+
+__all__ += ["LLMSettings"]

@@ -1,4 +1,5 @@
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from knowledge.models.profiles import Profile
@@ -10,6 +11,12 @@ class ChatSession(models.Model):
         Profile, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions"
     )
     title = models.CharField(max_length=200, blank=True)
+    collection_ids = ArrayField(
+        models.BigIntegerField(),
+        default=list,
+        blank=True,
+        help_text="Collections searched when the session has no profile (a collection alone).",
+    )
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -43,6 +50,7 @@ class ChatTurn(models.Model):
     events = models.JSONField(default=list, blank=True)
     durations_ms = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True, help_text="LLM failure that led to the fallback, if any.")
+    llm_model = models.CharField(max_length=200, blank=True, help_text="The model that wrote the answer.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -27,8 +27,6 @@ TIME_LIMIT_MS = 5000
 @dataclass
 class ExpansionResult:
     chunks: list[Chunk] = field(default_factory=list)
-    # For each referenced chunk id: the position of the primary chunk it was reached from.
-    origins: dict[int, int] = field(default_factory=dict)
     depth_reached: int = 0
     missing_refs: list[str] = field(default_factory=list)
     cycles_skipped: int = 0
@@ -53,7 +51,7 @@ def expand_references(
     result = ExpansionResult()
     budget = reference_budget(len(primary), max_total=max_total)
     visited = {c.element_id for c in primary if c.element_id}
-    frontier = _next_ids(primary, list(range(len(primary))), visited, result)
+    frontier = _next_ids(primary, visited, result)
     started = time.monotonic()
     for depth in range(1, max_depth + 1):
         if not frontier or len(result.chunks) >= budget:
@@ -61,33 +59,29 @@ def expand_references(
         if (time.monotonic() - started) * 1000 > time_limit_ms:
             result.partial, result.limit_hit = True, "time"
             break
-        level = _fetch_level(list(frontier), scope)
-        _record_missing(list(frontier), level, result)
+        level = _fetch_level(frontier, scope)
+        _record_missing(frontier, level, result)
         room = budget - len(result.chunks)
-        kept = level[:room]
-        result.chunks.extend(kept)
-        result.origins.update({c.pk: frontier[c.element_id] for c in kept})
+        result.chunks.extend(level[:room])
         if len(level) > room:
             result.limit_hit = "chunks"
         result.depth_reached = depth
         visited.update(frontier)
-        frontier = _next_ids(kept, [frontier[c.element_id] for c in kept], visited, result)
+        frontier = _next_ids(level[:room], visited, result)
     if frontier and result.depth_reached == max_depth and not result.limit_hit:
         result.limit_hit = "depth"
     return result
 
 
-def _next_ids(
-    chunks: list[Chunk], origins: list[int], visited: set[str], result: ExpansionResult
-) -> dict[str, int]:
-    """Unvisited ids referenced by ``chunks`` in rank order, each with the primary it descends from."""
-    ids: dict[str, int] = {}
-    for chunk, origin in zip(chunks, origins, strict=True):
+def _next_ids(chunks: list[Chunk], visited: set[str], result: ExpansionResult) -> list[str]:
+    """Unvisited ids referenced by ``chunks``, in rank order, without duplicates."""
+    ids: list[str] = []
+    for chunk in chunks:
         for ref in chunk.ref_ids or []:
             if ref in visited:
                 result.cycles_skipped += 1
             elif ref not in ids:
-                ids[ref] = origin
+                ids.append(ref)
     return ids
 
 

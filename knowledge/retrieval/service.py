@@ -35,7 +35,6 @@ class RetrievedChunk:
     scores: dict
     role: str = "primary"  # or "reference"
     source_number: int | None = None  # its [Source N] in the context, if it fit
-    origin: int | None = None  # for a reference: the position of the primary it was reached from
 
     def as_dict(self) -> dict:
         document = self.chunk.document
@@ -64,6 +63,7 @@ class KnowledgeContext:
     timings_ms: dict = field(default_factory=dict)
     stats: dict = field(default_factory=dict)
     config: dict = field(default_factory=dict)
+    scope: Scope | None = None  # what was searched, for follow-up lookups such as evaluation
 
     @property
     def context_text(self) -> str:
@@ -113,7 +113,7 @@ def retrieve(
     scope_ids, rerank_ids = _collections(profile, collection_ids)
     scope = search_scope(user=user, collection_ids=scope_ids)
     timer = _Timer()
-    context = KnowledgeContext(question=question, config=config)
+    context = KnowledgeContext(question=question, config=config, scope=scope)
     with timer.stage("embed"):
         vector = embed_query(question)
     candidates, context.stats = _candidates(question, vector, scope, config, timer)
@@ -126,9 +126,7 @@ def retrieve(
     context.primary_chunks = primary
     with timer.stage("expand"):
         expansion = expand_references([c.chunk for c in primary], scope=scope)
-    context.referenced_chunks = [
-        RetrievedChunk(c, {}, role="reference", origin=expansion.origins.get(c.pk)) for c in expansion.chunks
-    ]
+    context.referenced_chunks = [RetrievedChunk(c, {}, role="reference") for c in expansion.chunks]
     context.stats.update(_expansion_stats(expansion))
     with timer.stage("context"):
         _assemble(context, max_tokens=config["maxTokens"])

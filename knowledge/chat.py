@@ -1,0 +1,537 @@
+"""The chat service: question -> follow-up resolution -> retrieval -> synthesis -> saved turn.
+
+One path for pages, the API and the command line. ``chat_stream`` returns an
+iterable of events produced as the work happens (seed 000's order, see
+knowledge.synthesis.events), so a view can send them as Server-Sent Events
+with ``sse_stream`` while the answer is being written; ``chat_ask`` runs the
+same stream to the end and returns the saved ChatTurn.
+
+The answer comes from the configured LLM; with none, or when it fails or
+times out, from the extractive synthesiser (labelled, quoting only the
+sources); with nothing relevant retrieved, an honest "nothing on this" with
+no LLM call. Every turn is saved with its events, so it can be replayed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from knowledge.errors import KnowledgeError, NotFoundError
+from knowledge.models import ChatSession, ChatTurn, Profile
+from knowledge.retrieval.service import MAX_QUESTION_CHARS, KnowledgeContext, retrieve
+from knowledge.retrieval.tokens import llm_token_count
+from knowledge.synthesis import events as ev
+from knowledge.synthesis.citations import answer_html, resolve_citations, source_url
+from knowledge.synthesis.events import Event
+from knowledge.synthesis.extractive import LABEL_LLM_FAILED, LABEL_NO_LLM, extractive_answer
+from knowledge.synthesis.followup import PreviousTurn, Resolution, resolve_question
+from knowledge.synthesis.llm import (
+    TOKEN_SOURCE_ESTIMATE,
+    TOKEN_SOURCE_USAGE,
+    LLMConfig,
+    LLMError,
+    llm_config,
+    stream_chat,
+)
+from knowledge.synthesis.prompts import Exchange, prompt_equivalent_tokens, synthesis_messages
+
+logger = logging.getLogger(__name__)
+
+NO_RESULTS_TEXT = (
+    "The knowledge base has nothing on this: no passage in the searched collections is relevant "
+    "enough to your question, so there is no answer to give from them. Try rephrasing the "
+    "question, or add documents that cover it."
+)
+TITLE_CHARS = 80
+HISTORY_TURNS = 6
+
+
+@dataclass
+class Answer:
+    text: str
+    mode: str
+    citations: list = field(default_factory=list)
+    dropped: int = 0
+    label: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    token_source: str = TOKEN_SOURCE_ESTIMATE
+    model: str = ""
+    duration_ms: float = 0.0
+
+
+class ChatStream:
+    """The events of one question, produced as they happen; ``turn`` is set once it is saved.
+
+    Bad input (empty question, unknown session, no collections) raises
+    KnowledgeError here, before anything is streamed.
+    """
+
+    def __init__(self, *, user, question: str, profile=None, collection_ids=None, session=None) -> None:
+        self.user = user
+        self.question = _clean_question(question)
+        self.session = _session_for(user, session) if session is not None else None
+        self.profile, self.collection_ids = _scope(user, profile, collection_ids, self.session)
+        self.turn: ChatTurn | None = None
+        self._stored: list[dict] = []
+        self._seq = 0
+        self._errors: list[str] = []
+        self._durations: dict = {}
+        self._calls: list[dict] = []
+        self._completed = False
+
+    def __iter__(self) -> Iterator[Event]:
+        if self.turn is not None:
+            raise RuntimeError("a ChatStream runs once; ask again with a new one")
+        return self._run()
+
+    # -- the steps, in order -------------------------------------------------
+
+    def _run(self) -> Iterator[Event]:
+        self._started = time.perf_counter()
+        self._open_turn()
+        try:
+            yield from self._steps()
+        except GeneratorExit:
+            self._abandon("the stream was closed before the answer was complete")
+            raise
+        except BaseException as exc:
+            self._abandon(f"failed: {exc}")
+            raise
+
+    def _steps(self) -> Iterator[Event]:
+        yield self._emit(ev.EXECUTION_START, self._start_payload())
+        llm = self._llm()
+        resolution = self._timed("resolve", self._resolve, llm)
+        yield self._emit(ev.RETRIEVAL_START, self._retrieval_start_payload(resolution))
+        context = self._timed("retrieval", self._retrieve, resolution.question)
+        yield self._emit(ev.RETRIEVAL_COMPLETE, self._retrieval_payload(context))
+        synthesis_started = time.perf_counter()
+        answer = yield from self._answer(context, resolution, llm)
+        self._durations["synthesis"] = _ms_since(synthesis_started)
+        self._record(answer, resolution)
+        yield self._emit(ev.LLM_STEP, self._llm_step_payload(answer))
+        yield self._emit(ev.TOKEN_UPDATE, self._account())
+        yield self._emit(ev.FINAL_ANSWER, _final_payload(answer))
+        yield self._finish()
+
+    def _open_turn(self) -> None:
+        with transaction.atomic():
+            if self.session is None:
+                self.session = ChatSession.objects.create(
+                    user=self.user,
+                    profile=self.profile,
+                    collection_ids=[] if self.profile else list(self.collection_ids),
+                    title=_title(self.question),
+                )
+            session = ChatSession.objects.select_for_update().get(pk=self.session.pk)
+            if not session.title:
+                session.title = _title(self.question)
+                session.save(update_fields=["title"])
+            index = session.turns.count()
+            self.turn = ChatTurn.objects.create(session=session, index=index, question=self.question)
+
+    def _llm(self) -> LLMConfig | None:
+        try:
+            return llm_config()
+        except ImproperlyConfigured as exc:
+            logger.error("LLM configuration refused: %s", exc)
+            self._errors.append(f"LLM configuration: {exc}")
+            return None
+
+    def _resolve(self, llm: LLMConfig | None) -> Resolution:
+        previous, history = self._history()
+        resolution = resolve_question(self.question, previous=previous, history=history, llm=llm)
+        resolution.question = resolution.question[:MAX_QUESTION_CHARS]
+        if resolution.error:
+            self._errors.append(resolution.error)
+        if resolution.llm is not None:
+            self._calls.append(_call("rewrite", resolution.llm))
+        return resolution
+
+    def _history(self) -> tuple[PreviousTurn | None, list[Exchange]]:
+        turns = list(
+            ChatTurn.objects.filter(session=self.session, index__lt=self.turn.index)
+            .exclude(mode="")
+            .order_by("-index")[:HISTORY_TURNS]
+        )[::-1]
+        if not turns:
+            return None, []
+        last = turns[-1]
+        previous = PreviousTurn(last.question, last.answer, list(last.cited_sources))
+        return previous, [Exchange(t.question, t.answer) for t in turns]
+
+    def _retrieve(self, question: str) -> KnowledgeContext:
+        return retrieve(
+            user=self.user, question=question, profile=self.profile, collection_ids=self.collection_ids
+        )
+
+    def _answer(self, context: KnowledgeContext, resolution: Resolution, llm: LLMConfig | None):
+        if not context.sources:
+            return self._no_results(context)
+        if llm is None or not llm.configured:
+            label = LABEL_LLM_FAILED if self._errors and llm is None else LABEL_NO_LLM
+            return self._extractive(context, resolution, label)
+        try:
+            return (yield from self._llm_answer(context, llm))
+        except LLMError as exc:
+            self._errors.append(f"synthesis failed, extractive answer instead: {exc}")
+            yield self._emit(ev.LLM_ERROR, {"error": str(exc), "fallback": ChatTurn.Mode.EXTRACTIVE})
+            return self._extractive(context, resolution, LABEL_LLM_FAILED)
+
+    def _llm_answer(self, context: KnowledgeContext, llm: LLMConfig):
+        _previous, history = self._history()
+        messages = synthesis_messages(
+            config=context.config, context_text=context.context_text, history=history, question=self.question
+        )
+        chunks = stream_chat(llm, messages)
+        try:
+            while True:
+                try:
+                    delta = next(chunks)
+                except StopIteration as done:
+                    result = done.value
+                    break
+                yield self._emit(ev.ANSWER_DELTA, {"text": delta})
+        finally:
+            chunks.close()
+        self._calls.append(_call("synthesis", result))
+        cited = resolve_citations(result.text, context.sources)
+        return Answer(
+            text=cited.text,
+            mode=ChatTurn.Mode.LLM,
+            citations=cited.citations,
+            dropped=cited.dropped,
+            input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens,
+            token_source=result.token_source,
+            model=result.model,
+            duration_ms=result.duration_ms,
+        )
+
+    def _extractive(self, context: KnowledgeContext, resolution: Resolution, label: str) -> Answer:
+        extracted = extractive_answer(question=resolution.question, sources=context.sources, label=label)
+        return Answer(
+            text=extracted.text,
+            mode=ChatTurn.Mode.EXTRACTIVE,
+            citations=extracted.citations,
+            label="extracted",
+            input_tokens=prompt_equivalent_tokens(
+                config=context.config, context_text=context.context_text, question=self.question
+            ),
+            output_tokens=llm_token_count(extracted.text),
+        )
+
+    def _no_results(self, context: KnowledgeContext) -> Answer:
+        return Answer(
+            text=NO_RESULTS_TEXT,
+            mode=ChatTurn.Mode.NO_RESULTS,
+            label="no_results",
+            input_tokens=prompt_equivalent_tokens(
+                config=context.config, context_text="", question=self.question
+            ),
+            output_tokens=llm_token_count(NO_RESULTS_TEXT),
+        )
+
+    def _record(self, answer: Answer, resolution: Resolution) -> None:
+        """Put the answer on the turn; the call that led to it counts with any rewrite call."""
+        rewrite = [c for c in self._calls if c["purpose"] == "rewrite"]
+        sources = {answer.token_source} | {c["token_source"] for c in rewrite}
+        turn = self.turn
+        turn.resolved_question = resolution.question
+        turn.answer = answer.text
+        turn.mode = answer.mode
+        turn.cited_sources = [c.as_dict() for c in answer.citations]
+        turn.dropped_citations = answer.dropped
+        turn.input_tokens = answer.input_tokens + sum(c["input_tokens"] for c in rewrite)
+        turn.output_tokens = answer.output_tokens + sum(c["output_tokens"] for c in rewrite)
+        turn.token_source = TOKEN_SOURCE_USAGE if sources == {TOKEN_SOURCE_USAGE} else TOKEN_SOURCE_ESTIMATE
+        turn.llm_model = answer.model
+        turn.error = "\n".join(self._errors)
+
+    def _account(self) -> dict:
+        turn = self.turn
+        ChatSession.objects.filter(pk=self.session.pk).update(
+            input_tokens=F("input_tokens") + turn.input_tokens,
+            output_tokens=F("output_tokens") + turn.output_tokens,
+            updated_at=timezone.now(),
+        )
+        self.session.refresh_from_db(fields=["input_tokens", "output_tokens", "updated_at"])
+        return {
+            "input_tokens": turn.input_tokens,
+            "output_tokens": turn.output_tokens,
+            "source": turn.token_source,
+            "total_input": self.session.input_tokens,
+            "total_output": self.session.output_tokens,
+        }
+
+    def _finish(self) -> Event:
+        self._durations["total"] = _ms_since(self._started)
+        turn = self.turn
+        complete = self._emit(
+            ev.EXECUTION_COMPLETE,
+            {
+                "duration_ms": self._durations["total"],
+                "tokens": {
+                    "input": turn.input_tokens,
+                    "output": turn.output_tokens,
+                    "source": turn.token_source,
+                },
+                "session_id": self.session.pk,
+                "turn_id": turn.pk,
+                "mode": turn.mode,
+            },
+        )
+        self._save()
+        self._completed = True
+        return complete
+
+    def _save(self) -> None:
+        self.turn.events = self._stored
+        self.turn.durations_ms = self._durations
+        self.turn.save()
+
+    def _abandon(self, reason: str) -> None:
+        """Keep what was done: a turn that stopped half-way is saved with the reason."""
+        if self.turn is None or self._completed:
+            return
+        self._errors.append(reason)
+        self.turn.error = "\n".join(self._errors)
+        self._save_quietly()
+
+    def _save_quietly(self) -> None:
+        try:
+            self._durations["total"] = _ms_since(self._started)
+            self._save()
+        except Exception:  # the original failure matters more than this one
+            logger.exception("could not save the interrupted turn %s", self.turn.pk)
+
+    # -- events ----------------------------------------------------------------
+
+    def _emit(self, name: str, data: dict) -> Event:
+        self._seq += 1
+        event = Event(name, data, self._seq, _ms_since(self._started))
+        if name not in ev.NOT_STORED:
+            self._stored.append(event.as_dict())
+        return event
+
+    def _timed(self, name: str, function, *args):
+        started = time.perf_counter()
+        try:
+            return function(*args)
+        finally:
+            self._durations[name] = _ms_since(started)
+
+    def _start_payload(self) -> dict:
+        profile = self.profile
+        return {
+            "session_id": self.session.pk,
+            "turn_index": self.turn.index,
+            "question": self.question,
+            "profile_id": profile.pk if profile else None,
+            "profile_type": profile.profile_type if profile else Profile.ProfileType.RAG_FOCUSED,
+            "profile_tag": profile.tag if profile else "",
+        }
+
+    def _retrieval_start_payload(self, resolution: Resolution) -> dict:
+        count = self.profile.profile_collections.count() if self.profile else len(self.collection_ids)
+        return {
+            "collection_count": count,
+            "question": self.question,
+            "resolved_question": resolution.question,
+            "resolution": resolution.method,
+        }
+
+    def _retrieval_payload(self, context: KnowledgeContext) -> dict:
+        sources = [_source_summary(s) for s in context.sources]
+        self.turn.retrieved = sources
+        documents = {s["document_id"]: {"id": s["document_id"], "title": s["title"]} for s in sources}
+        return {
+            "results_count": len(context.primary_chunks),
+            "documents": list(documents.values()),
+            "sources": sources,
+            "context_tokens": context.total_tokens,
+            "duration_ms": self._durations.get("retrieval"),
+            "timings_ms": context.timings_ms,
+        }
+
+    def _llm_step_payload(self, answer: Answer) -> dict:
+        turn = self.turn
+        return {
+            "step": "synthesis",
+            "mode": answer.mode,
+            "model": answer.model or None,
+            "input_tokens": turn.input_tokens,
+            "output_tokens": turn.output_tokens,
+            "token_source": turn.token_source,
+            "duration_ms": self._durations.get("synthesis"),
+            "calls": self._calls,
+            "error": turn.error,
+        }
+
+
+def _final_payload(answer: Answer) -> dict:
+    return {
+        "html": answer_html(answer.text, answer.citations),
+        "text": answer.text,
+        "mode": answer.mode,
+        "label": answer.label,
+        "sources": [c.as_dict() for c in answer.citations],
+        "dropped_citations": answer.dropped,
+    }
+
+
+def _source_summary(retrieved) -> dict:
+    chunk = retrieved.chunk
+    return {
+        "n": retrieved.source_number,
+        "chunk_id": chunk.pk,
+        "document_id": chunk.document_id,
+        "document": chunk.document.filename,
+        "title": chunk.document.display_title,
+        "source_ref": chunk.source_ref,
+        "page": chunk.page,
+        "role": retrieved.role,
+        "url": source_url(chunk),
+        "scores": retrieved.scores,
+    }
+
+
+def _call(purpose: str, result) -> dict:
+    return {
+        "purpose": purpose,
+        "model": result.model,
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+        "token_source": result.token_source,
+        "duration_ms": result.duration_ms,
+    }
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
+
+
+def _clean_question(question: str) -> str:
+    question = (question or "").strip()
+    if not question:
+        raise KnowledgeError("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise KnowledgeError(f"the question is {len(question)} characters; the limit is {MAX_QUESTION_CHARS}")
+    return question
+
+
+def _title(question: str) -> str:
+    flat = " ".join(question.split())
+    return flat if len(flat) <= TITLE_CHARS else flat[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+def _session_for(user, session) -> ChatSession:
+    session_id = session.pk if isinstance(session, ChatSession) else session
+    return session_get(user=user, session_id=session_id)
+
+
+def session_get(*, user, session_id) -> ChatSession:
+    """``user``'s session; anyone else's is "not found", never "forbidden"."""
+    try:
+        session_id = int(session_id)
+    except (TypeError, ValueError):
+        raise NotFoundError("no such chat session") from None
+    found = ChatSession.objects.filter(pk=session_id, user=user).select_related("profile").first()
+    if found is None:
+        raise NotFoundError("no such chat session")
+    return found
+
+
+def _scope(user, profile, collection_ids, session) -> tuple[Profile | None, list[int] | None]:
+    if profile is None and collection_ids is None and session is not None:
+        profile = session.profile
+        collection_ids = session.collection_ids or None
+    if profile is not None:
+        if profile.owner_id not in (None, user.pk):
+            raise NotFoundError("no such profile")
+        return profile, None if collection_ids is None else [int(c) for c in collection_ids]
+    if not collection_ids:
+        raise KnowledgeError("choose a profile or at least one collection to search")
+    return None, [int(c) for c in collection_ids]
+
+
+# -- the public functions ------------------------------------------------------
+
+
+def chat_stream(*, user, question: str, profile=None, collection_ids=None, session=None) -> ChatStream:
+    """The events of answering ``question``, to iterate (e.g. into ``sse_stream``)."""
+    return ChatStream(
+        user=user, question=question, profile=profile, collection_ids=collection_ids, session=session
+    )
+
+
+def chat_ask(
+    *,
+    user,
+    question: str,
+    profile=None,
+    collection_ids: Iterable[int] | None = None,
+    session=None,
+    on_event: Callable[[Event], None] | None = None,
+) -> ChatTurn:
+    """Answer ``question`` and return the saved turn; ``on_event`` sees every event as it happens."""
+    stream = chat_stream(
+        user=user, question=question, profile=profile, collection_ids=collection_ids, session=session
+    )
+    for event in stream:
+        if on_event is not None:
+            on_event(event)
+    return stream.turn
+
+
+def sse_stream(events: Iterable[Event]) -> Iterator[str]:
+    """``text/event-stream`` text for a StreamingHttpResponse; a failure ends it with an ``error`` event."""
+    yield ": answer stream\n\n"  # sends the headers at once, before retrieval starts
+    try:
+        for event in events:
+            yield ev.sse(event)
+    except KnowledgeError as exc:
+        yield ev.sse(Event(ev.ERROR, {"message": str(exc), "status": exc.status_code}))
+    except Exception:
+        logger.exception("the answer stream failed")
+        yield ev.sse(Event(ev.ERROR, {"message": "the answer could not be completed", "status": 500}))
+
+
+def turn_events(turn: ChatTurn) -> list[Event]:
+    """A saved turn's events, for replay."""
+    return [Event.from_dict(stored) for stored in turn.events]
+
+
+def sse_replay(turn: ChatTurn) -> Iterator[str]:
+    return sse_stream(turn_events(turn))
+
+
+def turn_summary(turn: ChatTurn) -> dict:
+    """A turn as one JSON object (knowledge_ask --json, API responses)."""
+    return {
+        "answer": turn.answer,
+        "mode": turn.mode,
+        "citations": [
+            {k: c.get(k) for k in ("n", "document", "source_ref", "text", "title", "url", "document_id")}
+            for c in turn.cited_sources
+        ],
+        "dropped_citations": turn.dropped_citations,
+        "tokens": {"input": turn.input_tokens, "output": turn.output_tokens, "source": turn.token_source},
+        "events": [e["event"] for e in turn.events],
+        "session": turn.session_id,
+        "turn": turn.index,
+        "question": turn.question,
+        "resolved_question": turn.resolved_question,
+        "model": turn.llm_model,
+        "error": turn.error,
+        "durations_ms": turn.durations_ms,
+    }

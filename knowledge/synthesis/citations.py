@@ -1,0 +1,156 @@
+"""[Source N] markers: parse, check against the retrieved sources, link to their location.
+
+The numbers are the ones the context gave the model (seed 004), kept as they
+are; the answer's source list holds only the sources it cites. A marker that
+points at no source in the context is removed and counted.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import asdict, dataclass
+from urllib.parse import quote
+
+from django.utils.text import slugify
+
+# [Source 1]  [Source 1, 3]  [Sources 1-2]  [source: 4]  [Source 1 and Source 2]  [Source #2]
+MARKER = re.compile(
+    r"([ \t]*)\[\s*sources?\s*:?\s*#?\s*(\d+(?:\s*(?:[-–—,;&]|and|or)\s*(?:sources?\s*)?#?\s*\d+)*)\s*\]",
+    re.IGNORECASE,
+)
+_NUMBER_OR_RANGE = re.compile(r"(\d+)\s*[-–—]\s*(\d+)|(\d+)")
+MAX_RANGE = 50  # "[Sources 1-9999]" is noise, not a citation
+
+
+@dataclass(frozen=True)
+class Citation:
+    n: int
+    chunk_id: int
+    document_id: int
+    collection_id: int
+    document: str  # the file name
+    title: str
+    source_ref: str
+    page: int | None
+    url: str
+    text: str  # the cited chunk, as the model saw it
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CitedAnswer:
+    text: str
+    citations: list[Citation]
+    dropped: int
+
+
+def marker_numbers(marker_body: str) -> list[int]:
+    numbers: list[int] = []
+    for match in _NUMBER_OR_RANGE.finditer(marker_body):
+        if match.group(3):
+            numbers.append(int(match.group(3)))
+            continue
+        low, high = sorted((int(match.group(1)), int(match.group(2))))
+        # An absurd range counts as one bad number rather than thousands.
+        numbers.extend(range(low, high + 1) if high - low <= MAX_RANGE else [0])
+    return numbers
+
+
+def resolve_citations(text: str, sources: list) -> CitedAnswer:
+    """Map markers to ``sources`` (RetrievedChunks with source_number); drop and count the rest."""
+    by_number = {s.source_number: s for s in sources if s.source_number}
+    cited: dict[int, Citation] = {}
+    dropped = 0
+
+    def replace(match: re.Match) -> str:
+        nonlocal dropped
+        valid = []
+        for n in marker_numbers(match.group(2)):
+            if n not in by_number:
+                dropped += 1
+            elif n not in valid:
+                valid.append(n)
+                cited.setdefault(n, citation_for(by_number[n]))
+        # A marker removed whole takes its leading space with it: "claim [Source 9]." -> "claim."
+        return match.group(1) + "".join(f"[Source {n}]" for n in valid) if valid else ""
+
+    cleaned = MARKER.sub(replace, text).strip()
+    ordered = sorted(cited.values(), key=lambda c: c.n)
+    return CitedAnswer(cleaned, ordered, dropped)
+
+
+def citation_for(retrieved) -> Citation:
+    chunk = retrieved.chunk
+    document = chunk.document
+    return Citation(
+        n=retrieved.source_number,
+        chunk_id=chunk.pk,
+        document_id=document.pk,
+        collection_id=chunk.collection_id,
+        document=document.filename,
+        title=document.display_title,
+        source_ref=chunk.source_ref,
+        page=chunk.page,
+        url=source_url(chunk),
+        text=chunk.content,
+    )
+
+
+def source_url(chunk) -> str:
+    """Where a cited chunk lives: the document viewer, scrolled to the chunk's location.
+
+    PDF  #page=N (the PDF open-parameter form), PPTX #slide=N, XLSX/CSV
+    #sheet=NAME, DOCX/HTML/Markdown #<heading anchor>, TXT #section=NAME,
+    OpenAPI #operation=METHOD /path or #component=TYPE/NAME.
+    """
+    return f"/documents/{chunk.document_id}/view/?chunk={chunk.pk}{source_fragment(chunk)}"
+
+
+def source_fragment(chunk) -> str:
+    kind, _, value = (chunk.source_ref or "").partition("=")
+    if chunk.page or kind == "page":
+        return f"#page={chunk.page or value}"
+    if kind == "heading":
+        anchor = slugify(value, allow_unicode=True)
+        return f"#{quote(anchor)}" if anchor else ""
+    if kind in {"slide", "sheet", "section", "operation", "component"}:
+        return f"#{kind}={quote(value, safe='/{}')}"
+    return ""
+
+
+_LINK = re.compile(r"\[([^\]\n]{1,300})\]\((https?://[^\s)]{1,2000})\)")
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+_BULLET = re.compile(r"^[-*•]\s+")
+
+
+def answer_html(text: str, citations: list[Citation]) -> str:
+    """The answer as safe HTML: paragraphs, bullet lists, bold, links, linked [Source N]."""
+    urls = {c.n: c.url for c in citations}
+    blocks = [b for b in re.split(r"\n\s*\n", text.strip()) if b.strip()]
+    return "\n".join(_block_html(block, urls) for block in blocks)
+
+
+def _block_html(block: str, urls: dict[int, str]) -> str:
+    lines = [line.strip() for line in block.splitlines() if line.strip()]
+    if all(_BULLET.match(line) for line in lines):
+        items = "".join("<li>" + _inline_html(_BULLET.sub("", line), urls) + "</li>" for line in lines)
+        return f"<ul>{items}</ul>"
+    return "<p>" + "<br>".join(_inline_html(line, urls) for line in lines) + "</p>"
+
+
+def _inline_html(line: str, urls: dict[int, str]) -> str:
+    escaped = html.escape(line, quote=True)
+
+    def cite(match: re.Match) -> str:
+        n = int(match.group(1))
+        if n not in urls:
+            return match.group(0)
+        href = html.escape(urls[n], quote=True)
+        return f'<a class="citation" href="{href}" data-source="{n}">[Source {n}]</a>'
+
+    escaped = re.sub(r"\[Source (\d+)\]", cite, escaped)
+    escaped = _LINK.sub(r'<a href="\2" rel="nofollow noopener">\1</a>', escaped)
+    return _BOLD.sub(r"<strong>\1</strong>", escaped)

@@ -1,0 +1,170 @@
+"""The answer without a language model: the best sentences of the sources, quoted verbatim.
+
+Each retrieved chunk is split into sentences; each sentence is scored against
+the question with the embedding model (cosine of unit vectors) plus a little
+word overlap; the best few are quoted, each with its [Source N]. Nothing is
+written that is not in a source: a quote is the chunk's own text with only its
+line breaks and runs of spaces collapsed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from knowledge.synthesis.citations import Citation, citation_for
+
+LABEL_NO_LLM = "Extracted from your documents (no language model configured):"
+LABEL_LLM_FAILED = "Extracted from your documents (the language model was unavailable):"
+MAX_SOURCES = 5
+MAX_SENTENCES = 4
+MIN_SENTENCES = 2
+MIN_CHARS, MAX_CHARS, MIN_WORDS = 25, 600, 5
+# Sentences that score this far below the best are not worth quoting.
+KEEP_WITHIN = 0.12
+LEXICAL_WEIGHT = 0.2
+RANK_WEIGHT = 0.03
+
+# A sentence ends at . ! or ? with any closing quotes, brackets and footnote marks ("1965.[1]"),
+# before white space and a capital or digit.
+_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?:\[\d+\])*(?=\s+[\"'“‘(\[]?[A-Z0-9])")
+_ENDS_SENTENCE = re.compile(r"[.!?][\"'”’)\]]*(?:\[\d+\])*$")
+_ABBREVIATION = re.compile(
+    r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|vs|etc|e\.g|i\.e|Fig|No|Vol|approx|[A-Z])\.$", re.IGNORECASE
+)
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_STOPWORDS = frozenset(
+    """a an and are as at be by can do does did for from has have how i in is it its of on or
+    that the their there these this to was what when where which who why will with you your
+    about into more tell me than then they them those""".split()
+)
+
+
+@dataclass(frozen=True)
+class Sentence:
+    text: str
+    source_number: int
+    position: int
+    rank: int  # the source's place in the context, 0 = best
+
+
+@dataclass(frozen=True)
+class ExtractiveAnswer:
+    text: str
+    citations: list[Citation]
+    sentences: list[Sentence]
+
+
+def extractive_answer(*, question: str, sources: list, label: str = LABEL_NO_LLM) -> ExtractiveAnswer:
+    """Quote the sentences of ``sources`` (RetrievedChunks in [Source N] order) that best answer."""
+    top = [s for s in sources if s.source_number][:MAX_SOURCES]
+    candidates = [
+        Sentence(text, s.source_number, position, rank)
+        for rank, s in enumerate(top)
+        for position, text in enumerate(split_sentences(s.chunk.content))
+    ]
+    chosen = _choose(question, candidates) if candidates else []
+    if not chosen:
+        # Nothing sentence-shaped (a table, a list of names): quote each source's opening.
+        chosen = [Sentence(_opening(s.chunk.content), s.source_number, 0, r) for r, s in enumerate(top[:2])]
+    by_number = {s.source_number: s for s in top}
+    lines = [f'- "{s.text}" [Source {s.source_number}]' for s in chosen]
+    citations = [citation_for(by_number[n]) for n in sorted({s.source_number for s in chosen})]
+    return ExtractiveAnswer(label + "\n\n" + "\n".join(lines), citations, chosen)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Whole sentences of a chunk, each a verbatim run of it (whitespace collapsed)."""
+    sentences: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        for unit in _paragraph_units(paragraph):
+            sentences += _split_unit(unit)
+    return [s for s in sentences if _is_quotable(s)]
+
+
+def _split_unit(unit: str) -> list[str]:
+    pieces, start = [], 0
+    for match in _SENTENCE_END.finditer(unit):
+        if _ABBREVIATION.search(unit, 0, match.end()):
+            continue
+        pieces.append(unit[start : match.end()].strip())
+        start = match.end()
+    pieces.append(unit[start:].strip())
+    return [p for p in pieces if p]
+
+
+def _paragraph_units(paragraph: str) -> list[str]:
+    lines = [" ".join(line.split()) for line in paragraph.splitlines() if line.strip()]
+    if not lines:
+        return []
+    # Many short lines are rows or list items, not one sentence wrapped over several lines.
+    if len(lines) > 2 and sum(map(len, lines)) / len(lines) < 40:
+        return lines
+    return [" ".join(lines)]
+
+
+def _is_quotable(sentence: str) -> bool:
+    words = sentence.split()
+    if not (MIN_CHARS <= len(sentence) <= MAX_CHARS and len(words) >= MIN_WORDS):
+        return False
+    if sentence[0].islower():
+        return False  # the tail of a sentence cut at the chunk's start
+    if not _ENDS_SENTENCE.search(sentence):
+        return False  # a heading, a table row, or a sentence cut at the chunk's end
+    letters = sum(ch.isalpha() for ch in sentence)
+    return letters >= 0.5 * len(sentence)
+
+
+def _choose(question: str, candidates: list[Sentence]) -> list[Sentence]:
+    scores = _scores(question, candidates)
+    order = np.argsort(-scores, kind="stable")
+    best = float(scores[order[0]])
+    chosen, seen = [], set()
+    for index in order:
+        sentence = candidates[index]
+        key = sentence.text.lower()
+        if key in seen:
+            continue
+        if len(chosen) >= MIN_SENTENCES and float(scores[index]) < best - KEEP_WITHIN:
+            break
+        chosen.append(sentence)
+        seen.add(key)
+        if len(chosen) == MAX_SENTENCES:
+            break
+    return chosen
+
+
+def _scores(question: str, candidates: list[Sentence]) -> np.ndarray:
+    from knowledge.ingestion.embedding import embed_texts
+
+    vectors = embed_texts([question] + [c.text for c in candidates])
+    cosine = vectors[1:] @ vectors[0]
+    terms = _terms(question)
+    overlap = np.array([len(terms & _terms(c.text)) / len(terms) if terms else 0.0 for c in candidates])
+    rank = np.array([1.0 - c.rank / MAX_SOURCES for c in candidates])
+    return cosine + LEXICAL_WEIGHT * overlap + RANK_WEIGHT * rank
+
+
+def _terms(text: str) -> set[str]:
+    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _opening(text: str, limit: int = 300) -> str:
+    collapsed = " ".join(text.split())
+    if len(collapsed) <= limit:
+        return collapsed
+    return collapsed[:limit].rsplit(" ", 1)[0]
+
+
+def normalise(text: str) -> str:
+    """Whitespace-collapsed text, for checking that a quote is in its source."""
+    return " ".join(text.split())
