@@ -21,6 +21,7 @@ from knowledge.retrieval import dense, lexical
 from knowledge.retrieval.context import ContextBlock, assemble
 from knowledge.retrieval.expansion import ExpansionResult, expand_references
 from knowledge.retrieval.intent import intent_filter_sql, query_intent
+from knowledge.retrieval.rerank import rerank
 from knowledge.retrieval.scope import Scope, search_scope
 from knowledge.retrieval.scoring import Candidate, select
 
@@ -101,7 +102,6 @@ def retrieve(
     collection_ids: Iterable[int] | None = None,
     k: int | None = None,
     overrides: dict | None = None,
-    reranker=None,
 ) -> KnowledgeContext:
     """Retrieve for ``question`` from what ``user`` may read within the profile's (or given) collections.
 
@@ -117,13 +117,15 @@ def retrieve(
     with timer.stage("embed"):
         vector = embed_query(question)
     candidates, context.stats = _candidates(question, vector, scope, config, timer)
+    # Reranking looks at maxDocs x 3 candidates, then keeps maxDocs (seed 000).
+    pool = {**config, "maxDocs": config["maxDocs"] * 3} if rerank_ids else config
     with timer.stage("score"):
-        chosen = select(candidates, config=config, today=timezone.localdate(), hybrid=config["hybrid"])
+        chosen = select(candidates, config=pool, today=timezone.localdate(), hybrid=config["hybrid"])
     primary = _load(chosen)
-    if reranker is not None and primary and rerank_ids & {c.chunk.collection_id for c in primary}:
+    if rerank_ids:
         with timer.stage("rerank"):
-            primary = reranker(question, primary)
-    context.primary_chunks = primary
+            primary, context.stats["rerank"] = rerank(question, primary, collection_ids=rerank_ids)
+    context.primary_chunks = primary[: config["maxDocs"]]
     with timer.stage("expand"):
         expansion = expand_references([c.chunk for c in primary], scope=scope)
     context.referenced_chunks = [RetrievedChunk(c, {}, role="reference") for c in expansion.chunks]
@@ -158,7 +160,7 @@ def _collections(profile, collection_ids) -> tuple[list[int] | None, set[int]]:
         ids = [cid for cid, _ in links]
         if collection_ids is not None:
             ids = [cid for cid in ids if cid in set(collection_ids)]
-        return ids, {cid for cid, rerank in links if rerank}
+        return ids, {cid for cid, wanted in links if wanted}
     if collection_ids is None:
         raise KnowledgeError("choose a profile or at least one collection to search")
     return list(collection_ids), set()

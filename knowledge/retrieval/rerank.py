@@ -1,0 +1,72 @@
+"""Optional per-collection reranking with the configured LLM (seed 000).
+
+The positions held by chunks of reranking collections are refilled in the
+order the LLM prefers; chunks of other collections keep their positions, so
+collections still compete on merit. Without an LLM, or when it fails or answers
+something unusable, the unreranked order stands and the reason is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+logger = logging.getLogger(__name__)
+
+PASSAGE_CHARS = 700
+_PROMPT = (
+    "Rate how well each numbered passage answers the question, from 0 (irrelevant) to 10 "
+    '(answers it directly). Reply with JSON only: {"scores": [score for passage 1, passage 2, ...]}.'
+)
+
+
+def rerank(question: str, items: list, *, collection_ids: set[int]) -> tuple[list, str]:
+    """Reorder ``items`` (RetrievedChunk) of ``collection_ids``; returns (items, status)."""
+    from knowledge.synthesis.llm import LLMError, complete, llm_config
+
+    positions = [i for i, item in enumerate(items) if item.chunk.collection_id in collection_ids]
+    if not positions:
+        return items, "skipped: no chunk from a reranking collection"
+    config = llm_config()
+    if not config.configured:
+        return items, f"skipped: {config.status}"
+    chosen = [items[i] for i in positions]
+    try:
+        result = complete(config, _messages(question, chosen), max_tokens=20 + 6 * len(chosen))
+        scores = parse_scores(result.text, expected=len(chosen))
+    except (LLMError, ValueError) as exc:
+        logger.warning("Reranking failed; keeping the retrieval order: %s", exc)
+        return items, f"failed: {exc}"
+    ranked = sorted(zip(chosen, scores, strict=True), key=lambda pair: -pair[1])
+    reordered = list(items)
+    for position, (item, score) in zip(positions, ranked, strict=True):
+        item.scores["rerank"] = score
+        reordered[position] = item
+    return reordered, "reranked"
+
+
+def _messages(question: str, items: list) -> list[dict]:
+    passages = "\n\n".join(
+        f"[{n}] {item.chunk.content[:PASSAGE_CHARS]}" for n, item in enumerate(items, start=1)
+    )
+    return [
+        {"role": "system", "content": _PROMPT},
+        {"role": "user", "content": f"Question: {question}\n\nPassages:\n{passages}"},
+    ]
+
+
+def parse_scores(text: str, *, expected: int) -> list[float]:
+    """The scores list from the LLM's reply; ValueError when it is not usable."""
+    match = re.search(r"\{.*\}", text or "", re.DOTALL)
+    if not match:
+        raise ValueError("the reply holds no JSON object")
+    try:
+        scores = json.loads(match.group(0))["scores"]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ValueError(f"unusable reply: {exc}") from None
+    if not isinstance(scores, list) or len(scores) != expected:
+        raise ValueError(f"expected {expected} scores")
+    if not all(isinstance(s, (int, float)) and not isinstance(s, bool) for s in scores):
+        raise ValueError("scores must be numbers")
+    return [float(s) for s in scores]

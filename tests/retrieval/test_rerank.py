@@ -1,0 +1,84 @@
+"""Per-collection LLM reranking against the loopback OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from knowledge.collections import collection_create
+from knowledge.documents import document_upload
+from knowledge.models import Profile, ProfileCollection
+from knowledge.retrieval.rerank import parse_scores
+from knowledge.retrieval.service import retrieve
+from tests.synthesis.openai_server import Reply
+
+pytest_plugins = ["tests.synthesis.openai_server"]
+pytestmark = pytest.mark.django_db(transaction=True)
+QUESTION = "Which pet operations take an id in the path?"
+
+
+@pytest.fixture
+def profile(alice, corpus):
+    api = collection_create(name="api", owner=alice)
+    path = corpus / "openapi" / "petstore-expanded-3.0.json"
+    document_upload(collection=api, filename=path.name, data=path.read_bytes())
+    profile = Profile.objects.create(
+        owner=alice, name="p", tag="p", knowledge_overrides={"maxDocs": 2, "minRelevanceScore": 0.0}
+    )
+    ProfileCollection.objects.create(profile=profile, collection=api, reranking=True)
+    return profile
+
+
+def test_llm_reorders_the_candidates_and_keeps_max_docs(alice, profile, llm_env):
+    baseline = retrieve(user=alice, question=QUESTION, profile=profile, overrides={"maxDocs": 6})
+    pool = [r.chunk.pk for r in baseline.primary_chunks]
+    assert len(pool) == 6  # maxDocs 2 x 3 candidates go to the LLM
+    llm_env.script(Reply(text=json.dumps({"scores": [0, 1, 2, 3, 4, 10]})))
+    context = retrieve(user=alice, question=QUESTION, profile=profile)
+    assert context.stats["rerank"] == "reranked"
+    assert [r.chunk.pk for r in context.primary_chunks] == [pool[5], pool[4]]
+    assert context.primary_chunks[0].scores["rerank"] == 10
+    request = llm_env.requests[-1]
+    assert "[6]" in request.messages[-1]["content"] and QUESTION in request.messages[-1]["content"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [Reply(status=500), Reply(text="I think the third one is best."), Reply(text='{"scores": [1, 2]}')],
+)
+def test_failed_or_unusable_reranking_keeps_the_retrieval_order(alice, profile, llm_env, reply):
+    baseline = retrieve(user=alice, question=QUESTION, profile=profile, overrides={"maxDocs": 2})
+    llm_env.script(reply, reply, reply)
+    context = retrieve(user=alice, question=QUESTION, profile=profile)
+    assert context.stats["rerank"].startswith("failed")
+    assert [r.chunk.pk for r in context.primary_chunks] == [r.chunk.pk for r in baseline.primary_chunks]
+
+
+def test_without_an_llm_reranking_is_skipped(alice, profile, no_llm):
+    context = retrieve(user=alice, question=QUESTION, profile=profile)
+    assert context.stats["rerank"].startswith("skipped")
+    assert len(context.primary_chunks) == 2
+
+
+def test_collections_without_the_flag_are_not_reranked(alice, profile, llm_env):
+    ProfileCollection.objects.filter(profile=profile).update(reranking=False)
+    context = retrieve(user=alice, question=QUESTION, profile=profile)
+    assert "rerank" not in context.stats
+    assert llm_env.requests == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [('{"scores": [3, 9.5]}', [3.0, 9.5]), ('Sure! {"scores": [1, 2]} done', [1.0, 2.0])],
+)
+def test_parse_scores(text, expected):
+    assert parse_scores(text, expected=2) == expected
+
+
+@pytest.mark.parametrize(
+    "text", ["", "{}", '{"scores": [1]}', '{"scores": ["a", "b"]}', '{"scores": [true, 1]}']
+)
+def test_parse_scores_refuses_unusable_replies(text):
+    with pytest.raises(ValueError):
+        parse_scores(text, expected=2)
