@@ -1,4 +1,4 @@
-"""Sections -> chunk drafts (pure: no Django, no database).
+r"""Sections -> chunk drafts (pure: no Django, no database).
 
 Every strategy works on one ``Section`` at a time, so a chunk never spans two
 sections. ``chunk_size`` / ``chunk_overlap`` are characters for the first
@@ -103,9 +103,7 @@ def chunk_sections(
     _validate(strategy, chunk_size, chunk_overlap, count_tokens, max_tokens)
     drafts: list[ChunkDraft] = []
     for section in sections:
-        drafts.extend(
-            _chunk_section(section, strategy, chunk_size, chunk_overlap, count_tokens, max_tokens)
-        )
+        drafts.extend(_chunk_section(section, strategy, chunk_size, chunk_overlap, count_tokens, max_tokens))
     return drafts
 
 
@@ -124,9 +122,7 @@ def _validate(strategy, chunk_size, chunk_overlap, count_tokens, max_tokens) -> 
     if chunk_overlap < 0:
         raise ValueError(f"chunk_overlap must be >= 0, got {chunk_overlap}")
     if chunk_overlap >= chunk_size:
-        raise ValueError(
-            f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})"
-        )
+        raise ValueError(f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})")
     if max_tokens <= 0:
         raise ValueError(f"max_tokens must be > 0, got {max_tokens}")
     if not callable(count_tokens):
@@ -146,9 +142,7 @@ class _Tokens:
 
     merged_exact = False
 
-    def __init__(
-        self, text: str, count: Callable[[str], int], prefix: str = "", prefix_tokens: int = 0
-    ):
+    def __init__(self, text: str, count: Callable[[str], int], prefix: str = "", prefix_tokens: int = 0):
         self.text = text
         self.count = count
         self.prefix = prefix
@@ -439,9 +433,7 @@ def _cut_chars(text, start, end, size, m, known) -> list[_Span]:
     """Last resort for a slice without whitespace (a URL, base64, CJK run)."""
     if not isinstance(m, _Tokens):
         step = max(1, int(size))
-        return [
-            (a, min(a + step, end), min(a + step, end) - a, True) for a in range(start, end, step)
-        ]
+        return [(a, min(a + step, end), min(a + step, end) - a, True) for a in range(start, end, step)]
     total = known if known is not None else m.piece(start, end)
     if total <= size:
         return [(start, end, total, True)]
@@ -461,9 +453,7 @@ def _cut_chars(text, start, end, size, m, known) -> list[_Span]:
 
 def _fit_tokens(text, start, end, limit, tokens, known=None, ratio_hint=None) -> list[_Span]:
     """Split a slice into spans of at most ``limit`` tokens, no overlap."""
-    return _split(
-        text, start, end, _TOKEN_LEVELS, limit, 0, tokens, known=known, ratio_hint=ratio_hint
-    )
+    return _split(text, start, end, _TOKEN_LEVELS, limit, 0, tokens, known=known, ratio_hint=ratio_hint)
 
 
 def _force_fit(text, start, end, limit, tokens, known=None, ratio_hint=None) -> list[_Span]:
@@ -473,21 +463,23 @@ def _force_fit(text, start, end, limit, tokens, known=None, ratio_hint=None) -> 
     not add up over whitespace), the slice is halved instead.
     """
     pieces = _fit_tokens(text, start, end, limit, tokens, known=known, ratio_hint=ratio_hint)
-    if (
-        len(pieces) == 1
-        and pieces[0][:2] == (start, end)
-        and not (pieces[0][3] and pieces[0][2] <= limit)
-    ):
-        if end - start <= 1:
-            raise ValueError(f"a single character exceeds the token limit ({limit})")
-        mid = (start + end) // 2
-        space = text.rfind(" ", start + 1, mid + 1)
-        mid = space if space > start + (end - start) // 4 else mid
-        pieces = []
-        for a, b in ((start, mid), (mid, end)):
-            a, b = _trim(text, a, b)
-            if a < b:
-                pieces.append((a, b, 0, False))
+    if len(pieces) == 1 and pieces[0][:2] == (start, end) and not (pieces[0][3] and pieces[0][2] <= limit):
+        return _halves(text, start, end, limit)
+    return pieces
+
+
+def _halves(text, start, end, limit) -> list[_Span]:
+    """Two halves of a slice, cut at a space near the middle if there is one."""
+    if end - start <= 1:
+        raise ValueError(f"a single character exceeds the token limit ({limit})")
+    mid = (start + end) // 2
+    space = text.rfind(" ", start + 1, mid + 1)
+    mid = space if space > start + (end - start) // 4 else mid
+    pieces = []
+    for a, b in ((start, mid), (mid, end)):
+        a, b = _trim(text, a, b)
+        if a < b:
+            pieces.append((a, b, 0, False))
     return pieces
 
 
@@ -617,9 +609,7 @@ def _pack_units(text, units, size, overlap, tokens, max_tokens, *, tail_overlap)
                 reserve = min(max_tokens // 2, int(overlap * ratio)) if overlap else 0
                 s0, e0, _known = work[i]
                 known = n if reserve == 0 else None
-                pieces = _force_fit(
-                    text, s0, e0, max_tokens - reserve, tokens, known=known, ratio_hint=ratio
-                )
+                pieces = _force_fit(text, s0, e0, max_tokens - reserve, tokens, known=known, ratio_hint=ratio)
                 work[i : i + 1] = [(a, b, int(m) if v else None) for a, b, m, v in pieces]
                 j_cap = len(work)
         out.append((start, end, n))
@@ -687,7 +677,9 @@ def _heading_prefix(heading_path, count, max_tokens) -> tuple[str, int]:
     parts = [" ".join(h.split()) for h in heading_path if h and h.strip()]
     if not parts:
         return "", 0
-    budget = max(1, max_tokens // 2)
+    budget = max_tokens // 2
+    if budget < 1:
+        return "", 0
     line = " > ".join(parts)
     while True:
         n = count(line + "\n")
@@ -712,8 +704,7 @@ def _semantic(text, size, overlap, tokens, max_tokens, prefix_tokens):
     for a, b, n, verified in spans:
         if b - a > char_cap:
             out.extend(
-                (x, y, None)
-                for x, y, _n, _v in _split(text, a, b, _TOKEN_LEVELS, char_cap, 0, _CHARS)
+                (x, y, None) for x, y, _n, _v in _split(text, a, b, _TOKEN_LEVELS, char_cap, 0, _CHARS)
             )
         else:
             out.append((a, b, int(n) if verified else None))
@@ -739,7 +730,10 @@ def _finalize(section, text, spans, tokens, max_tokens) -> list[ChunkDraft]:
             last[:] = [start, end]
             return
         body = None if known is None else n - tokens.prefix_tokens
-        for a, b, m, verified in _force_fit(text, start, end, body_limit, tokens, known=body):
+        pieces = _force_fit(text, start, end, body_limit, tokens, known=body)
+        if len(pieces) == 1 and pieces[0][:2] == (start, end):
+            pieces = _halves(text, start, end, max_tokens)  # fits alone, not with the prefix
+        for a, b, m, verified in pieces:
             emit(a, b, int(m) if verified else None)
 
     for start, end, known in spans:

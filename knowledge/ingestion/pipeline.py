@@ -153,7 +153,8 @@ def _retire_replaced_version(document: Document) -> None:
 
 def _finish_pending_reindex(collection_id: int, profile: ChunkProfile) -> None:
     """Switch the collection to its pending profile once no document lacks the new chunks."""
-    collection = Collection.objects.select_for_update().get(pk=collection_id)
+    # NO KEY: the chunk inserts hold key-share locks on this row; a plain FOR UPDATE would deadlock.
+    collection = Collection.objects.select_for_update(no_key=True).get(pk=collection_id)
     if collection.pending_chunk_profile_id != profile.pk:
         return
     missing = (

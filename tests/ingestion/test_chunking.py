@@ -108,26 +108,26 @@ def skip_ws(text: str, pos: int) -> int:
 def locate(text: str, bodies: list[str]) -> list[int]:
     """Offsets of the bodies in text, asserting that nothing is lost.
 
-    Each body must be a verbatim slice of text starting no later than the first
-    character not yet covered (so there is no gap) and no earlier than the
-    previous body; at the end every non-whitespace character must be covered.
+    Each body must be a verbatim slice of text, in text order, starting no
+    later than the first character not yet covered (no gap); at the end every
+    non-whitespace character must be covered. For repeated text, order is
+    checked with the earliest possible occurrences and coverage with the
+    latest, so a valid chunking never fails.
     """
     offsets = []
-    previous = 0
+    earliest = 0  # earliest possible start of the previous body
     covered = skip_ws(text, 0)  # first non-whitespace offset not yet in a chunk
     for i, b in enumerate(bodies):
         assert b.strip(), f"chunk {i} is empty"
-        at = text.rfind(b, previous, covered + len(b))
+        at = text.rfind(b, earliest, covered + len(b))
         assert at != -1, (
             f"chunk {i} is not the next slice of the text (text lost before it?): "
             f"{b[:80]!r}; first uncovered text: {text[covered : covered + 80]!r}"
         )
         offsets.append(at)
-        previous = at
+        earliest = text.find(b, earliest)
         covered = max(covered, skip_ws(text, at + len(b)))
-    assert covered == len(text), (
-        f"text lost from offset {covered}: {text[covered : covered + 80]!r}"
-    )
+    assert covered == len(text), f"text lost from offset {covered}: {text[covered : covered + 80]!r}"
     return offsets
 
 
@@ -174,9 +174,7 @@ def test_token_rule_with_chunk_size_far_above_the_limit(strategy, max_tokens, co
     text = read("django-docs/intro/tutorial01.txt")
     section = Section(source_ref="heading=Tutorial", text=text, heading_path=("Tutorial 1",))
     size = 1000 if strategy == "semantic" else 20_000
-    drafts = run(
-        [section], strategy, count, chunk_size=size, chunk_overlap=50, max_tokens=max_tokens
-    )
+    drafts = run([section], strategy, count, chunk_size=size, chunk_overlap=50, max_tokens=max_tokens)
     assert_token_rule(drafts, count, max_tokens)
     assert max(d.token_count for d in drafts) > max_tokens * 0.8, "chunks should fill the limit"
     locate(text, bodies_of(drafts, section))
@@ -229,13 +227,9 @@ def test_consecutive_chunks_overlap(strategy, count):
                 assert count(shared) <= overlap + 5, f"overlap of {count(shared)} tokens"
             else:
                 assert len(shared) <= overlap, f"overlap of {len(shared)} chars > {overlap}"
-        no_overlap = bodies_of(
-            run([section], strategy, count, sizes=SMALL_SIZES, chunk_overlap=0), section
-        )
+        no_overlap = bodies_of(run([section], strategy, count, sizes=SMALL_SIZES, chunk_overlap=0), section)
         offsets = locate(text, no_overlap)
-        without.extend(
-            b < a + len(p) for a, p, b in zip(offsets, no_overlap, offsets[1:], strict=False)
-        )
+        without.extend(b < a + len(p) for a, p, b in zip(offsets, no_overlap, offsets[1:], strict=False))
     minimum = 0.6 if strategy == "semantic" else 0.8
     assert sum(shares) / len(shares) >= minimum, f"only {sum(shares)}/{len(shares)} pairs overlap"
     assert not any(without), "chunk_overlap=0 should not repeat text"
@@ -265,16 +259,12 @@ def test_a_5000_character_word_is_split_not_dropped(strategy, kind, count):
     rng = random.Random(5000)
     if kind == "letters":
         word = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(5000))
-        assert count(word) == 1, (
-            "precondition: one [UNK] for the tokenizer, so only size can split it"
-        )
+        assert count(word) == 1, "precondition: one [UNK] for the tokenizer, so only size can split it"
     else:
         word = base64.b64encode(rng.randbytes(3750)).decode()
         assert count(word) > 4 * MAX_TOKENS
     assert len(word) == 5000 and not any(c.isspace() for c in word)
-    text = (
-        "The blob below was pasted from a log file.\n\n" + word + "\n\nThat is the end of the blob."
-    )
+    text = "The blob below was pasted from a log file.\n\n" + word + "\n\nThat is the end of the blob."
     section = Section(source_ref="page=1", text=text, heading_path=("Logs",))
     drafts = run([section], strategy, count)
     assert_token_rule(drafts, count)
@@ -389,9 +379,7 @@ def test_paragraph_combines_small_paragraphs_at_paragraph_boundaries(count):
         pos = at + len(p)
     offsets = locate(text, [d.content for d in drafts])
     for at, d in zip(offsets, drafts, strict=True):
-        assert at in starts and at + len(d.content) in ends, (
-            f"cut inside a paragraph: {d.content[:60]!r}"
-        )
+        assert at in starts and at + len(d.content) in ends, f"cut inside a paragraph: {d.content[:60]!r}"
         assert len(d.content) <= 1000
 
 
@@ -405,16 +393,10 @@ def test_paragraph_splits_a_long_paragraph_at_sentences(count):
     drafts = run([section], "paragraph", count, chunk_size=1000, chunk_overlap=0)
     offsets = locate(text, [d.content for d in drafts])
     start = text.index(long_paragraph)
-    inside = [
-        d
-        for at, d in zip(offsets, drafts, strict=True)
-        if start <= at < start + len(long_paragraph)
-    ]
+    inside = [d for at, d in zip(offsets, drafts, strict=True) if start <= at < start + len(long_paragraph)]
     assert len(inside) >= 3
     for d in inside:
-        assert d.content.endswith((".", "!", "?")), (
-            f"not cut at a sentence end: {d.content[-60:]!r}"
-        )
+        assert d.content.endswith((".", "!", "?")), f"not cut at a sentence end: {d.content[-60:]!r}"
 
 
 def test_paragraph_falls_back_to_fixed_for_a_huge_unstructured_section(count):
@@ -519,8 +501,7 @@ def test_semantic_splits_by_tokens_and_respects_overlap_tokens(count):
 # --------------------------------------------------------------------------- properties
 
 ALPHABET = st.sampled_from(
-    list("abcdefghij ABC  ..,!?\n\n\t-/:=")
-    + ["日", "本", "語", "。", "テ", "ス", "ト", "é", "😀", "\u3000"]
+    list("abcdefghij ABC  ..,!?\n\n\t-/:=") + ["日", "本", "語", "。", "テ", "ス", "ト", "é", "😀", "\u3000"]
 )
 
 
@@ -530,9 +511,7 @@ ALPHABET = st.sampled_from(
     strategy=st.sampled_from(STRATEGIES),
 )
 def test_properties_on_random_text(count, data, strategy):
-    texts = data.draw(
-        st.lists(st.text(ALPHABET, min_size=0, max_size=1500), min_size=1, max_size=3)
-    )
+    texts = data.draw(st.lists(st.text(ALPHABET, min_size=0, max_size=1500), min_size=1, max_size=3))
     if data.draw(st.booleans()):
         texts.append("x" * data.draw(st.integers(100, 3000)) + " tail")
     chunk_size = data.draw(st.integers(1, 400))
