@@ -1,0 +1,27 @@
+from django.conf import settings
+from django.db import models
+
+
+class ApiToken(models.Model):
+    """A personal API token. Only a SHA-256 hash of the secret is stored; the secret is shown once."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'CI' or 'laptop'.")
+    prefix = models.CharField(
+        max_length=16, help_text="The secret's first characters, to tell tokens apart; not enough to use it."
+    )
+    key_hash = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the secret, hex.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, help_text="Updated at most once a minute.")
+    revoked_at = models.DateTimeField(null=True, blank=True, help_text="Set when revoked; never cleared.")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "API token"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None

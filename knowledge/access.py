@@ -1,19 +1,23 @@
-"""The one place that decides which collections (and so documents and chunks) a user may read.
+"""The one place that decides which collections (and so documents and chunks) and profiles a user may use.
 
-Pages, the API, retrieval SQL and the admin all call these functions; none of
-them re-implements the rule. Visibility (seed 000):
+Pages, the API, retrieval SQL, chat and the admin all call these functions;
+none of them re-implements the rule. Visibility (seed 000):
 
     private   owner only (plus active subscribers while the collection is listed)
     unlisted  anyone who has its id (not shown in lists to others)
     public    every signed-in user
     no owner  admin-owned: every signed-in user
+
+Profiles: a user reads and uses their own and the operator's (no owner); they
+change their own, and staff change the operator's.
 """
 
 from __future__ import annotations
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from knowledge.models import Collection, Subscription
+from knowledge.errors import ForbiddenError, NotFoundError
+from knowledge.models import Collection, Document, Profile, Subscription
 
 
 def _active_subscription(user) -> Exists:
@@ -67,8 +71,6 @@ def readable_collection_ids(user) -> QuerySet:
 
 def collection_for_reader(*, user, collection_id) -> Collection:
     """The collection if ``user`` may read it; otherwise NotFound (never 'forbidden')."""
-    from knowledge.errors import NotFoundError
-
     collection = readable_collections(user).filter(pk=collection_id).select_related("chunk_profile").first()
     if collection is None:
         raise NotFoundError("no such collection")
@@ -77,18 +79,14 @@ def collection_for_reader(*, user, collection_id) -> Collection:
 
 def collection_for_writer(*, user, collection_id) -> Collection:
     """The collection if ``user`` may change it; unreadable ones are NotFound, readable ones Forbidden."""
-    from knowledge.errors import ForbiddenError
-
     collection = collection_for_reader(user=user, collection_id=collection_id)
     if not collection_is_writable(user=user, collection=collection):
         raise ForbiddenError("only the collection's owner can change it")
     return collection
 
 
-def document_for_writer(*, user, document_id):
-    from knowledge.errors import NotFoundError
-    from knowledge.models import Document
-
+def document_for_reader(*, user, document_id) -> Document:
+    """The document if ``user`` may read its collection; otherwise NotFound."""
     document = (
         Document.objects.filter(pk=document_id, collection__in=readable_collections(user))
         .select_related("collection")
@@ -96,5 +94,46 @@ def document_for_writer(*, user, document_id):
     )
     if document is None:
         raise NotFoundError("no such document")
+    return document
+
+
+def document_for_writer(*, user, document_id) -> Document:
+    document = document_for_reader(user=user, document_id=document_id)
     collection_for_writer(user=user, collection_id=document.collection_id)
     return document
+
+
+def profiles_for_user(user) -> QuerySet[Profile]:
+    """Profiles ``user`` may read and ask with: their own and the operator's (no owner)."""
+    if user is None or not user.is_authenticated:
+        return Profile.objects.none()
+    return Profile.objects.filter(Q(owner=user) | Q(owner__isnull=True))
+
+
+def profile_is_readable(*, user, profile: Profile) -> bool:
+    return profiles_for_user(user).filter(pk=profile.pk).exists()
+
+
+def profile_is_writable(*, user, profile: Profile) -> bool:
+    """Owners change their profiles; operator-provided ones (no owner) are changed by staff."""
+    if user is None or not user.is_authenticated:
+        return False
+    if profile.owner_id is None:
+        return user.is_staff
+    return profile.owner_id == user.pk
+
+
+def profile_for_reader(*, user, profile_id) -> Profile:
+    """The profile if ``user`` may read it; otherwise NotFound (never 'forbidden')."""
+    profile = profiles_for_user(user).filter(pk=profile_id).first()
+    if profile is None:
+        raise NotFoundError("no such profile")
+    return profile
+
+
+def profile_for_writer(*, user, profile_id) -> Profile:
+    """The profile if ``user`` may change it; unreadable ones are NotFound, readable ones Forbidden."""
+    profile = profile_for_reader(user=user, profile_id=profile_id)
+    if not profile_is_writable(user=user, profile=profile):
+        raise ForbiddenError("operator-provided profiles are changed by the operator")
+    return profile

@@ -6,8 +6,7 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import Count, IntegerField, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import OuterRef
 
 from knowledge.collections import chunk_profile_default, collection_reindex
 from knowledge.config import ConfigError, validate_value
@@ -25,14 +24,7 @@ from knowledge.models import (
     ProfileCollection,
     Subscription,
 )
-
-
-def _count_subquery(model, **filters) -> Coalesce:
-    """A per-row count as a subquery: two joined Counts would multiply each other."""
-    rows = (
-        model.objects.filter(**filters).order_by().values(*filters.keys()).annotate(n=Count("pk")).values("n")
-    )
-    return Coalesce(Subquery(rows, output_field=IntegerField()), 0)
+from knowledge.queries import count_subquery
 
 
 class KnowledgeSettingForm(forms.ModelForm):
@@ -116,9 +108,12 @@ class CollectionAdmin(admin.ModelAdmin):
             super()
             .get_queryset(request)
             .annotate(
-                _documents=_count_subquery(Document, collection=OuterRef("pk")),
-                _chunks=_count_subquery(
-                    Chunk, collection=OuterRef("pk"), chunk_profile=OuterRef("chunk_profile")
+                _documents=count_subquery(
+                    Document.objects.filter(collection=OuterRef("pk")), group_by="collection"
+                ),
+                _chunks=count_subquery(
+                    Chunk.objects.filter(collection=OuterRef("pk"), chunk_profile=OuterRef("chunk_profile")),
+                    group_by="collection",
                 ),
             )
         )
@@ -300,4 +295,6 @@ class ChatTurnAdmin(admin.ModelAdmin):
     list_select_related = ["session"]
     raw_id_fields = ["session"]
     search_fields = ["question", "answer"]
+
+
 from knowledge import admin_llm  # noqa: E402,F401

@@ -24,6 +24,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from knowledge.access import profile_is_readable
 from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.models import ChatSession, ChatTurn, Profile
 from knowledge.retrieval.service import MAX_QUESTION_CHARS, KnowledgeContext, retrieve
@@ -456,7 +457,7 @@ def _scope(user, profile, collection_ids, session) -> tuple[Profile | None, list
         profile = session.profile
         collection_ids = session.collection_ids or None
     if profile is not None:
-        if profile.owner_id not in (None, user.pk):
+        if not profile_is_readable(user=user, profile=profile):
             raise NotFoundError("no such profile")
         return profile, None if collection_ids is None else [int(c) for c in collection_ids]
     if not collection_ids:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from knowledge.documents import document_files_delete_on_commit
 from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.models import ChunkProfile, Collection, Document
 
@@ -55,6 +56,23 @@ def collection_create(
             )
     except IntegrityError:
         raise KnowledgeError(f"a collection named {name!r} already exists") from None
+
+
+def collection_update(*, collection: Collection, **changes) -> Collection:
+    """Set the given fields (description, tags, visibility, listed) and save only those."""
+    if "visibility" in changes and changes["visibility"] not in Collection.Visibility.values:
+        raise KnowledgeError(f"visibility must be one of {', '.join(Collection.Visibility.values)}")
+    for field, value in changes.items():
+        setattr(collection, field, value)
+    collection.save(update_fields=[*changes, "updated_at"])
+    return collection
+
+
+def collection_delete(*, collection: Collection) -> None:
+    """Delete the collection (documents and chunks cascade), then its stored originals."""
+    with transaction.atomic():
+        document_files_delete_on_commit(documents=collection.documents.only("id", "file"))
+        collection.delete()
 
 
 @transaction.atomic

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import mimetypes
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -153,7 +154,35 @@ def document_reindex(*, document: Document, sync: bool | None = None) -> Documen
 
 def document_delete(*, document: Document) -> None:
     """Delete the row (its chunks cascade) and then the stored original."""
-    storage, name = document.file.storage, document.file.name
     with transaction.atomic():
+        document_files_delete_on_commit(documents=[document])
         document.delete()
-        transaction.on_commit(lambda: storage.delete(name) if name else None)
+
+
+def document_files_delete_on_commit(*, documents: Iterable[Document]) -> None:
+    """Delete the documents' stored originals once the transaction deleting their rows commits.
+
+    Names are read now, before a cascade removes the rows; a rollback keeps the
+    files, so a failed delete never leaves rows pointing at missing originals.
+    """
+    files = [(d.file.storage, d.file.name) for d in documents if d.file.name]
+    transaction.on_commit(lambda: [storage.delete(name) for storage, name in files])
+
+
+_PROGRESS_FIELDS = ("sections_done", "sections_total", "chunks_done", "chunks_total")
+
+
+def document_progress(*, document: Document | Mapping) -> dict:
+    """Processing progress as the pages and the API show it: the counters and a percent (0-100).
+
+    ``document`` is a Document or a ``.values()`` row holding ``status`` and the counters.
+    """
+    fields = ("status", *_PROGRESS_FIELDS)
+    row = document if isinstance(document, Mapping) else {f: getattr(document, f) for f in fields}
+    if row["status"] == Document.Status.READY:
+        percent = 100
+    elif row["chunks_total"]:
+        percent = 10 + int(90 * row["chunks_done"] / row["chunks_total"])
+    else:
+        percent = 5 if row["status"] == Document.Status.PROCESSING else 0
+    return {field: row[field] for field in _PROGRESS_FIELDS} | {"percent": percent}

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from django.db import IntegrityError, transaction
+
+from knowledge.config import SOURCE_LOCKED
 from knowledge.errors import KnowledgeError, NotFoundError
-from knowledge.models import Profile
+from knowledge.models import Profile, ProfileCollection
 
 
 def profile_find(ref: str) -> Profile:
@@ -17,3 +20,52 @@ def profile_find(ref: str) -> Profile:
         ids = ", ".join(str(p.pk) for p in matches)
         raise KnowledgeError(f"several profiles are named {ref!r} (ids {ids}); pass the id")
     return matches[0]
+
+
+def profile_create(
+    *, owner, name: str, tag: str, knowledge_overrides: dict, collections: list[dict]
+) -> Profile:
+    """A new profile searching ``collections`` ([{"collection": id, "reranking": bool}, ...])."""
+    try:
+        with transaction.atomic():
+            profile = Profile.objects.create(
+                owner=owner, name=name, tag=tag, knowledge_overrides=knowledge_overrides
+            )
+            _links_set(profile, collections)
+    except IntegrityError:
+        raise KnowledgeError(f"you already have a profile named {name!r}") from None
+    return profile
+
+
+def profile_update(*, profile: Profile, collections: list[dict] | None = None, **changes) -> Profile:
+    """Set the given fields; ``collections``, when given, replaces the profile's list."""
+    try:
+        with transaction.atomic():
+            for field, value in changes.items():
+                setattr(profile, field, value)
+            profile.save()
+            if collections is not None:
+                _links_set(profile, collections)
+    except IntegrityError:
+        raise KnowledgeError(f"you already have a profile named {profile.name!r}") from None
+    return profile
+
+
+def profile_delete(*, profile: Profile) -> None:
+    """Delete the profile (its collection links cascade; the collections stay)."""
+    profile.delete()
+
+
+def _links_set(profile: Profile, collections: list[dict]) -> None:
+    profile.profile_collections.all().delete()
+    ProfileCollection.objects.bulk_create(
+        ProfileCollection(
+            profile=profile, collection_id=link["collection"], reranking=link.get("reranking", False)
+        )
+        for link in collections
+    )
+
+
+def ignored_overrides(*, overrides: dict, config) -> list[str]:
+    """Override keys an admin lock makes ineffective (``config`` as from effective_config)."""
+    return sorted(key for key in overrides if config[key].source == SOURCE_LOCKED)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from knowledge import views
+from knowledge import chat_views, views
 
 app_name = "knowledge"
 
@@ -16,4 +16,8 @@ urlpatterns = [
     ),
     path("documents/<int:document_id>/retry/", views.document_retry_view, name="document_retry"),
     path("documents/<int:document_id>/delete/", views.document_delete_view, name="document_delete"),
+    path("documents/<int:document_id>/view/", chat_views.document_view, name="document_view"),
+    path("documents/<int:document_id>/file/", chat_views.document_file, name="document_file"),
+    path("chat/", chat_views.chat_page, name="chat"),
+    path("chat/ask/", chat_views.chat_ask_stream, name="chat_ask"),
 ]

@@ -19,9 +19,15 @@ from knowledge.access import (
     listed_collections,
 )
 from knowledge.collections import collection_create
-from knowledge.documents import document_delete, document_retry, document_upload, upload_size_check
+from knowledge.documents import (
+    document_delete,
+    document_progress,
+    document_retry,
+    document_upload,
+    upload_size_check,
+)
 from knowledge.errors import KnowledgeError, NotFoundError
-from knowledge.models import Collection, Document
+from knowledge.models import Collection
 
 
 def knowledge_page(view):
@@ -92,17 +98,8 @@ def collection_documents_status(request, collection_id: int):
     rows = collection.documents.values(
         "id", "filename", "status", "error", "sections_total", "sections_done", "chunks_total", "chunks_done"
     )
-    return JsonResponse({"documents": [_with_percent(row) for row in rows]})
-
-
-def _with_percent(row: dict) -> dict:
-    if row["status"] == Document.Status.READY:
-        percent = 100
-    elif row["chunks_total"]:
-        percent = 10 + int(90 * row["chunks_done"] / row["chunks_total"])
-    else:
-        percent = 5 if row["status"] == Document.Status.PROCESSING else 0
-    return {**row, "percent": percent}
+    documents = [{**row, "percent": document_progress(document=row)["percent"]} for row in rows]
+    return JsonResponse({"documents": documents})
 
 
 @require_POST

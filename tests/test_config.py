@@ -26,7 +26,7 @@ SEED_DEFAULTS = {
     "freshnessDecayRate": 0.005,
     "synthesisPromptOverride": "",
     "hybrid": True,
-    "semanticWeight": 0.7,
+    "semanticWeight": 0.4,
     "rrfK": 60,
 }
 

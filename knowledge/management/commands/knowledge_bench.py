@@ -21,6 +21,9 @@ class Command(BaseCommand):
         ingest = benchmarks.add_parser("ingest", help="Pipeline vs raw encoder throughput.")
         ingest.add_argument("--files", nargs="+", metavar="PATH", help="Default: a mix from the corpus.")
         ingest.add_argument("--backend", choices=BACKENDS, default=None)
+        backends = benchmarks.add_parser("backends", help="Embedding backends: speed and retrieval quality.")
+        backends.add_argument("--collection", required=True, metavar="NAME")
+        backends.add_argument("--questions", required=True, metavar="FILE.jsonl")
         lexical = benchmarks.add_parser("lexical", help="BM25 lexical search vs references.")
         lexical.add_argument("--chunks", type=int, default=100_000)
         lexical.add_argument("--queries", type=int, default=50)
@@ -40,6 +43,21 @@ class Command(BaseCommand):
             raise CommandError(f"not a file: {', '.join(missing)}")
         backend = options["backend"] or settings.KNOWLEDGE_EMBEDDING_BACKEND
         ingest.run(self.stdout, files=files, backend=backend)
+
+    def _backends(self, options):
+        from knowledge.benchmarks import backends
+        from knowledge.collections import collection_find
+        from knowledge.errors import KnowledgeError
+        from knowledge.evaluation.questions import load_questions
+
+        try:
+            collection = collection_find(options["collection"], any_owner=True)
+        except KnowledgeError as exc:
+            raise CommandError(str(exc)) from exc
+        path = Path(options["questions"])
+        if not path.is_file():
+            raise CommandError(f"{path}: no such file")
+        backends.run(self.stdout, collection=collection, questions=load_questions(path).questions)
 
     def _lexical(self, options):
         from knowledge.benchmarks import lexical

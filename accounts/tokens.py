@@ -1,0 +1,78 @@
+"""Services for personal API tokens: create (secret shown once), revoke, authenticate."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.models import ApiToken
+from knowledge.errors import KnowledgeError, NotFoundError
+
+SECRET_PREFIX = "kn_"
+PREFIX_LENGTH = 10  # "kn_" plus 7 random characters: enough to tell tokens apart
+MAX_ACTIVE_TOKENS = 50
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def token_create(*, user, name: str) -> tuple[ApiToken, str]:
+    """A new token for ``user`` and its secret; the secret is not stored and cannot be shown again."""
+    name = (name or "").strip()
+    if not name:
+        raise KnowledgeError("a token needs a name")
+    if len(name) > 100:
+        raise KnowledgeError("a token name is at most 100 characters")
+    if ApiToken.objects.filter(user=user, revoked_at__isnull=True).count() >= MAX_ACTIVE_TOKENS:
+        raise KnowledgeError(f"you already have {MAX_ACTIVE_TOKENS} active tokens; revoke one first")
+    secret = SECRET_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(
+        user=user, name=name, prefix=secret[:PREFIX_LENGTH], key_hash=_hash(secret)
+    )
+    return token, secret
+
+
+def token_revoke(*, user, token_id) -> ApiToken:
+    """Revoke one of ``user``'s tokens; others' tokens are NotFound. Revoking twice is harmless."""
+    token = ApiToken.objects.filter(pk=token_id, user=user).first()
+    if token is None:
+        raise NotFoundError("no such token")
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token
+
+
+def tokens_for_user(*, user):
+    return ApiToken.objects.filter(user=user)
+
+
+def token_authenticate(secret: str):
+    """The active user a valid, unrevoked token belongs to, else None."""
+    if not secret or not secret.startswith(SECRET_PREFIX) or len(secret) > 200:
+        return None
+    token = (
+        ApiToken.objects.filter(key_hash=_hash(secret), revoked_at__isnull=True, user__is_active=True)
+        .select_related("user")
+        .first()
+    )
+    if token is None:
+        return None
+    _touch(token)
+    return token.user
+
+
+def _touch(token: ApiToken) -> None:
+    """Record use, at most once a minute: one conditional UPDATE, so busy clients don't write per request."""
+    now = timezone.now()
+    if token.last_used_at and now - token.last_used_at < LAST_USED_RESOLUTION:
+        return
+    ApiToken.objects.filter(pk=token.pk).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+    ).update(last_used_at=now)

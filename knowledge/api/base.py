@@ -1,0 +1,101 @@
+"""What every API view shares: authentication, permission, pagination, throttling, errors.
+
+Set on the base class (not only in settings) because DRF binds its defaults
+when rest_framework.views is first imported; these views behave the same
+whatever order settings and modules load in.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.generics import GenericAPIView
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.throttling import ScopedRateThrottle
+
+from knowledge.api.auth import BearerTokenAuthentication
+from knowledge.api.errors import api_exception_handler
+from knowledge.api.pagination import ApiPagination
+
+MAX_ID = 2**63 - 1  # bigint: larger "ids" are bad input, not missing rows
+
+
+class ScopedThrottle(ScopedRateThrottle):
+    """DRF's scoped throttle, reading REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] at request time."""
+
+    def get_rate(self):
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope) or super().get_rate()
+
+
+class ApiView(GenericAPIView):
+    authentication_classes = [BearerTokenAuthentication, SessionAuthentication]
+    permission_classes = [IsAuthenticated]
+    renderer_classes = [JSONRenderer]
+    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    pagination_class = ApiPagination
+    throttle_classes = [ScopedThrottle]
+    throttle_scope: str | None = None
+    throttle_methods: frozenset[str] = frozenset({"POST"})
+
+    def get_exception_handler(self):
+        return api_exception_handler
+
+    def get_throttles(self):
+        if self.throttle_scope is None or self.request.method not in self.throttle_methods:
+            return []
+        return super().get_throttles()
+
+    def paginated(self, queryset, serializer_class, **context) -> Response:
+        page = self.paginate_queryset(queryset)
+        data = serializer_class(page, many=True, context={"request": self.request, **context}).data
+        return self.get_paginated_response(data)
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses unknown fields, so a misspelt field is a 400 rather than silently ignored."""
+
+    def to_internal_value(self, data):
+        unknown = sorted(set(data.keys()) - set(self.fields)) if hasattr(data, "keys") else []
+        if unknown:
+            raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    status = serializers.IntegerField()
+    code = serializers.CharField()
+    message = serializers.CharField()
+    fields = serializers.DictField(required=False, help_text="Validation errors by field.")
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorDetailSerializer()
+
+
+_ERROR_TEXT = {
+    400: "Invalid input",
+    401: "Not authenticated (missing, invalid or revoked token)",
+    403: "Readable but not changeable by you",
+    404: "Missing, or not visible to you",
+    413: "Upload too large",
+    415: "Unsupported file type",
+    429: "Too many requests",
+}
+
+
+def errors(*codes: int, authenticated: bool = True) -> dict:
+    """OpenAPI responses for the error statuses an operation can return (401 wherever login is needed)."""
+    statuses = sorted({*codes, 401} if authenticated else set(codes))
+    return {code: OpenApiResponse(ErrorSerializer, description=_ERROR_TEXT[code]) for code in statuses}
+
+
+def validated(serializer_class, data, **kwargs) -> dict:
+    """The serializer's validated data, or a 400 in the API's error format."""
+    serializer = serializer_class(data=data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)

@@ -1,0 +1,174 @@
+"""/api/v1/collections/: list, create, read, change and delete collections."""
+
+from __future__ import annotations
+
+from django.db.models import OuterRef, Q, QuerySet
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from knowledge.access import (
+    collection_for_writer,
+    collection_is_writable,
+    listed_collections,
+    readable_collections,
+)
+from knowledge.api.base import ApiView, StrictSerializer, errors, validated
+from knowledge.collections import collection_create, collection_delete, collection_update
+from knowledge.errors import ForbiddenError, NotFoundError
+from knowledge.models import Chunk, Collection, Document
+from knowledge.queries import count_subquery
+
+VISIBILITY = Collection.Visibility
+
+
+def with_counts(queryset: QuerySet[Collection]) -> QuerySet[Collection]:
+    """Document and (searchable) chunk counts as subqueries: one query for a whole page."""
+    documents = Document.objects.filter(collection=OuterRef("pk"))
+    chunks = Chunk.objects.filter(collection=OuterRef("pk"), chunk_profile=OuterRef("chunk_profile"))
+    return queryset.select_related("owner", "chunk_profile", "pending_chunk_profile").annotate(
+        document_count=count_subquery(documents, group_by="collection"),
+        chunk_count=count_subquery(chunks, group_by="collection"),
+    )
+
+
+def collection_for_api_reader(*, user, collection_id) -> Collection:
+    """A readable collection (knowledge.access decides) with what the API shows: counts and owner."""
+    collection = with_counts(readable_collections(user)).filter(pk=collection_id).first()
+    if collection is None:
+        raise NotFoundError("no such collection")
+    return collection
+
+
+class CollectionSerializer(serializers.ModelSerializer):
+    owner = serializers.SerializerMethodField()
+    is_admin_owned = serializers.BooleanField(read_only=True)
+    can_write = serializers.SerializerMethodField()
+    document_count = serializers.IntegerField(read_only=True)
+    chunk_count = serializers.IntegerField(read_only=True, help_text="Searchable chunks (current profile).")
+    chunk_profile = serializers.CharField(source="chunk_profile.name", read_only=True)
+    pending_chunk_profile = serializers.CharField(
+        source="pending_chunk_profile.name", read_only=True, allow_null=True, default=None
+    )
+
+    class Meta:
+        model = Collection
+        fields = [
+            "id",
+            "name",
+            "description",
+            "tags",
+            "visibility",
+            "listed",
+            "owner",
+            "is_admin_owned",
+            "can_write",
+            "document_count",
+            "chunk_count",
+            "chunk_profile",
+            "pending_chunk_profile",
+            "embedding_model",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+    def get_owner(self, collection) -> str | None:
+        return collection.owner.username if collection.owner_id else None
+
+    def get_can_write(self, collection) -> bool:
+        return collection_is_writable(user=self.context["request"].user, collection=collection)
+
+
+class CollectionCreateSerializer(StrictSerializer):
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(max_length=20000, allow_blank=True, default="")
+    tags = serializers.ListField(child=serializers.CharField(max_length=50), max_length=50, default=list)
+    visibility = serializers.ChoiceField(choices=VISIBILITY.choices, default=VISIBILITY.PRIVATE)
+    admin_owned = serializers.BooleanField(default=False, help_text="Staff only: a collection with no owner.")
+
+
+class CollectionUpdateSerializer(StrictSerializer):
+    description = serializers.CharField(max_length=20000, allow_blank=True, required=False)
+    tags = serializers.ListField(child=serializers.CharField(max_length=50), max_length=50, required=False)
+    visibility = serializers.ChoiceField(choices=VISIBILITY.choices, required=False)
+    listed = serializers.BooleanField(required=False, help_text="Shown in the marketplace.")
+
+
+class CollectionFilterSerializer(serializers.Serializer):
+    visibility = serializers.ChoiceField(choices=VISIBILITY.choices, required=False)
+    search = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    owner = serializers.ChoiceField(choices=[("me", "Only mine")], required=False)
+
+
+class CollectionListView(ApiView):
+    serializer_class = CollectionSerializer
+
+    @extend_schema(
+        summary="Collections you can see in lists",
+        parameters=[
+            OpenApiParameter("visibility", enum=VISIBILITY.values),
+            OpenApiParameter("search", description="Matches name or description."),
+            OpenApiParameter("owner", enum=["me"]),
+        ],
+        responses={200: CollectionSerializer(many=True), **errors(400)},
+    )
+    def get(self, request):
+        filters = CollectionFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        queryset = with_counts(listed_collections(request.user)).order_by("name", "pk")
+        return self.paginated(_filtered(queryset, request.user, filters.validated_data), CollectionSerializer)
+
+    @extend_schema(
+        summary="Create a collection",
+        request=CollectionCreateSerializer,
+        responses={201: CollectionSerializer, **errors(400, 403)},
+    )
+    def post(self, request):
+        data = validated(CollectionCreateSerializer, request.data)
+        admin_owned = data.pop("admin_owned")
+        if admin_owned and not request.user.is_staff:
+            raise ForbiddenError("only staff can create admin-owned collections")
+        collection = collection_create(owner=None if admin_owned else request.user, **data)
+        fresh = collection_for_api_reader(user=request.user, collection_id=collection.pk)
+        return Response(
+            CollectionSerializer(fresh, context={"request": request}).data, status.HTTP_201_CREATED
+        )
+
+
+def _filtered(queryset, user, filters: dict):
+    if filters.get("visibility"):
+        queryset = queryset.filter(visibility=filters["visibility"])
+    if filters.get("search"):
+        term = filters["search"]
+        queryset = queryset.filter(Q(name__icontains=term) | Q(description__icontains=term))
+    if filters.get("owner") == "me":
+        queryset = queryset.filter(owner=user)
+    return queryset
+
+
+class CollectionDetailView(ApiView):
+    serializer_class = CollectionSerializer
+
+    @extend_schema(summary="A collection you can read", responses={200: CollectionSerializer, **errors(404)})
+    def get(self, request, collection_id: int):
+        collection = collection_for_api_reader(user=request.user, collection_id=collection_id)
+        return Response(CollectionSerializer(collection, context={"request": request}).data)
+
+    @extend_schema(
+        summary="Change a collection you own",
+        request=CollectionUpdateSerializer,
+        responses={200: CollectionSerializer, **errors(400, 403, 404)},
+    )
+    def patch(self, request, collection_id: int):
+        collection = collection_for_writer(user=request.user, collection_id=collection_id)
+        changes = validated(CollectionUpdateSerializer, request.data)
+        collection_update(collection=collection, **changes)
+        fresh = collection_for_api_reader(user=request.user, collection_id=collection.pk)
+        return Response(CollectionSerializer(fresh, context={"request": request}).data)
+
+    @extend_schema(summary="Delete a collection you own", responses={204: None, **errors(403, 404)})
+    def delete(self, request, collection_id: int):
+        collection = collection_for_writer(user=request.user, collection_id=collection_id)
+        collection_delete(collection=collection)
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,146 @@
+"""POST /api/v1/query/ (answer with citations; SSE with Accept: text/event-stream) and sessions."""
+
+from __future__ import annotations
+
+import json
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.response import Response
+
+from knowledge.access import profile_for_reader
+from knowledge.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
+from knowledge.api.retrieve import MAX_COLLECTIONS, readable_collection_ids_checked
+from knowledge.chat import chat_ask, chat_stream, session_get, sse_stream, turn_summary
+from knowledge.chat_views import event_stream_response
+from knowledge.models import ChatSession
+from knowledge.retrieval.service import MAX_QUESTION_CHARS
+
+
+class QueryRequestSerializer(StrictSerializer):
+    question = serializers.CharField(max_length=MAX_QUESTION_CHARS)
+    profile = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
+    collections = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        min_length=1,
+        max_length=MAX_COLLECTIONS,
+        required=False,
+    )
+    session = serializers.IntegerField(
+        min_value=1, max_value=MAX_ID, required=False, help_text="Continue this session (follow-ups)."
+    )
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if not ({"profile", "collections", "session"} & set(attrs)):
+            raise serializers.ValidationError(
+                {"profile": ["give a profile, collections, or a session to continue"]}
+            )
+        return attrs
+
+
+class QueryResponseSerializer(serializers.Serializer):
+    answer = serializers.CharField()
+    mode = serializers.ChoiceField(choices=["llm", "extractive", "no_results"])
+    citations = serializers.ListField(child=serializers.DictField())
+    dropped_citations = serializers.IntegerField()
+    tokens = serializers.DictField()
+    events = serializers.ListField(child=serializers.CharField())
+    session = serializers.IntegerField()
+    sources = serializers.ListField(child=serializers.DictField(), help_text="Every retrieved source.")
+
+
+class EventStreamRenderer(BaseRenderer):
+    """Lets content negotiation accept text/event-stream; errors then arrive as one ``error`` event."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return f"event: error\ndata: {json.dumps(data)}\n\n".encode()
+
+
+class QueryView(ApiView):
+    serializer_class = QueryRequestSerializer
+    throttle_scope = "retrieve"
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+
+    @extend_schema(
+        summary="Answer a question from your documents, with citations",
+        description="With `Accept: text/event-stream` the events and the answer text stream as they happen.",
+        request=QueryRequestSerializer,
+        responses={200: QueryResponseSerializer, **errors(400, 404, 429)},
+    )
+    def post(self, request):
+        data = validated(QueryRequestSerializer, request.data)
+        kwargs = _chat_arguments(request.user, data)
+        if "text/event-stream" in request.headers.get("Accept", ""):
+            return event_stream_response(sse_stream(chat_stream(**kwargs)))
+        turn = chat_ask(**kwargs)
+        return Response({**turn_summary(turn), "sources": turn.retrieved})
+
+
+def _chat_arguments(user, data: dict) -> dict:
+    """Resolve ids to what the user may use; anything else is "not found"."""
+    kwargs = {"user": user, "question": data["question"], "profile": None, "collection_ids": None}
+    if "profile" in data:
+        kwargs["profile"] = profile_for_reader(user=user, profile_id=data["profile"])
+    if "collections" in data:
+        kwargs["collection_ids"] = readable_collection_ids_checked(
+            user=user, collection_ids=data["collections"]
+        )
+    kwargs["session"] = session_get(user=user, session_id=data["session"]) if "session" in data else None
+    return kwargs
+
+
+class SessionSerializer(serializers.ModelSerializer):
+    profile = serializers.IntegerField(source="profile_id", allow_null=True)
+    turns = serializers.IntegerField(source="turn_count")
+
+    class Meta:
+        model = ChatSession
+        fields = [
+            "id",
+            "title",
+            "profile",
+            "collection_ids",
+            "input_tokens",
+            "output_tokens",
+            "turns",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class SessionListView(ApiView):
+    serializer_class = SessionSerializer
+    throttle_scope = None
+
+    @extend_schema(summary="Your chat sessions", responses={200: SessionSerializer(many=True), **errors()})
+    def get(self, request):
+        from django.db.models import Count
+
+        sessions = ChatSession.objects.filter(user=request.user).annotate(turn_count=Count("turns"))
+        return self.paginated(sessions.order_by("-updated_at"), SessionSerializer)
+
+
+class SessionDetailView(ApiView):
+    serializer_class = SessionSerializer
+    throttle_scope = None
+
+    @extend_schema(summary="A session with its turns", responses={200: dict, **errors(404)})
+    def get(self, request, session_id: int):
+        session = session_get(user=request.user, session_id=session_id)
+        turns = [turn_summary(turn) for turn in session.turns.order_by("index")]
+        return Response(
+            {
+                "id": session.pk,
+                "title": session.title,
+                "profile": session.profile_id,
+                "input_tokens": session.input_tokens,
+                "output_tokens": session.output_tokens,
+                "turns": turns,
+            }
+        )

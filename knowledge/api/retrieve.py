@@ -1,0 +1,123 @@
+"""POST /api/v1/retrieve/: the retrieval service over a profile's or the given collections."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from knowledge.access import profile_for_reader, readable_collections
+from knowledge.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
+from knowledge.config import ConfigError, validate_overrides
+from knowledge.errors import NotFoundError
+from knowledge.retrieval.service import MAX_QUESTION_CHARS, retrieve
+
+MAX_COLLECTIONS = 100
+
+# The old name, still imported by other API modules; the rule is knowledge.access's.
+
+
+def readable_collection_ids_checked(*, user, collection_ids: list[int]) -> list[int]:
+    """The ids, if ``user`` may read every one; an unreadable id is reported exactly like a missing one."""
+    wanted = list(dict.fromkeys(collection_ids))
+    found = set(readable_collections(user).filter(pk__in=wanted).values_list("pk", flat=True))
+    missing = [cid for cid in wanted if cid not in found]
+    if missing:
+        raise NotFoundError(f"no such collection: {missing[0]}")
+    return wanted
+
+
+def overrides_field_validate(value):
+    try:
+        return validate_overrides(value)
+    except ConfigError as exc:
+        raise serializers.ValidationError(str(exc)) from None
+
+
+class RetrieveRequestSerializer(StrictSerializer):
+    question = serializers.CharField(max_length=MAX_QUESTION_CHARS)
+    profile = serializers.IntegerField(
+        min_value=1, max_value=MAX_ID, required=False, help_text="Your profile's id (or an operator one)."
+    )
+    collections = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        min_length=1,
+        max_length=MAX_COLLECTIONS,
+        required=False,
+        help_text="Collection ids; with a profile, narrows it to these.",
+    )
+    k = serializers.IntegerField(min_value=1, max_value=100, required=False, help_text="Replaces maxDocs.")
+    overrides = serializers.DictField(
+        required=False, default=dict, help_text='Knowledge parameters for this call, e.g. {"hybrid": false}.'
+    )
+
+    def validate_overrides(self, value):
+        return overrides_field_validate(value)
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if "profile" not in attrs and "collections" not in attrs:
+            raise serializers.ValidationError({"collections": ["give a profile or at least one collection"]})
+        return attrs
+
+
+class RetrievedChunkSerializer(serializers.Serializer):
+    chunk_id = serializers.IntegerField()
+    document_id = serializers.IntegerField()
+    document = serializers.CharField(help_text="File name.")
+    title = serializers.CharField()
+    collection_id = serializers.IntegerField()
+    source_ref = serializers.CharField(help_text="page=N, slide=N, sheet=NAME, heading=TEXT, operation=...")
+    page = serializers.IntegerField(allow_null=True)
+    content = serializers.CharField()
+    role = serializers.ChoiceField(choices=["primary", "reference"])
+    source_number = serializers.IntegerField(allow_null=True, help_text="Its [Source N] in the context.")
+    scores = serializers.DictField()
+
+
+class RetrieveResponseSerializer(serializers.Serializer):
+    question = serializers.CharField()
+    results = RetrievedChunkSerializer(many=True)
+    references = RetrievedChunkSerializer(many=True)
+    total_tokens = serializers.IntegerField()
+    timings_ms = serializers.DictField(child=serializers.FloatField())
+    stats = serializers.DictField()
+
+
+class RetrieveView(ApiView):
+    serializer_class = RetrieveRequestSerializer
+    throttle_scope = "retrieve"
+
+    @extend_schema(
+        summary="Retrieve cited chunks for a question",
+        request=RetrieveRequestSerializer,
+        responses={200: RetrieveResponseSerializer, **errors(400, 404, 429)},
+    )
+    def post(self, request):
+        data = validated(RetrieveRequestSerializer, request.data)
+        profile = None
+        if "profile" in data:
+            profile = profile_for_reader(user=request.user, profile_id=data["profile"])
+        collection_ids = None
+        if "collections" in data:
+            collection_ids = readable_collection_ids_checked(
+                user=request.user, collection_ids=data["collections"]
+            )
+        context = retrieve(
+            user=request.user,
+            question=data["question"],
+            profile=profile,
+            collection_ids=collection_ids,
+            k=data.get("k"),
+            overrides=data["overrides"],
+        )
+        return Response(
+            {
+                "question": context.question,
+                "results": [chunk.as_dict() for chunk in context.primary_chunks],
+                "references": [chunk.as_dict() for chunk in context.referenced_chunks],
+                "total_tokens": context.total_tokens,
+                "timings_ms": context.timings_ms,
+                "stats": context.stats,
+            }
+        )

@@ -1,0 +1,58 @@
+"""The REST API, mounted at /api/v1/ by config.urls."""
+
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.permissions import AllowAny
+
+from knowledge.api import collections, documents, profiles, query, retrieve, tokens
+from knowledge.api.errors import api_not_found
+
+app_name = "api"
+
+urlpatterns = [
+    path("auth/token/", tokens.PasswordTokenView.as_view(), name="auth_token"),
+    path("tokens/", tokens.TokenListView.as_view(), name="tokens"),
+    path("tokens/<int:token_id>/", tokens.TokenDetailView.as_view(), name="token"),
+    path("collections/", collections.CollectionListView.as_view(), name="collections"),
+    path("collections/<int:collection_id>/", collections.CollectionDetailView.as_view(), name="collection"),
+    path(
+        "collections/<int:collection_id>/documents/",
+        documents.CollectionDocumentsView.as_view(),
+        name="collection_documents",
+    ),
+    path("documents/<int:document_id>/", documents.DocumentDetailView.as_view(), name="document"),
+    path("documents/<int:document_id>/retry/", documents.DocumentRetryView.as_view(), name="document_retry"),
+    path(
+        "documents/<int:document_id>/reindex/",
+        documents.DocumentReindexView.as_view(),
+        name="document_reindex",
+    ),
+    path("retrieve/", retrieve.RetrieveView.as_view(), name="retrieve"),
+    path("query/", query.QueryView.as_view(), name="query"),
+    path("sessions/", query.SessionListView.as_view(), name="sessions"),
+    path("sessions/<int:session_id>/", query.SessionDetailView.as_view(), name="session"),
+    path("profiles/", profiles.ProfileListView.as_view(), name="profiles"),
+    path("profiles/<int:profile_id>/", profiles.ProfileDetailView.as_view(), name="profile"),
+    path(
+        "profiles/<int:profile_id>/effective-config/",
+        profiles.ProfileEffectiveConfigView.as_view(),
+        name="profile_effective_config",
+    ),
+    # The schema and its docs are public: they describe the API, not anyone's data.
+    path(
+        "schema/",
+        SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[AllowAny]),
+        name="schema",
+    ),
+    path(
+        "docs/",
+        SpectacularSwaggerView.as_view(
+            url_name="api:schema",
+            authentication_classes=[SessionAuthentication],
+            permission_classes=[AllowAny],
+        ),
+        name="docs",
+    ),
+    re_path(r"^.*$", api_not_found),
+]

@@ -1,0 +1,110 @@
+"""Chat pages: ask with a live event stream, resume sessions, open cited sources at their location."""
+
+from __future__ import annotations
+
+from django.http import FileResponse, StreamingHttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET, require_POST
+
+from knowledge.access import document_for_reader, listed_collections, profile_for_reader, profiles_for_user
+from knowledge.chat import chat_stream, session_get, sse_stream
+from knowledge.errors import KnowledgeError, NotFoundError
+from knowledge.models import ChatSession, Chunk, Profile
+from knowledge.synthesis.llm import llm_config
+from knowledge.views import knowledge_page
+
+
+@require_GET
+@knowledge_page
+def chat_page(request):
+    session = None
+    if request.GET.get("session"):
+        session = session_get(user=request.user, session_id=request.GET["session"])
+    return render(
+        request,
+        "knowledge/chat.html",
+        {
+            "profiles": profiles_for_user(request.user).order_by("name"),
+            "collections": listed_collections(request.user).order_by("name"),
+            "sessions": ChatSession.objects.filter(user=request.user)[:50],
+            "session": session,
+            "turns": session.turns.all() if session else [],
+            "llm": llm_config(),
+        },
+    )
+
+
+@require_POST
+@knowledge_page
+def chat_ask_stream(request):
+    """Answer as Server-Sent Events: retrieval, the answer text as it is written, then the final answer."""
+    profile = _chosen_profile(request)
+    collection_ids = [int(c) for c in request.POST.getlist("collections") if c.isdigit()] or None
+    stream = chat_stream(
+        user=request.user,
+        question=request.POST.get("question", ""),
+        profile=profile,
+        collection_ids=collection_ids,
+        session=request.POST.get("session") or None,
+    )
+    return event_stream_response(sse_stream(stream))
+
+
+def event_stream_response(lines) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(lines, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # let proxies pass events through as they come
+    return response
+
+
+def _chosen_profile(request) -> Profile | None:
+    raw = request.POST.get("profile", "")
+    if not raw:
+        return None
+    return profile_for_reader(user=request.user, profile_id=int(raw) if raw.isdigit() else -1)
+
+
+@require_GET
+@knowledge_page
+def document_view(request, document_id: int):
+    """A cited source at its location: the PDF at its page, or the cited section's text, highlighted."""
+    document = document_for_reader(user=request.user, document_id=document_id)
+    chunk = _cited_chunk(document, request.GET.get("chunk"))
+    section = []
+    if chunk is not None:
+        section = Chunk.objects.filter(
+            document=document, chunk_profile_id=chunk.chunk_profile_id, source_ref=chunk.source_ref
+        ).order_by("index")
+    return render(
+        request,
+        "knowledge/document_view.html",
+        {
+            "document": document,
+            "chunk": chunk,
+            "section": section,
+            "is_pdf": document.filename.lower().endswith(".pdf"),
+        },
+    )
+
+
+def _cited_chunk(document, raw: str | None) -> Chunk | None:
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise KnowledgeError("chunk must be a number")
+    chunk = Chunk.objects.filter(document=document, pk=int(raw)).first()
+    if chunk is None:
+        raise NotFoundError("no such passage in this document")
+    return chunk
+
+
+@require_GET
+@knowledge_page
+def document_file(request, document_id: int):
+    """The stored original, inline (the viewer embeds PDFs at the cited page)."""
+    document = document_for_reader(user=request.user, document_id=document_id)
+    handle = document.file.open("rb")
+    response = FileResponse(handle, content_type=document.content_type or "application/octet-stream")
+    response["Content-Disposition"] = f'inline; filename="{document.filename}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

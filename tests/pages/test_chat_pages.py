@@ -1,0 +1,110 @@
+"""Chat page streaming, session resume, and the citation viewer (Django test client)."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from knowledge.collections import collection_create
+from knowledge.documents import document_upload
+from knowledge.models import ChatSession, Document
+from knowledge.synthesis.events import parse_sse
+
+pytest_plugins = ["tests.synthesis.openai_server"]
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORDER = [
+    "execution_start",
+    "knowledge_retrieval_start",
+    "knowledge_retrieval_complete",
+    "conversation_llm_step",
+    "token_update",
+    "final_answer",
+    "execution_complete",
+]
+
+
+@pytest.fixture
+def pasa(alice, corpus):
+    collection = collection_create(name="papers", owner=alice)
+    path = corpus / "pdf" / "pasa.pdf"
+    document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    return collection
+
+
+def _ask(client, **data) -> list:
+    response = client.post("/chat/ask/", data)
+    assert response.status_code == 200, response.content[:500]
+    assert response["Content-Type"] == "text/event-stream"
+    return parse_sse(b"".join(response.streaming_content).decode())
+
+
+def test_chat_streams_events_in_order_and_resumes_the_session(client, alice, pasa, no_llm):
+    client.force_login(alice)
+    assert client.get("/chat/").status_code == 200
+    events = _ask(
+        client, question="How many query-paper pairs does AutoScholarQuery have?", collections=[pasa.pk]
+    )
+    names = [e.name for e in events if e.name != "answer_delta"]
+    assert names == ORDER
+    final = next(e for e in events if e.name == "final_answer")
+    assert final.data["sources"] and "/view/?chunk=" in final.data["sources"][0]["url"]
+    assert "#page=" in final.data["sources"][0]["url"]
+    session = ChatSession.objects.get(user=alice)
+
+    page = client.get(f"/chat/?session={session.pk}").content.decode()
+    assert "How many query-paper pairs does AutoScholarQuery have?" in page
+    follow_up = _ask(client, question="Tell me more about the first one", session=session.pk)
+    assert follow_up[-1].name == "execution_complete"
+    assert session.turns.count() == 2
+
+
+def test_citation_opens_the_pdf_at_the_cited_page_with_the_passage(client, alice, pasa, no_llm):
+    client.force_login(alice)
+    events = _ask(
+        client, question="How many query-paper pairs are in AutoScholarQuery?", collections=[pasa.pk]
+    )
+    source = next(e for e in events if e.name == "final_answer").data["sources"][0]
+    page = client.get(source["url"].split("#")[0])
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert f"file/#page={source['page']}" in html
+    assert 'class="chunk cited"' in html
+    document = Document.objects.get(collection=pasa)
+    pdf = client.get(f"/documents/{document.pk}/file/")
+    assert pdf.status_code == 200 and b"".join(pdf.streaming_content).startswith(b"%PDF")
+
+
+def test_other_users_cannot_read_sessions_documents_or_ask_foreign_collections(
+    client, alice, charlie, pasa, no_llm
+):
+    client.force_login(alice)
+    _ask(client, question="How many query-paper pairs are in AutoScholarQuery?", collections=[pasa.pk])
+    session = ChatSession.objects.get(user=alice)
+    document = Document.objects.get(collection=pasa)
+
+    other = Client()
+    other.force_login(charlie)
+    assert other.get(f"/chat/?session={session.pk}").status_code == 404
+    assert other.get(f"/documents/{document.pk}/view/").status_code == 404
+    assert other.get(f"/documents/{document.pk}/file/").status_code == 404
+    events = _ask(
+        other, question="How many query-paper pairs are in AutoScholarQuery?", collections=[pasa.pk]
+    )
+    assert next(e for e in events if e.name == "final_answer").data["mode"] == "no_results"
+    response = other.post("/chat/ask/", {"question": "What is PaSa?", "session": session.pk})
+    assert response.status_code == 404
+
+
+def test_bad_questions_get_a_clear_error(client, alice, pasa):
+    client.force_login(alice)
+    response = client.post(
+        "/chat/ask/", {"question": "", "collections": [pasa.pk]}, HTTP_ACCEPT="application/json"
+    )
+    assert response.status_code == 400 and "empty" in response.json()["error"]
+    response = client.post(
+        "/chat/ask/", {"question": "x" * 10_000, "collections": [pasa.pk]}, HTTP_ACCEPT="application/json"
+    )
+    assert response.status_code == 400
+    response = client.post("/chat/ask/", {"question": "hi", "profile": "999"}, HTTP_ACCEPT="application/json")
+    assert response.status_code == 404
