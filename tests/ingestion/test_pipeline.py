@@ -267,7 +267,7 @@ def test_a_new_version_replaces_the_old_only_once_ready(collection, tmp_path):
     path.write_text("# Leave\n\nStaff get 30 days of annual leave.\n")
     v2 = upload(collection, path)
     assert v2.status == Document.Status.READY
-    assert v2.replaces_id == v1.pk
+    assert v2.replaces_id is None  # the old version is gone, so is the link to it
     assert not Document.objects.filter(pk=v1.pk).exists()
     contents = " ".join(Chunk.objects.filter(collection=collection).values_list("content", flat=True))
     assert "30 days" in contents and "25 days" not in contents
