@@ -1,0 +1,42 @@
+"""Answer metrics for knowledge_eval --answers: citation hit rate and similarity to the gold answer.
+
+Each question is answered through the same chat service users get (LLM when
+configured, else extractive); the throw-away sessions are deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from knowledge.chat import chat_ask
+from knowledge.evaluation.questions import normalise
+from knowledge.ingestion.embedding import embed_texts
+from knowledge.models import ChatSession
+
+
+def score_answers(results, *, user, profile=None, collection_ids=None) -> None:
+    """Fill ``cited`` and ``answer_similarity`` on each answerable question's result."""
+    session_ids = []
+    try:
+        for result in results:
+            if not result.question.answerable:
+                continue
+            turn = chat_ask(
+                user=user, question=result.question.question, profile=profile, collection_ids=collection_ids
+            )
+            session_ids.append(turn.session_id)
+            result.cited = [
+                (normalise(c["document"]), normalise(c["source_ref"])) for c in turn.cited_sources
+            ]
+            if result.question.answer:
+                result.answer_similarity = answer_similarity(result.question.answer, turn.answer)
+    finally:
+        ChatSession.objects.filter(pk__in=session_ids).delete()
+
+
+def answer_similarity(gold: str, answer: str) -> float:
+    """Cosine of the two texts' embeddings (the retrieval model, unit vectors)."""
+    if not answer.strip():
+        return 0.0
+    gold_vector, answer_vector = embed_texts([gold, answer])
+    return float(np.dot(gold_vector, answer_vector))
