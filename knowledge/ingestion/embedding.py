@@ -121,13 +121,10 @@ def embed_query(text: str, *, backend: str | None = None) -> np.ndarray:
     return embed_texts([text], backend=backend)[0]
 
 
-@cache
-def _tokenizer():
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(str(_model_source()))
-
-
 def count_tokens(text: str) -> int:
-    """Word pieces the model sees for ``text``, without [CLS]/[SEP]."""
-    return len(_tokenizer().encode(text, add_special_tokens=False, verbose=False))
+    """Word pieces the model sees for ``text``, without [CLS]/[SEP].
+
+    Uses the loaded model's own tokenizer: no second copy to load, and the
+    count is exactly what the encoder will truncate at.
+    """
+    return len(get_model().tokenizer.encode(text, add_special_tokens=False, verbose=False))
