@@ -55,7 +55,9 @@ def _load(backend: str):
         logger.info("Exporting the embedding model to ONNX in %s", path)
         SentenceTransformer(str(path), device="cpu", backend="onnx").save_pretrained(str(path))
     if backend == "onnx":
-        return SentenceTransformer(str(path), device="cpu", backend="onnx")
+        return SentenceTransformer(
+            str(path), device="cpu", backend="onnx", model_kwargs={"file_name": "onnx/model.onnx"}
+        )
     if not list(path.glob(_INT8_GLOB)):
         from sentence_transformers import export_dynamic_quantized_onnx_model
 
