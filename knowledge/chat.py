@@ -27,7 +27,7 @@ from django.utils import timezone
 from knowledge.access import profile_is_readable
 from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.models import ChatSession, ChatTurn, Profile
-from knowledge.retrieval.service import MAX_QUESTION_CHARS, KnowledgeContext, retrieve
+from knowledge.retrieval.service import MAX_QUESTION_CHARS, KnowledgeContext, question_clean, retrieve
 from knowledge.retrieval.tokens import llm_token_count
 from knowledge.synthesis import events as ev
 from knowledge.synthesis.citations import answer_html, resolve_citations, source_url
@@ -78,7 +78,7 @@ class ChatStream:
 
     def __init__(self, *, user, question: str, profile=None, collection_ids=None, session=None) -> None:
         self.user = user
-        self.question = _clean_question(question)
+        self.question = question_clean(question)
         self.session = _session_for(user, session) if session is not None else None
         self.profile, self.collection_ids = _scope(user, profile, collection_ids, self.session)
         self.turn: ChatTurn | None = None
@@ -419,15 +419,6 @@ def _call(purpose: str, result) -> dict:
 
 def _ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 1)
-
-
-def _clean_question(question: str) -> str:
-    question = (question or "").strip()
-    if not question:
-        raise KnowledgeError("the question is empty")
-    if len(question) > MAX_QUESTION_CHARS:
-        raise KnowledgeError(f"the question is {len(question)} characters; the limit is {MAX_QUESTION_CHARS}")
-    return question
 
 
 def _title(question: str) -> str:

@@ -20,7 +20,8 @@ pytest_plugins = ["tests.synthesis.openai_server"]
 def test_invalid_lines_are_reported_with_their_number_and_skipped(tmp_path):
     path = tmp_path / "q.jsonl"
     path.write_text(
-        '{"id": "a", "question": "What is x?", "expected_sources": [{"document": "A.pdf", "source_ref": "page=1"}]}\n'
+        '{"id": "a", "question": "What is x?", '
+        '"expected_sources": [{"document": "A.pdf", "source_ref": "page=1"}]}\n'
         "not json\n"
         '{"id": "b", "question": ""}\n'
         "\n"

@@ -108,7 +108,7 @@ def retrieve(
     ``k`` replaces maxDocs for this call; ``overrides`` are per-call parameter
     values (evaluation runs) applied above the profile but below admin locks.
     """
-    question = _clean_question(question)
+    question = question_clean(question)
     config = _resolve_config(profile, overrides, k)
     scope_ids, rerank_ids = _collections(profile, collection_ids)
     scope = search_scope(user=user, collection_ids=scope_ids)
@@ -136,7 +136,8 @@ def retrieve(
     return context
 
 
-def _clean_question(question: str) -> str:
+def question_clean(question: str) -> str:
+    """The question stripped, or KnowledgeError when it is empty or too long."""
     question = (question or "").strip()
     if not question:
         raise KnowledgeError("the question is empty")

@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import json
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.selectors import user_find
 from knowledge.chat import chat_ask, turn_summary
-from knowledge.collections import collection_find
 from knowledge.errors import KnowledgeError
-from knowledge.profiles import profile_find
+from knowledge.management.targets import resolve_target
 from knowledge.synthesis import events as ev
 
 
@@ -39,8 +36,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            user = user_find(options["user"]) if options["user"] else None
-            profile, collection_ids, user = _target(options, user)
+            profile, collection_ids, user = resolve_target(
+                profile=options["profile"], collection=options["collection"], username=options["user"]
+            )
             turn = chat_ask(
                 user=user,
                 question=options["question"],
@@ -82,18 +80,3 @@ class Command(BaseCommand):
         )
         if turn.error:
             out.write(f"LLM problem: {turn.error}")
-
-
-def _target(options, user):
-    if options["profile"]:
-        profile = profile_find(options["profile"])
-        return profile, None, user or profile.owner or _operator()
-    collection = collection_find(options["collection"], owner=user, any_owner=True)
-    return None, [collection.pk], user or collection.owner or _operator()
-
-
-def _operator():
-    operator = get_user_model().objects.filter(is_superuser=True).order_by("pk").first()
-    if operator is None:
-        raise KnowledgeError("admin-owned collection and no operator account; pass --user")
-    return operator
