@@ -45,9 +45,12 @@ def readable_collections(user) -> QuerySet[Collection]:
 
 
 def listed_collections(user) -> QuerySet[Collection]:
-    """Collections to show in ``user``'s library lists: readable ones minus others' unlisted ones."""
+    """Collections for ``user``'s library lists: readable ones minus others' unlisted, unsubscribed ones."""
     return readable_collections(user).exclude(
-        Q(visibility=Collection.Visibility.UNLISTED) & ~Q(owner=user) & Q(owner__isnull=False)
+        Q(visibility=Collection.Visibility.UNLISTED)
+        & ~Q(owner=user)
+        & Q(owner__isnull=False)
+        & Q(_subscribed=False)  # a subscription puts it in the library
     )
 
 
@@ -137,3 +140,18 @@ def profile_for_writer(*, user, profile_id) -> Profile:
     if not profile_is_writable(user=user, profile=profile):
         raise ForbiddenError("operator-provided profiles are changed by the operator")
     return profile
+
+
+def marketplace_listings(user) -> QuerySet[Collection]:
+    """Collections whose marketplace listing (not content) ``user`` may see: every listed one."""
+    if user is None or not user.is_authenticated:
+        return Collection.objects.none()
+    return Collection.objects.filter(listed=True)
+
+
+def marketplace_listing_for(*, user, collection_id) -> Collection:
+    """A listed collection (any visibility), for subscribing; anything else is NotFound."""
+    collection = marketplace_listings(user).filter(pk=collection_id).select_related("owner").first()
+    if collection is None:
+        raise NotFoundError("no such collection in the marketplace")
+    return collection

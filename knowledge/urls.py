@@ -1,6 +1,6 @@
 from django.urls import path
 
-from knowledge import chat_views, views
+from knowledge import chat_views, marketplace_views, views
 
 app_name = "knowledge"
 
@@ -20,4 +20,14 @@ urlpatterns = [
     path("documents/<int:document_id>/file/", chat_views.document_file, name="document_file"),
     path("chat/", chat_views.chat_page, name="chat"),
     path("chat/ask/", chat_views.chat_ask_stream, name="chat_ask"),
+    path("marketplace/", marketplace_views.marketplace_page, name="marketplace"),
+    path("marketplace/<int:collection_id>/subscribe/", marketplace_views.subscribe_view, name="subscribe"),
+    path(
+        "marketplace/<int:collection_id>/unsubscribe/", marketplace_views.unsubscribe_view, name="unsubscribe"
+    ),
+    path(
+        "collections/<int:collection_id>/listing/",
+        marketplace_views.collection_listing_view,
+        name="collection_listing",
+    ),
 ]

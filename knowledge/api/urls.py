@@ -5,7 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import AllowAny
 
-from knowledge.api import collections, documents, profiles, query, retrieve, tokens
+from knowledge.api import collections, documents, marketplace, profiles, query, retrieve, tokens
 from knowledge.api.errors import api_not_found
 
 app_name = "api"
@@ -53,6 +53,22 @@ urlpatterns = [
             permission_classes=[AllowAny],
         ),
         name="docs",
+    ),
+    path("marketplace/", marketplace.MarketplaceListView.as_view(), name="marketplace"),
+    path(
+        "collections/<int:collection_id>/subscribe/",
+        marketplace.SubscribeView.as_view(),
+        name="collection_subscribe",
+    ),
+    path(
+        "collections/<int:collection_id>/subscriptions/",
+        marketplace.CollectionSubscriptionsView.as_view(),
+        name="collection_subscriptions",
+    ),
+    path(
+        "collections/<int:collection_id>/subscriptions/<int:subscription_id>/",
+        marketplace.CollectionSubscriptionDetailView.as_view(),
+        name="collection_subscription",
     ),
     re_path(r"^.*$", api_not_found),
 ]

@@ -1,0 +1,103 @@
+"""Marketplace: listed collections, and subscriptions to them (services and selectors).
+
+Which listings a user sees, and what a subscription lets them read, is decided
+in knowledge.access; this module only shapes the listing and writes subscriptions.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import CharField, Exists, F, Func, OuterRef, Q, QuerySet, Value
+
+from knowledge.access import collection_is_writable, marketplace_listing_for, marketplace_listings
+from knowledge.errors import KnowledgeError, NotFoundError
+from knowledge.models import Collection, Document, Subscription
+from knowledge.queries import count_subquery
+
+
+def _tags_text():
+    return Func(F("tags"), Value(" "), function="array_to_string", output_field=CharField())
+
+
+def marketplace_collections(*, user, search: str = "") -> QuerySet[Collection]:
+    """Listed collections with owner, counts and ``subscribed``; ``search`` matches name, description, tag."""
+    active = Subscription.objects.filter(collection=OuterRef("pk"), is_active=True)
+    queryset = (
+        marketplace_listings(user)
+        .select_related("owner")
+        .annotate(
+            document_count=count_subquery(
+                Document.objects.filter(collection=OuterRef("pk")), group_by="collection"
+            ),
+            subscriber_count=count_subquery(active, group_by="collection"),
+            subscribed=Exists(active.filter(user=user)),
+        )
+        .order_by("name", "pk")
+    )
+    term = (search or "").strip()
+    if term:
+        queryset = queryset.alias(tags_text=_tags_text()).filter(
+            Q(name__icontains=term) | Q(description__icontains=term) | Q(tags_text__icontains=term)
+        )
+    return queryset
+
+
+def subscribed_collections(*, user) -> QuerySet[Collection]:
+    """The listed collections ``user`` actively subscribes to (the marketplace's "Subscribed" section)."""
+    return marketplace_collections(user=user).filter(subscribed=True)
+
+
+@transaction.atomic
+def subscription_create(*, user, collection: Collection) -> tuple[Subscription, bool]:
+    """Subscribe ``user``: idempotent, re-activates an ended one. Returns (subscription, changed)."""
+    collection = marketplace_listing_for(user=user, collection_id=collection.pk)
+    if collection.owner_id is not None and collection.owner_id == user.pk:
+        raise KnowledgeError("you own this collection; there is nothing to subscribe to")
+    subscription, created = Subscription.objects.get_or_create(user=user, collection=collection)
+    if created:
+        return subscription, True
+    subscription = Subscription.objects.select_for_update().get(pk=subscription.pk)
+    if subscription.is_active:
+        return subscription, False
+    subscription.is_active = True
+    subscription.save(update_fields=["is_active", "updated_at"])
+    return subscription, True
+
+
+def subscription_end(*, user, collection: Collection) -> bool:
+    """End ``user``'s subscription (idempotent); access ends with it. True if one was active."""
+    return bool(
+        Subscription.objects.filter(user=user, collection=collection, is_active=True).update(is_active=False)
+    )
+
+
+def subscription_collection_for(*, user, collection_id) -> Collection:
+    """A listed collection, or one ``user`` holds a subscription to (so they can leave an unlisted one)."""
+    try:
+        return marketplace_listing_for(user=user, collection_id=collection_id)
+    except NotFoundError:
+        subscription = Subscription.objects.filter(user=user, collection_id=collection_id).first()
+        if subscription is None:
+            raise
+        return subscription.collection
+
+
+def collection_subscriptions(*, collection: Collection) -> QuerySet[Subscription]:
+    """Every subscription to ``collection`` (active and ended), for its owner."""
+    return collection.subscriptions.select_related("user", "collection").order_by(
+        "-is_active", "user__username"
+    )
+
+
+def subscription_revoke(*, owner, subscription_id, collection: Collection | None = None) -> Subscription:
+    """The collection's owner ends someone's subscription; access ends at once. Others get NotFound."""
+    subscriptions = Subscription.objects.select_related("collection", "user")
+    if collection is not None:
+        subscriptions = subscriptions.filter(collection=collection)
+    subscription = subscriptions.filter(pk=subscription_id).first()
+    if subscription is None or not collection_is_writable(user=owner, collection=subscription.collection):
+        raise NotFoundError("no such subscription")
+    if subscription.is_active:
+        subscription.is_active = False
+        subscription.save(update_fields=["is_active", "updated_at"])
+    return subscription

@@ -1,0 +1,93 @@
+"""Marketplace pages (Django test client): browse, search, subscribe and unsubscribe, list or unlist."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.collections import collection_create
+from knowledge.documents import document_upload
+from knowledge.models import Collection, Document
+
+
+@pytest.fixture
+def listed(alice, corpus):
+    collection = collection_create(
+        name="Odd places", owner=alice, description="Optical illusions", tags=["geology"]
+    )
+    path = corpus / "text" / "gravity_hill.md"
+    result = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    assert Document.objects.get(pk=result.document.pk).status == Document.Status.READY
+    Collection.objects.filter(pk=collection.pk).update(listed=True)
+    return collection
+
+
+def login(client, user):
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.django_db
+def test_marketplace_requires_login(client):
+    response = client.get("/marketplace/")
+    assert response.status_code == 302 and "/accounts/login/" in response["Location"]
+    assert client.post("/marketplace/1/subscribe/").status_code == 302
+
+
+@pytest.mark.django_db(transaction=True)
+def test_subscribe_and_unsubscribe_flow(client, alice, bob, listed):
+    login(client, bob)
+    page = client.get("/marketplace/").content.decode()
+    assert "Odd places" in page and "Optical illusions" in page and "geology" in page
+    assert 'href="/marketplace/"' in page  # the nav link
+    assert f'action="/marketplace/{listed.pk}/subscribe/"' in page and "csrfmiddlewaretoken" in page
+    assert "You have no subscriptions yet." in page
+    assert client.get(f"/collections/{listed.pk}/").status_code == 404
+    assert "Odd places" not in client.get("/collections/").content.decode()
+
+    response = client.post(f"/marketplace/{listed.pk}/subscribe/", {"next": "/marketplace/?q=geology"})
+    assert response.status_code == 302 and response["Location"] == "/marketplace/?q=geology"
+    page = client.get("/marketplace/?q=geology").content.decode()
+    assert f'action="/marketplace/{listed.pk}/unsubscribe/"' in page
+    assert "You have no subscriptions yet." not in page
+    detail = client.get(f"/collections/{listed.pk}/")
+    assert detail.status_code == 200 and "gravity_hill.md" in detail.content.decode()
+    assert "Odd places" in client.get("/collections/").content.decode()  # in Bob's library
+    assert "listing-form" not in detail.content.decode()  # only the owner lists or unlists
+
+    response = client.post(f"/marketplace/{listed.pk}/unsubscribe/", {"next": "https://evil.example/"})
+    assert response.status_code == 302 and response["Location"] == "/marketplace/"
+    assert client.get(f"/collections/{listed.pk}/").status_code == 404
+    assert "You have no subscriptions yet." in client.get("/marketplace/").content.decode()
+
+
+@pytest.mark.django_db
+def test_search_and_refusals(client, alice, bob, charlie):
+    collection_create(name="Hidden", owner=alice, description="not listed")
+    maps = collection_create(name="Maps", owner=alice, tags=["cartography"])
+    Collection.objects.filter(pk=maps.pk).update(listed=True)
+    login(client, charlie)
+    assert "Hidden" not in client.get("/marketplace/").content.decode()
+    assert "Maps" in client.get("/marketplace/?q=CARTO").content.decode()
+    assert "Maps" not in client.get("/marketplace/?q=zebra").content.decode()
+    hidden = Collection.objects.get(name="Hidden")
+    assert client.post(f"/marketplace/{hidden.pk}/subscribe/").status_code == 404
+    assert client.get(f"/marketplace/{maps.pk}/subscribe/").status_code == 405
+    login(client, alice)
+    assert client.post(f"/marketplace/{maps.pk}/subscribe/").status_code == 400  # her own
+
+
+@pytest.mark.django_db
+def test_owner_toggles_listing(client, alice, bob):
+    collection = collection_create(name="Mine", owner=alice)
+    login(client, bob)
+    assert client.post(f"/collections/{collection.pk}/listing/", {"listed": "1"}).status_code == 404
+    login(client, alice)
+    assert 'name="listed" value="1"' in client.get(f"/collections/{collection.pk}/").content.decode()
+    response = client.post(f"/collections/{collection.pk}/listing/", {"listed": "1"})
+    assert response.status_code == 302 and response["Location"] == f"/collections/{collection.pk}/"
+    collection.refresh_from_db()
+    assert collection.listed is True
+    assert "Unlist" in client.get(f"/collections/{collection.pk}/").content.decode()
+    client.post(f"/collections/{collection.pk}/listing/", {"listed": "0"})
+    collection.refresh_from_db()
+    assert collection.listed is False
