@@ -155,6 +155,9 @@ SECURE_HSTS_PRELOAD = HTTPS
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "SAMEORIGIN"  # the citation viewer embeds our own PDFs
+# check --deploy (W019) wants DENY; SAMEORIGIN is deliberate (above) and still
+# stops other sites from framing us, so that one warning is silenced.
+SILENCED_SYSTEM_CHECKS = ["security.W019"]
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 

@@ -27,7 +27,12 @@ def test_pages_require_login(client, alice):
 def test_signup_then_create_collection(client):
     response = client.post(
         "/accounts/signup/",
-        {"username": "dora", "password1": "a-Long-pass-123", "password2": "a-Long-pass-123"},
+        {
+            "username": "dora",
+            "email": "dora@example.com",
+            "password1": "a-Long-pass-123",
+            "password2": "a-Long-pass-123",
+        },
     )
     assert response.status_code == 302
     response = client.post("/collections/", {"name": "Handbook", "visibility": "private"})
