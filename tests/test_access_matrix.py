@@ -1,0 +1,149 @@
+"""Alice / Bob / Charlie over every page and endpoint: what a user may not read is 404, everywhere.
+
+Alice owns a private, an unlisted, a public and (via staff) sees an admin-owned
+collection, each with a document; she has a chat session, a profile and a
+token. Charlie has nothing of hers: every path to her private things answers
+404 (never 403, never data), lists never show them, and searches never return
+their chunks even when they are the best match.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from rest_framework.test import APIClient
+
+from accounts.tokens import token_create
+from knowledge.chat import chat_ask
+from knowledge.collections import collection_create
+from knowledge.documents import document_upload
+from knowledge.models import Document, Profile, ProfileCollection
+
+pytest_plugins = ["tests.synthesis.openai_server"]
+pytestmark = pytest.mark.django_db(transaction=True)
+QUESTION = "Why does a car seem to roll uphill on a gravity hill?"
+
+
+@pytest.fixture
+def alices(alice, corpus, no_llm):
+    path = corpus / "text" / "gravity_hill.md"
+    made = {}
+    for visibility in ("private", "unlisted", "public"):
+        made[visibility] = collection_create(name=f"alice {visibility}", owner=alice, visibility=visibility)
+    made["admin"] = collection_create(name="handbook", owner=None)
+    docs = {}
+    for key, collection in made.items():
+        result = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+        docs[key] = Document.objects.get(pk=result.document.pk)
+    profile = Profile.objects.create(owner=alice, name="alice profile", tag="ap")
+    ProfileCollection.objects.create(profile=profile, collection=made["private"])
+    turn = chat_ask(user=alice, question=QUESTION, collection_ids=[made["private"].pk])
+    token, _ = token_create(user=alice, name="alice token")
+    return {"c": made, "d": docs, "profile": profile, "session": turn.session, "token": token}
+
+
+@pytest.fixture
+def charlie_api(charlie):
+    _, secret = token_create(user=charlie, name="charlie")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    return client
+
+
+@pytest.fixture
+def charlie_web(charlie):
+    client = Client()
+    client.force_login(charlie)
+    return client
+
+
+def _private_api_calls(a):
+    c, d = a["c"]["private"].pk, a["d"]["private"].pk
+    return [
+        ("get", f"/api/v1/collections/{c}/", None),
+        ("patch", f"/api/v1/collections/{c}/", {"description": "mine now"}),
+        ("delete", f"/api/v1/collections/{c}/", None),
+        ("get", f"/api/v1/collections/{c}/documents/", None),
+        ("post", f"/api/v1/collections/{c}/subscribe/", None),
+        ("get", f"/api/v1/collections/{c}/subscriptions/", None),
+        ("get", f"/api/v1/documents/{d}/", None),
+        ("delete", f"/api/v1/documents/{d}/", None),
+        ("post", f"/api/v1/documents/{d}/retry/", None),
+        ("post", f"/api/v1/documents/{d}/reindex/", None),
+        ("post", "/api/v1/retrieve/", {"question": QUESTION, "collections": [c]}),
+        ("post", "/api/v1/query/", {"question": QUESTION, "collections": [c]}),
+        ("post", "/api/v1/retrieve/", {"question": QUESTION, "profile": a["profile"].pk}),
+        ("get", f"/api/v1/profiles/{a['profile'].pk}/", None),
+        ("delete", f"/api/v1/profiles/{a['profile'].pk}/", None),
+        ("get", f"/api/v1/sessions/{a['session'].pk}/", None),
+        ("post", "/api/v1/query/", {"question": QUESTION, "session": a["session"].pk}),
+        ("delete", f"/api/v1/tokens/{a['token'].pk}/", None),
+    ]
+
+
+def _private_pages(a):
+    c, d = a["c"]["private"].pk, a["d"]["private"].pk
+    return [
+        ("get", f"/collections/{c}/", None),
+        ("get", f"/collections/{c}/documents.json", None),
+        ("post", f"/collections/{c}/upload/", {}),
+        ("post", f"/collections/{c}/listing/", {"listed": "1"}),
+        ("post", f"/documents/{d}/retry/", None),
+        ("post", f"/documents/{d}/delete/", None),
+        ("get", f"/documents/{d}/view/", None),
+        ("get", f"/documents/{d}/file/", None),
+        ("get", f"/chat/?session={a['session'].pk}", None),
+        ("post", "/chat/ask/", {"question": QUESTION, "session": a["session"].pk}),
+        ("post", "/marketplace/" + str(c) + "/subscribe/", None),
+    ]
+
+
+def test_charlie_gets_404_for_every_api_path_to_alices_private_things(alices, charlie_api):
+    for method, url, body in _private_api_calls(alices):
+        response = getattr(charlie_api, method)(url, body, format="json")
+        assert response.status_code == 404, (method, url, response.status_code, response.content[:300])
+    # Nothing was changed through any of those calls.
+    alices["c"]["private"].refresh_from_db()
+    assert alices["c"]["private"].description == ""
+    assert Document.objects.filter(pk=alices["d"]["private"].pk, status="ready").exists()
+
+
+def test_charlie_gets_404_for_every_page_to_alices_private_things(alices, charlie_web):
+    for method, url, body in _private_pages(alices):
+        response = getattr(charlie_web, method)(url, body or {})
+        assert response.status_code == 404, (method, url, response.status_code)
+
+
+def test_lists_show_charlie_only_what_he_may_see(alices, charlie_api, charlie_web):
+    names = {c["name"] for c in charlie_api.get("/api/v1/collections/").json()["results"]}
+    assert names == {"alice public", "handbook"}  # unlisted is reachable by id only
+    page = charlie_web.get("/collections/").content.decode()
+    assert "alice public" in page and "handbook" in page
+    assert "alice private" not in page and "alice unlisted" not in page
+    assert charlie_api.get("/api/v1/sessions/").json()["count"] == 0
+    assert charlie_api.get("/api/v1/profiles/").json()["count"] == 0
+    assert "alice private" not in charlie_web.get("/marketplace/").content.decode()
+    assert "alice private" not in charlie_web.get("/chat/").content.decode()
+
+
+def test_unlisted_by_id_and_admin_owned_and_public_are_readable(alices, charlie_api, charlie_web):
+    for key in ("unlisted", "public", "admin"):
+        cid, did = alices["c"][key].pk, alices["d"][key].pk
+        assert charlie_api.get(f"/api/v1/collections/{cid}/").status_code == 200, key
+        assert charlie_api.get(f"/api/v1/documents/{did}/").status_code == 200, key
+        assert charlie_web.get(f"/collections/{cid}/").status_code == 200, key
+        assert charlie_web.get(f"/documents/{did}/view/").status_code == 200, key
+        # Readable is not writable: owners (or staff, for admin-owned) only.
+        assert charlie_api.delete(f"/api/v1/documents/{did}/").status_code == 403, key
+
+
+def test_search_never_returns_alices_private_chunks_even_as_the_best_match(alices, charlie_api):
+    ids = [alices["c"][key].pk for key in ("public", "admin")]
+    response = charlie_api.post(
+        "/api/v1/retrieve/", {"question": QUESTION, "collections": ids, "k": 10}, format="json"
+    )
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert results and {r["collection_id"] for r in results} <= set(ids)
+    private_docs = {alices["d"]["private"].pk, alices["d"]["unlisted"].pk}
+    assert not private_docs & {r["document_id"] for r in results + response.json()["references"]}
