@@ -9,6 +9,7 @@ urlpatterns = [
     path("collections/", views.collection_list, name="collections"),
     path("collections/<int:collection_id>/", views.collection_detail, name="collection"),
     path("collections/<int:collection_id>/upload/", views.collection_upload, name="upload"),
+    path("collections/<int:collection_id>/settings/", views.collection_settings, name="collection_settings"),
     path(
         "collections/<int:collection_id>/documents.json",
         views.collection_documents_status,

@@ -18,7 +18,7 @@ from knowledge.access import (
     document_for_writer,
     listed_collections,
 )
-from knowledge.collections import collection_create
+from knowledge.collections import collection_create, collection_delete, collection_reindex, collection_update
 from knowledge.documents import (
     document_delete,
     document_progress,
@@ -27,7 +27,7 @@ from knowledge.documents import (
     upload_size_check,
 )
 from knowledge.errors import KnowledgeError, NotFoundError
-from knowledge.models import Collection
+from knowledge.models import ChunkProfile, Collection
 
 
 def knowledge_page(view):
@@ -86,8 +86,43 @@ def collection_detail(request, collection_id: int):
             "collection": collection,
             "documents": documents,
             "can_write": collection_is_writable(user=request.user, collection=collection),
+            "visibilities": Collection.Visibility.choices,
+            "chunk_profiles": ChunkProfile.objects.order_by("name"),
         },
     )
+
+
+@require_POST
+@knowledge_page
+def collection_settings(request, collection_id: int):
+    """Owner actions from the collection page: visibility, re-index under a chunk profile, delete."""
+    collection = collection_for_writer(user=request.user, collection_id=collection_id)
+    action = request.POST.get("action")
+    if action == "visibility":
+        collection_update(collection=collection, visibility=request.POST.get("visibility", ""))
+        messages.success(request, f"{collection.name} is now {collection.get_visibility_display().lower()}.")
+    elif action == "reindex":
+        profile = ChunkProfile.objects.filter(pk=_int(request.POST.get("chunk_profile"))).first()
+        if profile is None:
+            raise KnowledgeError("choose a chunk profile")
+        queued = collection_reindex(collection=collection, chunk_profile=profile)
+        messages.success(
+            request,
+            f"Re-indexing {queued} document(s) under {profile.name}; "
+            "the current chunks stay searchable until it is done.",
+        )
+    elif action == "delete":
+        name = collection.name
+        collection_delete(collection=collection)
+        messages.success(request, f"Deleted {name}.")
+        return redirect("knowledge:collections")
+    else:
+        raise KnowledgeError("unknown action")
+    return redirect("knowledge:collection", collection_id=collection.pk)
+
+
+def _int(raw) -> int:
+    return int(raw) if isinstance(raw, str) and raw.isdigit() else -1
 
 
 @require_GET

@@ -129,3 +129,34 @@ def test_retry_and_delete_from_the_page(alice_client, alice, charlie):
     assert Document.objects.filter(pk=document.pk).exists()
     assert alice_client.post(f"/documents/{document.pk}/delete/").status_code == 302
     assert not Document.objects.filter(pk=document.pk).exists()
+
+
+def test_owner_changes_visibility_reindexes_and_deletes_from_the_page(alice_client, alice, charlie, corpus):
+    from django.test import Client
+
+    from knowledge.models import Chunk, ChunkProfile
+
+    collection = collection_create(name="mine", owner=alice)
+    alice_client.post(
+        f"/collections/{collection.pk}/upload/",
+        {"file": SimpleUploadedFile("gravity_hill.md", (corpus / "text" / "gravity_hill.md").read_bytes())},
+    )
+    url = f"/collections/{collection.pk}/settings/"
+    other = Client()
+    other.force_login(charlie)
+    assert other.post(url, {"action": "delete"}).status_code == 404
+
+    assert alice_client.post(url, {"action": "visibility", "visibility": "public"}).status_code == 302
+    collection.refresh_from_db()
+    assert collection.visibility == "public"
+    assert other.post(url, {"action": "delete"}).status_code == 403  # readable now, still not his
+    assert alice_client.post(url, {"action": "visibility", "visibility": "secret"}).status_code == 400
+
+    small = ChunkProfile.objects.create(name="small", strategy="sentence", chunk_size=300, chunk_overlap=50)
+    assert alice_client.post(url, {"action": "reindex", "chunk_profile": small.pk}).status_code == 302
+    collection.refresh_from_db()
+    assert collection.chunk_profile == small
+    assert Chunk.objects.filter(collection=collection, chunk_profile=small).exists()
+
+    assert alice_client.post(url, {"action": "delete"}).status_code == 302
+    assert not Collection.objects.filter(pk=collection.pk).exists()
