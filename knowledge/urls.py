@@ -1,6 +1,6 @@
 from django.urls import path
 
-from knowledge import chat_views, marketplace_views, views
+from knowledge import chat_views, marketplace_views, profile_views, views
 
 app_name = "knowledge"
 
@@ -20,6 +20,8 @@ urlpatterns = [
     path("documents/<int:document_id>/view/", chat_views.document_view, name="document_view"),
     path("documents/<int:document_id>/file/", chat_views.document_file, name="document_file"),
     path("chat/", chat_views.chat_page, name="chat"),
+    path("profiles/", profile_views.profiles_page, name="profiles"),
+    path("profiles/<int:profile_id>/", profile_views.profiles_page, name="profile"),
     path("chat/ask/", chat_views.chat_ask_stream, name="chat_ask"),
     path("marketplace/", marketplace_views.marketplace_page, name="marketplace"),
     path("marketplace/<int:collection_id>/subscribe/", marketplace_views.subscribe_view, name="subscribe"),

@@ -64,6 +64,12 @@ def test_upload_ask_and_follow_a_citation_to_the_pdf_page(browser, live_server, 
     base = live_server.url
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     sign_up(page, base, "alice")
+    page.click("text=Log out")
+    page.wait_for_url(re.compile(r".*/accounts/login/$"))
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "a-Long-pass-123")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r".*/collections/$"))
 
     page.fill("#new-collection input[name=name]", "Papers")
     page.click("#new-collection button[type=submit]")
