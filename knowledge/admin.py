@@ -297,4 +297,7 @@ class ChatTurnAdmin(admin.ModelAdmin):
     search_fields = ["question", "answer"]
 
 
-from knowledge import admin_llm  # noqa: E402,F401
+from knowledge import (
+    admin_eval,  # noqa: E402,F401
+    admin_llm,  # noqa: E402,F401
+)

@@ -174,10 +174,26 @@ def _load(stdout, collection, total: int) -> float:
         for round_, file_index, texts in rounds:
             document_id = documents[round_, file_index]
             for index, text in enumerate(texts):
-                copy.write_row((
-                    document_id, collection.pk, collection.chunk_profile_id, "none", index, text,
-                    len(text.split()), "section=bench", "{}", "", "", "{}", "{}", "{}", _ZERO_VECTOR, "now",
-                ))
+                copy.write_row(
+                    (
+                        document_id,
+                        collection.pk,
+                        collection.chunk_profile_id,
+                        "none",
+                        index,
+                        text,
+                        len(text.split()),
+                        "section=bench",
+                        "{}",
+                        "",
+                        "",
+                        "{}",
+                        "{}",
+                        "{}",
+                        _ZERO_VECTOR,
+                        "now",
+                    )
+                )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE knowledge_chunk")
         # Queries would otherwise also scan the index's not-yet-merged pending list.
@@ -188,10 +204,14 @@ def _load(stdout, collection, total: int) -> float:
 
 
 def _create_documents(collection, keys: list[tuple[int, int]]) -> dict[tuple[int, int], int]:
-    documents = Document.objects.bulk_create([
-        Document(collection=collection, filename=f"bench-{r}-{f}.txt", content_hash=f"bench-{r}-{f}", size=0)
-        for r, f in keys
-    ])
+    documents = Document.objects.bulk_create(
+        [
+            Document(
+                collection=collection, filename=f"bench-{r}-{f}.txt", content_hash=f"bench-{r}-{f}", size=0
+            )
+            for r, f in keys
+        ]
+    )
     return {key: document.pk for key, document in zip(keys, documents, strict=True)}
 
 
@@ -324,8 +344,13 @@ def _measure(stdout, questions: list[str], scope: list, exact: ExactBM25) -> dic
 
 
 def _figures(results, *, chunks: int, queries: int, load_seconds: float) -> dict:
-    figures = {"benchmark": "lexical", "chunks": chunks, "queries": queries, "limit": LIMIT,
-               "load_seconds": round(load_seconds, 1)}
+    figures = {
+        "benchmark": "lexical",
+        "chunks": chunks,
+        "queries": queries,
+        "limit": LIMIT,
+        "load_seconds": round(load_seconds, 1),
+    }
     for name, r in results.items():
         figures[f"{name}_p50_ms"] = round(median(r["ms"]), 2)
         figures[f"{name}_p95_ms"] = round(percentile(r["ms"], 95), 2)

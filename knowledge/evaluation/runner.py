@@ -57,6 +57,7 @@ def run_retrieval(
     k: int = 10,
     overrides: dict | None = None,
     on_question=None,
+    chunk_profile_id: int | None = None,
 ) -> list[QuestionResult]:
     results = []
     for question in questions:
@@ -68,6 +69,7 @@ def run_retrieval(
             collection_ids=collection_ids,
             k=k,
             overrides=overrides,
+            chunk_profile_id=chunk_profile_id,
         )
         result = question_result(question, context, round((time.perf_counter() - started) * 1000, 2))
         result.context = context

@@ -6,40 +6,109 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('knowledge', '0004_lexical'),
+        ("knowledge", "0004_lexical"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='chatsession',
-            name='collection_ids',
-            field=django.contrib.postgres.fields.ArrayField(base_field=models.BigIntegerField(), blank=True, default=list, help_text='Collections searched when the session has no profile (a collection alone).', size=None),
+            model_name="chatsession",
+            name="collection_ids",
+            field=django.contrib.postgres.fields.ArrayField(
+                base_field=models.BigIntegerField(),
+                blank=True,
+                default=list,
+                help_text="Collections searched when the session has no profile (a collection alone).",
+                size=None,
+            ),
         ),
         migrations.AddField(
-            model_name='chatturn',
-            name='llm_model',
-            field=models.CharField(blank=True, help_text='The model that wrote the answer.', max_length=200),
+            model_name="chatturn",
+            name="llm_model",
+            field=models.CharField(blank=True, help_text="The model that wrote the answer.", max_length=200),
         ),
         migrations.CreateModel(
-            name='LLMSettings',
+            name="LLMSettings",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('enabled', models.BooleanField(default=True, help_text='Off: answers are always extracted from the sources; no language model is called.')),
-                ('base_url', models.CharField(blank=True, help_text='OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1. Empty: OPENAI_BASE_URL.', max_length=500)),
-                ('api_key', models.CharField(blank=True, help_text='Empty: OPENAI_API_KEY.', max_length=500)),
-                ('model', models.CharField(blank=True, help_text='Model name. Empty: LLM_MODEL.', max_length=200)),
-                ('timeout_seconds', models.FloatField(blank=True, help_text='Per request, seconds. Empty: LLM_TIMEOUT (default 60).', null=True, validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(600)])),
-                ('max_retries', models.PositiveSmallIntegerField(blank=True, help_text='Retries of a failed request (429, 5xx, connection). Empty: LLM_MAX_RETRIES (default 2).', null=True, validators=[django.core.validators.MaxValueValidator(10)])),
-                ('temperature', models.FloatField(blank=True, help_text='Empty: LLM_TEMPERATURE (default 0.1).', null=True, validators=[django.core.validators.MinValueValidator(0), django.core.validators.MaxValueValidator(2)])),
-                ('max_output_tokens', models.PositiveIntegerField(blank=True, help_text='Longest answer, in tokens. Empty: LLM_MAX_OUTPUT_TOKENS (default 1024).', null=True, validators=[django.core.validators.MinValueValidator(16), django.core.validators.MaxValueValidator(32000)])),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "enabled",
+                    models.BooleanField(
+                        default=True,
+                        help_text="Off: answers are always extracted from the sources; no language model is called.",
+                    ),
+                ),
+                (
+                    "base_url",
+                    models.CharField(
+                        blank=True,
+                        help_text="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1. Empty: OPENAI_BASE_URL.",
+                        max_length=500,
+                    ),
+                ),
+                ("api_key", models.CharField(blank=True, help_text="Empty: OPENAI_API_KEY.", max_length=500)),
+                (
+                    "model",
+                    models.CharField(blank=True, help_text="Model name. Empty: LLM_MODEL.", max_length=200),
+                ),
+                (
+                    "timeout_seconds",
+                    models.FloatField(
+                        blank=True,
+                        help_text="Per request, seconds. Empty: LLM_TIMEOUT (default 60).",
+                        null=True,
+                        validators=[
+                            django.core.validators.MinValueValidator(1),
+                            django.core.validators.MaxValueValidator(600),
+                        ],
+                    ),
+                ),
+                (
+                    "max_retries",
+                    models.PositiveSmallIntegerField(
+                        blank=True,
+                        help_text="Retries of a failed request (429, 5xx, connection). Empty: LLM_MAX_RETRIES (default 2).",
+                        null=True,
+                        validators=[django.core.validators.MaxValueValidator(10)],
+                    ),
+                ),
+                (
+                    "temperature",
+                    models.FloatField(
+                        blank=True,
+                        help_text="Empty: LLM_TEMPERATURE (default 0.1).",
+                        null=True,
+                        validators=[
+                            django.core.validators.MinValueValidator(0),
+                            django.core.validators.MaxValueValidator(2),
+                        ],
+                    ),
+                ),
+                (
+                    "max_output_tokens",
+                    models.PositiveIntegerField(
+                        blank=True,
+                        help_text="Longest answer, in tokens. Empty: LLM_MAX_OUTPUT_TOKENS (default 1024).",
+                        null=True,
+                        validators=[
+                            django.core.validators.MinValueValidator(16),
+                            django.core.validators.MaxValueValidator(32000),
+                        ],
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'verbose_name': 'LLM settings',
-                'verbose_name_plural': 'LLM settings',
-                'constraints': [models.CheckConstraint(condition=models.Q(('id', 1)), name='llm_settings_singleton')],
+                "verbose_name": "LLM settings",
+                "verbose_name_plural": "LLM settings",
+                "constraints": [
+                    models.CheckConstraint(condition=models.Q(("id", 1)), name="llm_settings_singleton")
+                ],
             },
         ),
     ]

@@ -20,3 +20,7 @@ __all__ = [
 from knowledge.models.llm import LLMSettings  # noqa: E402
 
 __all__ += ["LLMSettings"]
+
+from knowledge.models.evaluation import EvalQuestion, EvalRun, EvalSet  # noqa: E402
+
+__all__ += ["EvalQuestion", "EvalRun", "EvalSet"]

@@ -317,13 +317,26 @@ _SCORE_SQL = """
 """
 
 
-def _score(cursor, candidate_query: str, weights: dict[str, float], stats: ScopeStatistics,
-           scope_sql: str, scope_params: list, limit: int) -> list[tuple[int, float]]:
+def _score(
+    cursor,
+    candidate_query: str,
+    weights: dict[str, float],
+    stats: ScopeStatistics,
+    scope_sql: str,
+    scope_params: list,
+    limit: int,
+) -> list[tuple[int, float]]:
     lexemes = list(weights)
     named = {
-        "candidates": candidate_query, "max_candidates": MAX_CANDIDATES, "lexemes": lexemes,
-        "any_term": tsquery_any(lexemes), "idf": [weights[t] for t in lexemes],
-        "k1": K1, "b": B, "avg_length": stats.avg_length, "limit": limit,
+        "candidates": candidate_query,
+        "max_candidates": MAX_CANDIDATES,
+        "lexemes": lexemes,
+        "any_term": tsquery_any(lexemes),
+        "idf": [weights[t] for t in lexemes],
+        "k1": K1,
+        "b": B,
+        "avg_length": stats.avg_length,
+        "limit": limit,
     }
     sql, params = _bind(_SCORE_SQL.format(scope=scope_sql), named, scope_params)
     cursor.execute(sql, params)

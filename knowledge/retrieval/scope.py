@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db.models import IntegerField, Value
 
 from knowledge.access import readable_collections
 
@@ -32,10 +33,22 @@ class Scope:
         return [*self.collections_params, self.embedding_model]
 
 
-def search_scope(*, user, collection_ids: Iterable[int] | None = None) -> Scope:
-    """Chunks of the active chunk profile of every collection ``user`` may read, within ``collection_ids``."""
+def search_scope(
+    *, user, collection_ids: Iterable[int] | None = None, chunk_profile_id: int | None = None
+) -> Scope:
+    """Chunks of the active chunk profile of every collection ``user`` may read, within ``collection_ids``.
+
+    ``chunk_profile_id`` searches that profile's chunks instead of each
+    collection's active one (evaluation of a non-active profile); access is unchanged.
+    """
     allowed = readable_collections(user)
     if collection_ids is not None:
         allowed = allowed.filter(pk__in=list(collection_ids))
-    sql, params = allowed.order_by().values("pk", "chunk_profile_id").query.sql_with_params()
+    pairs = allowed.order_by()
+    if chunk_profile_id is None:
+        pairs = pairs.values("pk", "chunk_profile_id")
+    else:
+        pairs = pairs.annotate(_profile=Value(int(chunk_profile_id), output_field=IntegerField()))
+        pairs = pairs.values("pk", "_profile")
+    sql, params = pairs.query.sql_with_params()
     return Scope(sql, tuple(params), settings.KNOWLEDGE_EMBEDDING_MODEL)

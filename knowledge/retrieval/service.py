@@ -102,16 +102,18 @@ def retrieve(
     collection_ids: Iterable[int] | None = None,
     k: int | None = None,
     overrides: dict | None = None,
+    chunk_profile_id: int | None = None,
 ) -> KnowledgeContext:
     """Retrieve for ``question`` from what ``user`` may read within the profile's (or given) collections.
 
     ``k`` replaces maxDocs for this call; ``overrides`` are per-call parameter
-    values (evaluation runs) applied above the profile but below admin locks.
+    values (evaluation runs) applied above the profile but below admin locks;
+    ``chunk_profile_id`` searches that chunk profile instead of the active ones.
     """
     question = question_clean(question)
     config = _resolve_config(profile, overrides, k)
     scope_ids, rerank_ids = _collections(profile, collection_ids)
-    scope = search_scope(user=user, collection_ids=scope_ids)
+    scope = search_scope(user=user, collection_ids=scope_ids, chunk_profile_id=chunk_profile_id)
     timer = _Timer()
     context = KnowledgeContext(question=question, config=config, scope=scope)
     with timer.stage("embed"):

@@ -90,9 +90,15 @@ def add_chunks(collection: Collection, texts: list[str], *, profile: ChunkProfil
     )
     rows = [
         Chunk(
-            document=document, collection=collection, chunk_profile=profile,
+            document=document,
+            collection=collection,
+            chunk_profile=profile,
             embedding_model=settings.KNOWLEDGE_EMBEDDING_MODEL,
-            index=i, content=text, token_count=len(text.split()), source_ref="section=test", embedding=VECTOR,
+            index=i,
+            content=text,
+            token_count=len(text.split()),
+            source_ref="section=test",
+            embedding=VECTOR,
         )
         for i, text in enumerate(texts)
     ]
@@ -110,7 +116,8 @@ def docs(profile):
 
 def scope_of(*collections) -> tuple[str, list]:
     return "c.collection_id = ANY(%s) AND c.chunk_profile_id = %s", [
-        [c.pk for c in collections], collections[0].chunk_profile_id,
+        [c.pk for c in collections],
+        collections[0].chunk_profile_id,
     ]
 
 
@@ -326,8 +333,10 @@ def test_scope_may_filter_below_the_collection(docs):
     extra_document = Chunk.objects.get(pk=extra[0]).document_id
     sql = "c.collection_id = %s AND c.chunk_profile_id = %s AND c.document_id = %s"
     hits = lexical_search(
-        query="average price of books per publisher", scope_sql=sql,
-        scope_params=[a.pk, a.chunk_profile_id, extra_document], limit=10,
+        query="average price of books per publisher",
+        scope_sql=sql,
+        scope_params=[a.pk, a.chunk_profile_id, extra_document],
+        limit=10,
     )
     assert len(hits) == 10 and {h.chunk_id for h in hits} <= set(extra)
 

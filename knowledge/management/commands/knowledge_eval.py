@@ -2,9 +2,12 @@
 
     knowledge_eval (--profile NAME | --collection NAME) --questions FILE.jsonl
                    [--k 10] [--answers] [--json] [--set KEY=VALUE ...] [--user USERNAME]
+                   [--store NAME]
 
 --set overrides knowledge parameters for this run only (stored settings are
 untouched), e.g. --set hybrid=false or --set semanticWeight=0 (lexical only).
+--store NAME imports (replacing) the question file into EvalSet NAME and
+records the run with its metrics as an EvalRun (see the admin to compare runs).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="End with one JSON line of every metric.")
         parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
         parser.add_argument("--user", metavar="USERNAME", help="Evaluate as this user (default: owner).")
+        parser.add_argument("--store", metavar="NAME", help="Store as EvalSet NAME; record the run.")
 
     def handle(self, *args, **options):
         try:
@@ -64,6 +68,10 @@ class Command(BaseCommand):
         summary["skipped_lines"] = len(loaded.errors)
         summary["settings"] = overrides
         self._print_table(summary)
+        if options["store"]:
+            run = _store(options, summary, profile, collection_ids, user, overrides)
+            self.stdout.write(f"stored run #{run.pk} in eval set {run.eval_set.name!r}")
+            summary["run_id"] = run.pk
         if options["json"]:
             self.stdout.write(json.dumps(summary))
 
@@ -120,6 +128,24 @@ class Command(BaseCommand):
 
 def _cell(value) -> str:
     return f"{value:>11.3f}" if isinstance(value, float) else f"{'-':>11}"
+
+
+def _store(options, summary, profile, collection_ids, user, overrides):
+    from knowledge.evaluation.store import eval_run_record, eval_set_import
+    from knowledge.models import Collection
+
+    eval_set, _ = eval_set_import(name=options["store"], path=Path(options["questions"]))
+    collection = Collection.objects.get(pk=collection_ids[0]) if collection_ids else None
+    return eval_run_record(
+        eval_set=eval_set,
+        metrics=summary,
+        k=options["k"],
+        collection=collection,
+        profile=profile,
+        settings=overrides,
+        with_answers=options["answers"],
+        created_by=user,
+    )
 
 
 def _overrides(items: list[str]) -> dict:
