@@ -297,7 +297,5 @@ class ChatTurnAdmin(admin.ModelAdmin):
     search_fields = ["question", "answer"]
 
 
-from knowledge import (
-    admin_eval,  # noqa: E402,F401
-    admin_llm,  # noqa: E402,F401
-)
+# The LLM settings and evaluation admins live in their own modules.
+from knowledge import admin_eval, admin_llm  # noqa: E402,F401
