@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS, REPO_ROOT
+from tests.synthesis.openai_server import Reply
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 pytest_plugins = ["tests.synthesis.openai_server"]
@@ -60,7 +61,14 @@ def sign_up(page, base: str, username: str) -> None:
     page.wait_for_url(re.compile(r".*/collections/$"))
 
 
-def test_upload_ask_and_follow_a_citation_to_the_pdf_page(browser, live_server, no_llm):
+def test_upload_ask_and_follow_a_citation_to_the_pdf_page(browser, live_server, llm_env):
+    # A real OpenAI-compatible server on 127.0.0.1 streams the answer word by word.
+    llm_env.script(
+        Reply(
+            text="AutoScholarQuery's training set holds 33,511 query-paper pairs [Source 1].",
+            chunk_delay=0.05,
+        )
+    )
     base = live_server.url
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     sign_up(page, base, "alice")
@@ -86,8 +94,14 @@ def test_upload_ask_and_follow_a_citation_to_the_pdf_page(browser, live_server, 
     page.select_option("select[name=collections]", label="Papers")
     page.fill("textarea[name=question]", QUESTION)
     page.click("#ask button[type=submit]")
+    page.wait_for_function(
+        "document.querySelector('.turn .answer') && "
+        "document.querySelector('.turn .answer').textContent.includes('AutoScholarQuery')",
+        timeout=120_000,
+    )
     citation = page.wait_for_selector(".turn .answer a.citation", timeout=120_000)
-    assert "Extracted from your documents" in page.inner_text(".turn .answer")
+    assert "33,511 query-paper pairs" in page.inner_text(".turn .answer")
+    assert any(request.streamed for request in llm_env.requests)
     assert page.inner_text("#sources")  # the retrieved documents and their scores
     page.screenshot(path=str(ARTIFACTS / "chat-answer.png"), full_page=True)
 
