@@ -31,7 +31,8 @@
       xhr.upload.onprogress = function (e) {
         if (e.lengthComputable) {
           row.bar.style.width = Math.round((100 * e.loaded) / e.total) + "%";
-          row.state.textContent = "uploading";
+          // Once every byte is sent the server is extracting and embedding.
+          row.state.textContent = e.loaded < e.total ? "uploading" : "uploaded, processing…";
         }
       };
       xhr.onload = function () {

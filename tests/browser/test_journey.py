@@ -85,10 +85,12 @@ def test_upload_ask_and_follow_a_citation_to_the_pdf_page(browser, live_server, 
     collection_url = page.url
 
     page.set_input_files("#file-input", str(CORPUS / "pdf" / "pasa.pdf"))
-    page.wait_for_selector("#uploads li .state")
+    page.wait_for_selector("#uploads li .state:has-text('processing')", timeout=60_000)
     page.screenshot(path=str(ARTIFACTS / "collection-processing.png"), full_page=True)
     page.wait_for_selector("#documents .badge.status-ready", timeout=180_000)
     page.screenshot(path=str(ARTIFACTS / "collection-ready.png"), full_page=True)
+    page.click("#listing-form button")  # list it in the marketplace
+    page.wait_for_selector("#listing-form .badge.listed")
 
     page.goto(f"{base}/chat/")
     page.select_option("select[name=collections]", label="Papers")
@@ -116,11 +118,13 @@ def test_upload_ask_and_follow_a_citation_to_the_pdf_page(browser, live_server, 
     page.screenshot(path=str(ARTIFACTS / "citation-pdf-page.png"), full_page=True)
 
     page.goto(f"{base}/marketplace/")
+    assert "Papers" in page.inner_text("main")
     page.screenshot(path=str(ARTIFACTS / "marketplace.png"), full_page=True)
 
     other = browser.new_context().new_page()
     sign_up(other, base, "bob")
+    # Listed, but private: Bob sees the listing, never the content.
     response = other.goto(collection_url)
     assert response.status == 404
-    assert "Papers" not in other.content()
+    assert "pasa.pdf" not in other.content()
     assert os.path.getsize(ARTIFACTS / "chat-answer.png") > 10_000
