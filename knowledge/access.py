@@ -72,6 +72,16 @@ def readable_collection_ids(user) -> QuerySet:
     return readable_collections(user).values("pk")
 
 
+def readable_collection_ids_checked(*, user, collection_ids: list[int]) -> list[int]:
+    """The ids, if ``user`` may read every one; an unreadable id is reported exactly like a missing one."""
+    wanted = list(dict.fromkeys(collection_ids))
+    found = set(readable_collections(user).filter(pk__in=wanted).values_list("pk", flat=True))
+    missing = [cid for cid in wanted if cid not in found]
+    if missing:
+        raise NotFoundError(f"no such collection: {missing[0]}")
+    return wanted
+
+
 def collection_for_reader(*, user, collection_id) -> Collection:
     """The collection if ``user`` may read it; otherwise NotFound (never 'forbidden')."""
     collection = readable_collections(user).filter(pk=collection_id).select_related("chunk_profile").first()

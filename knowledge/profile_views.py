@@ -5,9 +5,14 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
-from knowledge.access import listed_collections, profile_for_writer, profiles_for_user, readable_collections
+from knowledge.access import (
+    listed_collections,
+    profile_for_writer,
+    profiles_for_user,
+    readable_collection_ids_checked,
+)
 from knowledge.config import PARAMETERS, ConfigError, global_settings, validate_overrides
-from knowledge.errors import KnowledgeError, NotFoundError
+from knowledge.errors import KnowledgeError
 from knowledge.profiles import profile_create, profile_update
 from knowledge.views import knowledge_page
 
@@ -67,10 +72,8 @@ def _save(request, profile):
 
 
 def _collections(request) -> list[dict]:
-    ids = [int(raw) for raw in request.POST.getlist("collections") if raw.isdigit()]
-    readable = set(readable_collections(request.user).filter(pk__in=ids).values_list("pk", flat=True))
-    if set(ids) - readable:
-        raise NotFoundError("no such collection")
+    requested = [int(raw) for raw in request.POST.getlist("collections") if raw.isdigit()]
+    ids = readable_collection_ids_checked(user=request.user, collection_ids=requested)
     rerank = set(request.POST.getlist("rerank"))
     return [{"collection": cid, "reranking": str(cid) in rerank} for cid in ids]
 

@@ -9,9 +9,9 @@ from rest_framework import serializers
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
-from knowledge.access import profile_for_reader
+from knowledge.access import profile_for_reader, readable_collection_ids_checked
 from knowledge.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
-from knowledge.api.retrieve import MAX_COLLECTIONS, readable_collection_ids_checked
+from knowledge.api.retrieve import MAX_COLLECTIONS
 from knowledge.chat import chat_ask, chat_stream, session_get, sse_stream, turn_summary
 from knowledge.chat_views import event_stream_response
 from knowledge.models import ChatSession

@@ -6,25 +6,14 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from knowledge.access import profile_for_reader, readable_collections
+from knowledge.access import profile_for_reader, readable_collection_ids_checked
 from knowledge.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
 from knowledge.config import ConfigError, validate_overrides
-from knowledge.errors import NotFoundError
 from knowledge.retrieval.service import MAX_QUESTION_CHARS, retrieve
 
 MAX_COLLECTIONS = 100
 
 # The old name, still imported by other API modules; the rule is knowledge.access's.
-
-
-def readable_collection_ids_checked(*, user, collection_ids: list[int]) -> list[int]:
-    """The ids, if ``user`` may read every one; an unreadable id is reported exactly like a missing one."""
-    wanted = list(dict.fromkeys(collection_ids))
-    found = set(readable_collections(user).filter(pk__in=wanted).values_list("pk", flat=True))
-    missing = [cid for cid in wanted if cid not in found]
-    if missing:
-        raise NotFoundError(f"no such collection: {missing[0]}")
-    return wanted
 
 
 def overrides_field_validate(value):
