@@ -110,6 +110,14 @@ def document_for_reader(*, user, document_id) -> Document:
     return document
 
 
+def readable_documents(*, user, collection_ids=None) -> QuerySet[Document]:
+    """Ready documents ``user`` may read, within ``collection_ids`` (the router's candidates)."""
+    collections = readable_collections(user)
+    if collection_ids is not None:
+        collections = collections.filter(pk__in=list(collection_ids))
+    return Document.objects.filter(collection__in=collections, status=Document.Status.READY)
+
+
 def document_for_writer(*, user, document_id) -> Document:
     document = document_for_reader(user=user, document_id=document_id)
     collection_for_writer(user=user, collection_id=document.collection_id)

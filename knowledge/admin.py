@@ -19,6 +19,7 @@ from knowledge.models import (
     ChunkProfile,
     Collection,
     Document,
+    DocumentSummary,
     KnowledgeSetting,
     Profile,
     ProfileCollection,
@@ -157,6 +158,25 @@ class DocumentUploadForm(forms.ModelForm):
         return cleaned
 
 
+class DocumentSummaryInline(admin.StackedInline):
+    """The router's summary, made at ingestion; read-only (re-index the document to remake it)."""
+
+    model = DocumentSummary
+    can_delete = False
+    extra = 0
+    max_num = 0
+    fields = readonly_fields = [
+        "document_type",
+        "summary",
+        "key_topics",
+        "use_for",
+        "method",
+        "model",
+        "note",
+        "updated_at",
+    ]
+
+
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
     actions = ["retry_documents", "reindex_documents"]
@@ -179,6 +199,9 @@ class DocumentAdmin(admin.ModelAdmin):
         "updated_at",
         "processed_at",
     ]
+
+    def get_inlines(self, request, obj=None):
+        return [DocumentSummaryInline] if obj is not None else []
 
     def get_form(self, request, obj=None, **kwargs):
         if obj is None:

@@ -25,9 +25,16 @@ from django.db.models import F
 from django.utils import timezone
 
 from knowledge.access import profile_is_readable
+from knowledge.config import validate_overrides
 from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.models import ChatSession, ChatTurn, Profile
-from knowledge.retrieval.service import MAX_QUESTION_CHARS, KnowledgeContext, question_clean, retrieve
+from knowledge.retrieval.service import (
+    MAX_QUESTION_CHARS,
+    KnowledgeContext,
+    question_clean,
+    resolved_config,
+    retrieve,
+)
 from knowledge.retrieval.tokens import llm_token_count
 from knowledge.synthesis import events as ev
 from knowledge.synthesis.citations import answer_html, resolve_citations, source_url
@@ -46,6 +53,10 @@ from knowledge.synthesis.prompts import Exchange, prompt_equivalent_tokens, synt
 
 logger = logging.getLogger(__name__)
 
+DIRECT_TEXT = (
+    "That message does not ask about your documents, so nothing was searched. Ask a question about "
+    "them and the answer will come from them, with citations."
+)
 NO_RESULTS_TEXT = (
     "The knowledge base has nothing on this: no passage in the searched collections is relevant "
     "enough to your question, so there is no answer to give from them. Try rephrasing the "
@@ -76,11 +87,16 @@ class ChatStream:
     KnowledgeError here, before anything is streamed.
     """
 
-    def __init__(self, *, user, question: str, profile=None, collection_ids=None, session=None) -> None:
+    def __init__(
+        self, *, user, question: str, profile=None, collection_ids=None, session=None, overrides=None
+    ) -> None:
         self.user = user
         self.question = question_clean(question)
         self.session = _session_for(user, session) if session is not None else None
         self.profile, self.collection_ids = _scope(user, profile, collection_ids, self.session)
+        self.overrides = validate_overrides(overrides or {})
+        self.agentic = resolved_config(self.profile, self.overrides)["agentic.enabled"]
+        self._trace: dict | None = None
         self.turn: ChatTurn | None = None
         self._stored: list[dict] = []
         self._seq = 0
@@ -113,11 +129,10 @@ class ChatStream:
         llm = self._llm()
         resolution = self._timed("resolve", self._resolve, llm)
         yield self._emit(ev.RETRIEVAL_START, self._retrieval_start_payload(resolution))
-        context = self._timed("retrieval", self._retrieve, resolution.question)
-        yield self._emit(ev.RETRIEVAL_COMPLETE, self._retrieval_payload(context))
-        synthesis_started = time.perf_counter()
-        answer = yield from self._answer(context, resolution, llm)
-        self._durations["synthesis"] = _ms_since(synthesis_started)
+        if self.agentic:
+            answer = yield from self._agentic_answer(resolution, llm)
+        else:
+            answer = yield from self._standard_answer(resolution, llm)
         self._record(answer, resolution)
         yield self._emit(ev.LLM_STEP, self._llm_step_payload(answer))
         yield self._emit(ev.TOKEN_UPDATE, self._account())
@@ -170,25 +185,70 @@ class ChatStream:
         previous = PreviousTurn(last.question, last.answer, list(last.cited_sources))
         return previous, [Exchange(t.question, t.answer) for t in turns]
 
+    def _standard_answer(self, resolution: Resolution, llm: LLMConfig | None):
+        context = self._timed("retrieval", self._retrieve, resolution.question)
+        yield self._emit(ev.RETRIEVAL_COMPLETE, self._retrieval_payload(context))
+        synthesis_started = time.perf_counter()
+        answer = yield from self._answer(context, resolution, llm)
+        self._durations["synthesis"] = _ms_since(synthesis_started)
+        return answer
+
+    def _agentic_answer(self, resolution: Resolution, llm: LLMConfig | None):
+        """The agentic loop (knowledge.agents.loop) with this stream's events and answers."""
+        from knowledge.agents.loop import AgenticRun
+
+        def generate(context, step_llm, *, deltas, label=None):
+            return self._answer(context, resolution, step_llm, deltas=deltas, label=label)
+
+        run = AgenticRun(
+            user=self.user,
+            question=resolution.question,
+            profile=self.profile,
+            collection_ids=self.collection_ids,
+            overrides=self.overrides,
+            llm=llm,
+            emit=self._emit,
+            on_context=lambda context: self._emit(ev.RETRIEVAL_COMPLETE, self._retrieval_payload(context)),
+            generate=generate,
+        )
+        started = time.perf_counter()
+        _context, answer = yield from run.run()
+        self._durations["agentic"] = _ms_since(started)
+        self._calls.extend(run.budget.calls)
+        self._trace = {**run.trace.as_dict(), "settings": run.settings.as_dict()}
+        return answer if answer is not None else self._direct()
+
     def _retrieve(self, question: str) -> KnowledgeContext:
         return retrieve(
-            user=self.user, question=question, profile=self.profile, collection_ids=self.collection_ids
+            user=self.user,
+            question=question,
+            profile=self.profile,
+            collection_ids=self.collection_ids,
+            overrides=self.overrides,
         )
 
-    def _answer(self, context: KnowledgeContext, resolution: Resolution, llm: LLMConfig | None):
+    def _answer(
+        self,
+        context: KnowledgeContext,
+        resolution: Resolution,
+        llm: LLMConfig | None,
+        *,
+        deltas: bool = True,
+        label: str | None = None,
+    ):
         if not context.sources:
             return self._no_results(context)
         if llm is None or not llm.configured:
-            label = LABEL_LLM_FAILED if self._errors and llm is None else LABEL_NO_LLM
+            label = label or (LABEL_LLM_FAILED if self._errors and llm is None else LABEL_NO_LLM)
             return self._extractive(context, resolution, label)
         try:
-            return (yield from self._llm_answer(context, llm))
+            return (yield from self._llm_answer(context, llm, deltas=deltas))
         except LLMError as exc:
             self._errors.append(f"synthesis failed, extractive answer instead: {exc}")
             yield self._emit(ev.LLM_ERROR, {"error": str(exc), "fallback": ChatTurn.Mode.EXTRACTIVE})
             return self._extractive(context, resolution, LABEL_LLM_FAILED)
 
-    def _llm_answer(self, context: KnowledgeContext, llm: LLMConfig):
+    def _llm_answer(self, context: KnowledgeContext, llm: LLMConfig, *, deltas: bool = True):
         _previous, history = self._history()
         messages = synthesis_messages(
             config=context.config, context_text=context.context_text, history=history, question=self.question
@@ -201,7 +261,8 @@ class ChatStream:
                 except StopIteration as done:
                     result = done.value
                     break
-                yield self._emit(ev.ANSWER_DELTA, {"text": delta})
+                if deltas:
+                    yield self._emit(ev.ANSWER_DELTA, {"text": delta})
         finally:
             chunks.close()
         self._calls.append(_call("synthesis", result))
@@ -231,6 +292,16 @@ class ChatStream:
             output_tokens=llm_token_count(extracted.text),
         )
 
+    def _direct(self) -> Answer:
+        """A message that needs no search (the agentic classifier's "direct"): no facts, no LLM call."""
+        return Answer(
+            text=DIRECT_TEXT,
+            mode=ChatTurn.Mode.NO_RESULTS,
+            label="direct",
+            input_tokens=0,
+            output_tokens=llm_token_count(DIRECT_TEXT),
+        )
+
     def _no_results(self, context: KnowledgeContext) -> Answer:
         return Answer(
             text=NO_RESULTS_TEXT,
@@ -243,17 +314,22 @@ class ChatStream:
         )
 
     def _record(self, answer: Answer, resolution: Resolution) -> None:
-        """Put the answer on the turn; the call that led to it counts with any rewrite call."""
-        rewrite = [c for c in self._calls if c["purpose"] == "rewrite"]
-        sources = {answer.token_source} | {c["token_source"] for c in rewrite}
+        """Put the answer on the turn; its tokens are every LLM call's (rewrites, agent steps, answers).
+
+        An extracted or no-results answer made no synthesis call: its own
+        (estimated) tokens are added to the calls'.
+        """
+        calls = self._calls
+        sources = {answer.token_source} | {c["token_source"] for c in calls}
+        own = answer.mode != ChatTurn.Mode.LLM
         turn = self.turn
         turn.resolved_question = resolution.question
         turn.answer = answer.text
         turn.mode = answer.mode
         turn.cited_sources = [c.as_dict() for c in answer.citations]
         turn.dropped_citations = answer.dropped
-        turn.input_tokens = answer.input_tokens + sum(c["input_tokens"] for c in rewrite)
-        turn.output_tokens = answer.output_tokens + sum(c["output_tokens"] for c in rewrite)
+        turn.input_tokens = (answer.input_tokens if own else 0) + sum(c["input_tokens"] for c in calls)
+        turn.output_tokens = (answer.output_tokens if own else 0) + sum(c["output_tokens"] for c in calls)
         turn.token_source = TOKEN_SOURCE_USAGE if sources == {TOKEN_SOURCE_USAGE} else TOKEN_SOURCE_ESTIMATE
         turn.llm_model = answer.model
         turn.error = "\n".join(self._errors)
@@ -376,6 +452,7 @@ class ChatStream:
             "duration_ms": self._durations.get("synthesis"),
             "calls": self._calls,
             "error": turn.error,
+            "agentic": self._trace,
         }
 
 
@@ -459,10 +536,20 @@ def _scope(user, profile, collection_ids, session) -> tuple[Profile | None, list
 # -- the public functions ------------------------------------------------------
 
 
-def chat_stream(*, user, question: str, profile=None, collection_ids=None, session=None) -> ChatStream:
-    """The events of answering ``question``, to iterate (e.g. into ``sse_stream``)."""
+def chat_stream(
+    *, user, question: str, profile=None, collection_ids=None, session=None, overrides=None
+) -> ChatStream:
+    """The events of answering ``question``, to iterate (e.g. into ``sse_stream``).
+
+    ``overrides`` are per-call parameter values (evaluation runs), below admin locks.
+    """
     return ChatStream(
-        user=user, question=question, profile=profile, collection_ids=collection_ids, session=session
+        user=user,
+        question=question,
+        profile=profile,
+        collection_ids=collection_ids,
+        session=session,
+        overrides=overrides,
     )
 
 
@@ -474,10 +561,16 @@ def chat_ask(
     collection_ids: Iterable[int] | None = None,
     session=None,
     on_event: Callable[[Event], None] | None = None,
+    overrides: dict | None = None,
 ) -> ChatTurn:
     """Answer ``question`` and return the saved turn; ``on_event`` sees every event as it happens."""
     stream = chat_stream(
-        user=user, question=question, profile=profile, collection_ids=collection_ids, session=session
+        user=user,
+        question=question,
+        profile=profile,
+        collection_ids=collection_ids,
+        session=session,
+        overrides=overrides,
     )
     for event in stream:
         if on_event is not None:

@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET, require_POST
 from knowledge.access import document_for_reader, listed_collections, profile_for_reader, profiles_for_user
 from knowledge.chat import chat_stream, session_get, sse_stream
 from knowledge.errors import KnowledgeError, NotFoundError
-from knowledge.models import ChatSession, Chunk, Profile
+from knowledge.models import ChatSession, Chunk, DocumentSummary, Profile
 from knowledge.synthesis.llm import llm_config
 from knowledge.views import knowledge_page
 
@@ -83,6 +83,7 @@ def document_view(request, document_id: int):
             "chunk": chunk,
             "section": section,
             "is_pdf": document.filename.lower().endswith(".pdf"),
+            "summary": DocumentSummary.objects.filter(document=document).first(),
         },
     )
 

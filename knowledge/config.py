@@ -31,6 +31,75 @@ class Parameter:
     max_length: int | None = None
 
 
+# Multi-step retrieval (seeds 002 and 003): off unless a profile or the operator switches it on.
+AGENTIC_PARAMETERS = (
+    Parameter(
+        "agentic.enabled",
+        bool,
+        False,
+        "Answer with the agentic loop: classify, route, plan, expand, grade, rewrite, check grounding.",
+    ),
+    Parameter(
+        "agentic.maxRetries",
+        int,
+        2,
+        "Rewrites after weak grading, and retries after an ungrounded answer (each at most this).",
+        0,
+        5,
+    ),
+    Parameter("agentic.grading", bool, True, "Grade each retrieved passage's relevance with the LLM."),
+    Parameter("agentic.expansion", bool, True, "Search with two or three rephrasings of the question too."),
+    Parameter(
+        "agentic.decomposition",
+        bool,
+        True,
+        "Multi-hop questions: route to documents by their summaries and plan focused retrieval steps.",
+    ),
+    Parameter(
+        "agentic.hallucinationCheck", bool, True, "Check that every claim of the answer is in its sources."
+    ),
+    Parameter(
+        "agentic.strictCheck",
+        bool,
+        False,
+        "Strict: every claim must be stated in the sources; lenient: reasonable inferences pass.",
+    ),
+    Parameter(
+        "agentic.confidenceThreshold",
+        float,
+        0.5,
+        "Minimum relevance grade (0.0-1.0) for a retrieved passage to be used.",
+        0.0,
+        1.0,
+    ),
+    Parameter(
+        "agentic.minRelevant",
+        int,
+        2,
+        "Fewer passages than this passing the grade triggers a rewrite of the query.",
+        1,
+        20,
+    ),
+    Parameter("agentic.routerTopK", int, 3, "Documents the router picks for a multi-hop question.", 1, 20),
+    Parameter("agentic.maxPlanSteps", int, 4, "Most retrieval steps in a plan.", 1, 8),
+    Parameter(
+        "agentic.timeBudgetSeconds",
+        float,
+        120.0,
+        "Wall-clock budget of one agentic answer; when spent, it answers with what it has.",
+        5.0,
+        1800.0,
+    ),
+    Parameter(
+        "agentic.tokenBudget",
+        int,
+        30000,
+        "LLM tokens (input + output) one agentic answer may spend; when spent, it answers with what it has.",
+        1000,
+        1000000,
+    ),
+)
+
 PARAMETERS: dict[str, Parameter] = {
     p.key: p
     for p in (
@@ -84,6 +153,7 @@ PARAMETERS: dict[str, Parameter] = {
             1.0,
         ),
         Parameter("rrfK", int, 60, "Smoothing constant k of Reciprocal Rank Fusion.", 1, 1000),
+        *AGENTIC_PARAMETERS,
     )
 }
 

@@ -28,6 +28,20 @@ SEED_DEFAULTS = {
     "hybrid": True,
     "semanticWeight": 0.4,
     "rrfK": 60,
+    # Multi-step retrieval (seeds 002, 003): off by default.
+    "agentic.enabled": False,
+    "agentic.maxRetries": 2,
+    "agentic.grading": True,
+    "agentic.expansion": True,
+    "agentic.decomposition": True,
+    "agentic.hallucinationCheck": True,
+    "agentic.strictCheck": False,
+    "agentic.confidenceThreshold": 0.5,
+    "agentic.minRelevant": 2,
+    "agentic.routerTopK": 3,
+    "agentic.maxPlanSteps": 4,
+    "agentic.timeBudgetSeconds": 120.0,
+    "agentic.tokenBudget": 30000,
 }
 
 

@@ -28,7 +28,7 @@ from knowledge.documents import (
     upload_size_check,
 )
 from knowledge.errors import UploadTooLargeError
-from knowledge.models import Chunk, Document
+from knowledge.models import Chunk, Document, DocumentSummary
 from knowledge.queries import count_subquery
 
 # Room for the multipart envelope and metadata fields around the file itself.
@@ -55,11 +55,25 @@ class ProgressSerializer(serializers.Serializer):
     percent = serializers.IntegerField(min_value=0, max_value=100)
 
 
+class SummarySerializer(serializers.Serializer):
+    """What the router reads (seed 002): made at ingestion, by the LLM or extracted."""
+
+    document_type = serializers.CharField()
+    summary = serializers.CharField()
+    key_topics = serializers.ListField(child=serializers.CharField())
+    use_for = serializers.CharField()
+    method = serializers.ChoiceField(choices=["llm", "extractive"])
+    model = serializers.CharField()
+    note = serializers.CharField()
+    updated_at = serializers.DateTimeField()
+
+
 class DocumentSerializer(serializers.ModelSerializer):
     collection = serializers.IntegerField(source="collection_id", read_only=True)
     progress = serializers.SerializerMethodField()
     chunk_count = serializers.IntegerField(read_only=True)
     replaces = serializers.IntegerField(source="replaces_id", read_only=True, allow_null=True)
+    summary = serializers.SerializerMethodField()
 
     class Meta:
         model = Document
@@ -80,6 +94,7 @@ class DocumentSerializer(serializers.ModelSerializer):
             "progress",
             "chunk_count",
             "replaces",
+            "summary",
             "created_at",
             "processed_at",
         ]
@@ -88,6 +103,13 @@ class DocumentSerializer(serializers.ModelSerializer):
     @extend_schema_field(ProgressSerializer)
     def get_progress(self, document) -> dict:
         return document_progress(document=document)
+
+    @extend_schema_field(SummarySerializer(allow_null=True))
+    def get_summary(self, document) -> dict | None:
+        try:
+            return document.summary.as_dict()
+        except DocumentSummary.DoesNotExist:
+            return None
 
 
 def _fresh(document_id: int, *, user) -> Document:
@@ -138,7 +160,7 @@ class CollectionDocumentsView(ApiView):
     def get(self, request, collection_id: int):
         collection = collection_for_reader(user=request.user, collection_id=collection_id)
         filters = validated(DocumentListSerializer, request.query_params)
-        documents = with_chunk_count(Document.objects.filter(collection=collection))
+        documents = with_chunk_count(Document.objects.filter(collection=collection).select_related("summary"))
         if filters.get("status"):
             documents = documents.filter(status=filters["status"])
         return self.paginated(documents.order_by("-created_at", "-pk"), DocumentSerializer)

@@ -12,19 +12,29 @@ from knowledge.chat import chat_ask
 from knowledge.evaluation.questions import normalise
 from knowledge.ingestion.embedding import embed_texts
 from knowledge.models import ChatSession
+from knowledge.synthesis import events as ev
 
 
-def score_answers(results, *, user, profile=None, collection_ids=None) -> None:
-    """Fill ``cited`` and ``answer_similarity`` on each answerable question's result."""
+def score_answers(
+    results, *, user, profile=None, collection_ids=None, overrides=None, on_answer=None
+) -> None:
+    """Fill ``cited``, ``answer_similarity`` and ``answer_run`` on each answerable question's result."""
     session_ids = []
     try:
         for result in results:
             if not result.question.answerable:
                 continue
             turn = chat_ask(
-                user=user, question=result.question.question, profile=profile, collection_ids=collection_ids
+                user=user,
+                question=result.question.question,
+                profile=profile,
+                collection_ids=collection_ids,
+                overrides=overrides,
             )
             session_ids.append(turn.session_id)
+            result.answer_run = answer_run(turn)
+            if on_answer:
+                on_answer(result)
             result.cited = [
                 (normalise(c["document"]), normalise(c["source_ref"])) for c in turn.cited_sources
             ]
@@ -32,6 +42,19 @@ def score_answers(results, *, user, profile=None, collection_ids=None) -> None:
                 result.answer_similarity = answer_similarity(result.question.answer, turn.answer)
     finally:
         ChatSession.objects.filter(pk__in=session_ids).delete()
+
+
+def answer_run(turn) -> dict:
+    """How the answer was made: its latency, LLM calls and, for agentic answers, the loop's trace."""
+    step = next((e["data"] for e in turn.events if e["event"] == ev.LLM_STEP), {})
+    agent_steps = [e["data"] for e in turn.events if e["event"] == ev.AGENT_STEP]
+    return {
+        "mode": turn.mode,
+        "latency_ms": turn.durations_ms.get("total"),
+        "llm_calls": len(step.get("calls") or []),
+        "agentic": step.get("agentic"),
+        "steps": [s["step"] for s in agent_steps],
+    }
 
 
 def answer_similarity(gold: str, answer: str) -> float:

@@ -30,6 +30,7 @@ class QuestionResult:
     returned: int
     cited: list[tuple[str, str]] = field(default_factory=list)
     answer_similarity: float | None = None
+    answer_run: dict | None = None  # how the answer was made (knowledge.evaluation.answers.answer_run)
     context: KnowledgeContext | None = None
 
 
@@ -130,7 +131,41 @@ def _answer_metrics(answerable: list[QuestionResult], out: dict) -> dict:
                 recall=out["recall@5"], mrr=out["mrr"], answer_similarity=similarity, citation_hit_rate=hits
             )
         ),
+        **answer_process_metrics([r.answer_run for r in answerable if r.answer_run]),
     }
+
+
+def answer_process_metrics(runs: list[dict]) -> dict:
+    """Seed 003's agentic metrics, with LLM calls and answer latency, over the answered questions.
+
+    A standard (non-agentic) answer counts as one retrieval round with no
+    expansion, rewrite, retry or flag; graded_relevant_ratio covers only
+    passages an LLM graded (None when none was).
+    """
+    traces = [run.get("agentic") or {} for run in runs]
+    graded = sum(t.get("graded", 0) for t in traces)
+    latencies = [run["latency_ms"] for run in runs if run.get("latency_ms") is not None]
+    return {
+        "agentic_answers": sum(1 for run in runs if run.get("agentic")),
+        "retry_rate": _share(traces, lambda t: t.get("retries", 0) > 0),
+        "rewrite_rate": _share(traces, lambda t: t.get("rewrites", 0) > 0),
+        "expansion_rate": _share(traces, lambda t: bool(t.get("expanded"))),
+        "hallucination_detection_rate": _share(traces, lambda t: bool(t.get("flagged"))),
+        "avg_retrieval_rounds": _rounded(metrics.mean([t.get("retrieval_rounds", 1) for t in traces])),
+        "graded_relevant_ratio": _rounded(sum(t.get("passed", 0) for t in traces) / graded)
+        if graded
+        else None,
+        "budget_exhausted_rate": _share(traces, lambda t: bool(t.get("budget_exhausted"))),
+        "llm_calls_per_answer": _rounded(metrics.mean([run["llm_calls"] for run in runs])),
+        "answer_latency_ms": {
+            "p50": round(metrics.percentile(latencies, 50), 1) if latencies else None,
+            "p95": round(metrics.percentile(latencies, 95), 1) if latencies else None,
+        },
+    }
+
+
+def _share(traces: list[dict], condition) -> float:
+    return _rounded(sum(1 for t in traces if condition(t)) / len(traces)) if traces else 0.0
 
 
 def _latency(results: list[QuestionResult]) -> dict:

@@ -1,7 +1,7 @@
 """The document pipeline: the only code that writes chunks.
 
-extract (pure) -> chunk (pure) -> embed -> one transaction that replaces the
-document's chunk set for the chunk profile. Running it twice, or again after a
+extract (pure) -> chunk (pure) -> embed -> summarise -> one transaction that
+replaces the document's chunk set for the chunk profile and its summary. Running it twice, or again after a
 worker died half-way, leaves exactly one complete chunk set: nothing is written
 until the last step, and that step deletes and inserts atomically.
 """
@@ -20,8 +20,9 @@ from django.utils import timezone
 from knowledge.ingestion.chunking import chunk_sections
 from knowledge.ingestion.embedding import MAX_CONTENT_TOKENS, count_tokens, embed_texts
 from knowledge.ingestion.extract import extract_sections
+from knowledge.ingestion.summary import SummaryDraft, summary_draft
 from knowledge.ingestion.types import ChunkDraft, ExtractionError
-from knowledge.models import Chunk, ChunkProfile, Collection, Document
+from knowledge.models import Chunk, ChunkProfile, Collection, Document, DocumentSummary
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,8 @@ def document_process(*, document_id: int, chunk_profile_id: int | None = None) -
     try:
         drafts = document_chunk_drafts(document, profile)
         vectors = _embed_with_progress(document, drafts)
-        _write_chunks(document, profile, drafts, vectors)
+        summary = _summarise(document, drafts, vectors)
+        _write_chunks(document, profile, drafts, vectors, summary)
     except ExtractionError as exc:
         _update(document, status=Document.Status.FAILED, error=str(exc))
     except Exception as exc:
@@ -92,7 +94,31 @@ def _embed_with_progress(document: Document, drafts: Sequence[ChunkDraft]) -> np
     )
 
 
-def _write_chunks(document, profile, drafts, vectors) -> None:
+def _summarise(document: Document, drafts, vectors) -> tuple[SummaryDraft, np.ndarray]:
+    """The document's summary (the LLM's when one is configured) and its embedding, before any write."""
+    draft = summary_draft(filename=document.filename, title=document.title, drafts=drafts, vectors=vectors)
+    return draft, embed_texts([draft.router_text()])[0]
+
+
+def _write_summary(document: Document, summary: tuple[SummaryDraft, np.ndarray]) -> None:
+    draft, vector = summary
+    DocumentSummary.objects.update_or_create(
+        document=document,
+        defaults={
+            "document_type": draft.document_type,
+            "summary": draft.summary,
+            "key_topics": draft.key_topics,
+            "use_for": draft.use_for,
+            "method": draft.method,
+            "model": draft.model,
+            "note": draft.note,
+            "embedding_model": settings.KNOWLEDGE_EMBEDDING_MODEL,
+            "embedding": vector,
+        },
+    )
+
+
+def _write_chunks(document, profile, drafts, vectors, summary) -> None:
     with transaction.atomic():
         # Lock the row: a concurrent run of the same task waits here, then replaces our set.
         locked = Document.objects.select_for_update().filter(pk=document.pk).first()
@@ -105,6 +131,7 @@ def _write_chunks(document, profile, drafts, vectors) -> None:
             for index, (draft, vector) in enumerate(zip(drafts, vectors, strict=True))
         ]
         Chunk.objects.bulk_create(chunks, batch_size=_WRITE_BATCH)
+        _write_summary(document, summary)
         _update(
             document,
             status=Document.Status.READY,

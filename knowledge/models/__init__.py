@@ -1,6 +1,6 @@
 from knowledge.models.chat import ChatSession, ChatTurn
 from knowledge.models.collections import ChunkProfile, Collection, Subscription
-from knowledge.models.documents import Chunk, Document
+from knowledge.models.documents import Chunk, Document, DocumentSummary
 from knowledge.models.profiles import Profile, ProfileCollection
 from knowledge.models.settings import KnowledgeSetting
 
@@ -11,6 +11,7 @@ __all__ = [
     "ChunkProfile",
     "Collection",
     "Document",
+    "DocumentSummary",
     "KnowledgeSetting",
     "Profile",
     "ProfileCollection",

@@ -141,3 +141,50 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document} [{self.source_ref}] #{self.index}"
+
+
+class DocumentSummary(models.Model):
+    """What a document is for (seed 002): the router picks documents for a question by this.
+
+    Made at ingestion, by the LLM when one is configured, otherwise extractively;
+    made again whenever the document is processed again.
+    """
+
+    class Method(models.TextChoices):
+        LLM = "llm", "Written by the LLM"
+        EXTRACTIVE = "extractive", "Extracted from the document"
+
+    document = models.OneToOneField(Document, on_delete=models.CASCADE, related_name="summary")
+    document_type = models.CharField(max_length=200)
+    summary = models.TextField()
+    key_topics = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    use_for = models.TextField(blank=True)
+    method = models.CharField(max_length=12, choices=Method.choices)
+    model = models.CharField(max_length=200, blank=True, help_text="The LLM that wrote it, if any.")
+    note = models.TextField(blank=True, help_text="Why the LLM's summary was not used, if it was not.")
+    embedding_model = models.CharField(max_length=200)
+    embedding = VectorField(dimensions=settings.KNOWLEDGE_EMBEDDING_DIMENSIONS)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "document summaries"
+
+    def __str__(self) -> str:
+        return f"summary of {self.document}"
+
+    def as_dict(self) -> dict:
+        return {
+            "document_type": self.document_type,
+            "summary": self.summary,
+            "key_topics": list(self.key_topics),
+            "use_for": self.use_for,
+            "method": self.method,
+            "model": self.model,
+            "note": self.note,
+            "updated_at": self.updated_at,
+        }
+
+    def router_text(self) -> str:
+        """The text the router embeds and shows the LLM."""
+        topics = ", ".join(self.key_topics)
+        return f"{self.document_type}. {self.summary} Key topics: {topics}. Use for: {self.use_for}"

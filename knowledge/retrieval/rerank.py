@@ -8,9 +8,7 @@ something unusable, the unreranked order stands and the reason is reported.
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 
 logger = logging.getLogger(__name__)
 
@@ -21,20 +19,29 @@ _PROMPT = (
 )
 
 
-def rerank(question: str, items: list, *, collection_ids: set[int]) -> tuple[list, str]:
-    """Reorder ``items`` (RetrievedChunk) of ``collection_ids``; returns (items, status)."""
+def rerank(question: str, items: list, *, collection_ids: set[int], ask=None) -> tuple[list, str]:
+    """Reorder ``items`` (RetrievedChunk) of ``collection_ids``; returns (items, status).
+
+    ``ask(step, messages, max_tokens=...)`` makes the call within an agentic
+    answer's budget; without it, the configured LLM is called directly.
+    """
     from knowledge.synthesis.llm import LLMError, complete, llm_config
 
     positions = [i for i, item in enumerate(items) if item.chunk.collection_id in collection_ids]
     if not positions:
         return items, "skipped: no chunk from a reranking collection"
-    config = llm_config()
-    if not config.configured:
-        return items, f"skipped: {config.status}"
     chosen = [items[i] for i in positions]
+    messages, max_tokens = _messages(question, chosen), 20 + 6 * len(chosen)
+    if ask is None:
+        config = llm_config()
+        if not config.configured:
+            return items, f"skipped: {config.status}"
+
+        def ask(_step, messages, max_tokens):
+            return complete(config, messages, max_tokens=max_tokens)
+
     try:
-        result = complete(config, _messages(question, chosen), max_tokens=20 + 6 * len(chosen))
-        scores = parse_scores(result.text, expected=len(chosen))
+        scores = parse_scores(ask("rerank", messages, max_tokens=max_tokens).text, expected=len(chosen))
     except (LLMError, ValueError) as exc:
         logger.warning("Reranking failed; keeping the retrieval order: %s", exc)
         return items, f"failed: {exc}"
@@ -58,13 +65,9 @@ def _messages(question: str, items: list) -> list[dict]:
 
 def parse_scores(text: str, *, expected: int) -> list[float]:
     """The scores list from the LLM's reply; ValueError when it is not usable."""
-    match = re.search(r"\{.*\}", text or "", re.DOTALL)
-    if not match:
-        raise ValueError("the reply holds no JSON object")
-    try:
-        scores = json.loads(match.group(0))["scores"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ValueError(f"unusable reply: {exc}") from None
+    from knowledge.synthesis.json_reply import json_object
+
+    scores = json_object(text).get("scores")
     if not isinstance(scores, list) or len(scores) != expected:
         raise ValueError(f"expected {expected} scores")
     if not all(isinstance(s, (int, float)) and not isinstance(s, bool) for s in scores):

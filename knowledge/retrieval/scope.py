@@ -8,7 +8,7 @@ chunk-profile filters apply before ORDER BY and LIMIT, never after.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 from django.db.models import IntegerField, Value
@@ -21,16 +21,23 @@ class Scope:
     collections_sql: str
     collections_params: tuple
     embedding_model: str
+    # Set by multi-step retrieval: only these documents' chunks, on top of access (never widening it).
+    document_ids: tuple[int, ...] | None = None
 
     def sql(self, alias: str = "c") -> str:
         """A boolean condition over the chunk table aliased ``alias``."""
+        documents = f" AND {alias}.document_id = ANY(%s)" if self.document_ids is not None else ""
         return (
             f"({alias}.collection_id, {alias}.chunk_profile_id) IN ({self.collections_sql}) "
-            f"AND {alias}.embedding_model = %s"
+            f"AND {alias}.embedding_model = %s{documents}"
         )
 
     def params(self) -> list:
-        return [*self.collections_params, self.embedding_model]
+        documents = [list(self.document_ids)] if self.document_ids is not None else []
+        return [*self.collections_params, self.embedding_model, *documents]
+
+    def restricted_to(self, document_ids) -> Scope:
+        return replace(self, document_ids=tuple(int(d) for d in document_ids))
 
 
 def search_scope(

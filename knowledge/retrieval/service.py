@@ -103,17 +103,22 @@ def retrieve(
     k: int | None = None,
     overrides: dict | None = None,
     chunk_profile_id: int | None = None,
+    document_ids: Iterable[int] | None = None,
 ) -> KnowledgeContext:
     """Retrieve for ``question`` from what ``user`` may read within the profile's (or given) collections.
 
     ``k`` replaces maxDocs for this call; ``overrides`` are per-call parameter
     values (evaluation runs) applied above the profile but below admin locks;
-    ``chunk_profile_id`` searches that chunk profile instead of the active ones.
+    ``chunk_profile_id`` searches that chunk profile instead of the active ones;
+    ``document_ids`` narrows the search to those documents inside the SQL
+    (multi-step retrieval), within what access allows.
     """
     question = question_clean(question)
-    config = _resolve_config(profile, overrides, k)
-    scope_ids, rerank_ids = _collections(profile, collection_ids)
+    config = resolved_config(profile, overrides, k)
+    scope_ids, rerank_ids = search_collections(profile, collection_ids)
     scope = search_scope(user=user, collection_ids=scope_ids, chunk_profile_id=chunk_profile_id)
+    if document_ids is not None:
+        scope = scope.restricted_to(document_ids)
     timer = _Timer()
     context = KnowledgeContext(question=question, config=config, scope=scope)
     with timer.stage("embed"):
@@ -148,7 +153,8 @@ def question_clean(question: str) -> str:
     return question
 
 
-def _resolve_config(profile, overrides, k) -> dict:
+def resolved_config(profile, overrides=None, k=None) -> dict:
+    """Every parameter's effective value for a call: admin lock > per-call override > profile > global."""
     merged = dict(profile.knowledge_overrides if profile else {})
     merged.update(validate_overrides(overrides or {}))
     if k is not None:
@@ -156,7 +162,7 @@ def _resolve_config(profile, overrides, k) -> dict:
     return effective_values(effective_config(overrides=merged))
 
 
-def _collections(profile, collection_ids) -> tuple[list[int] | None, set[int]]:
+def search_collections(profile, collection_ids) -> tuple[list[int] | None, set[int]]:
     """The collections to search and those whose results the LLM may rerank."""
     if profile is not None:
         links = list(profile.profile_collections.values_list("collection_id", "reranking"))
@@ -253,6 +259,34 @@ def _expansion_stats(expansion: ExpansionResult) -> dict:
         "partial": expansion.partial,
         "limit_hit": expansion.limit_hit,
     }
+
+
+def context_from_chunks(
+    *, question: str, config: dict, scope: Scope | None, ranked: list[list[RetrievedChunk]], timings_ms=None
+) -> KnowledgeContext:
+    """One context from several ranked lists (plan steps, query variants, a graded subset).
+
+    The lists are interleaved by rank, so every step contributes its best
+    chunks first; a chunk found twice counts once. References follow the
+    primary chunks; the token budget decides what fits, as for one search.
+    """
+    primary: dict[int, RetrievedChunk] = {}
+    for rank in range(max((len(chunks) for chunks in ranked), default=0)):
+        for chunks in ranked:
+            if rank < len(chunks) and chunks[rank].chunk.pk not in primary:
+                chunks[rank].role, chunks[rank].source_number = "primary", None
+                primary[chunks[rank].chunk.pk] = chunks[rank]
+    context = KnowledgeContext(question=question, config=config, scope=scope, timings_ms=timings_ms or {})
+    context.primary_chunks = list(primary.values())
+    with_references = (
+        expand_references([c.chunk for c in context.primary_chunks], scope=scope) if scope else None
+    )
+    if with_references is not None:
+        context.referenced_chunks = [
+            RetrievedChunk(c, {}, role="reference") for c in with_references.chunks if c.pk not in primary
+        ]
+    _assemble(context, max_tokens=config["maxTokens"])
+    return context
 
 
 def _assemble(context: KnowledgeContext, *, max_tokens: int) -> None:

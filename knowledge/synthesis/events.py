@@ -17,6 +17,16 @@ and, between knowledge_retrieval_complete and conversation_llm_step:
                                      final_answer carries the whole text)
     llm_error      {error, fallback} the LLM failed; the answer falls back to extraction
 
+With agentic retrieval on (the profile's ``agentic.enabled``), every step of
+the loop is an event, from after knowledge_retrieval_start:
+
+    agent_step     {step, round, status, method, duration_ms, input_tokens, output_tokens,
+                    llm_calls, note, detail}
+                   step: classify, expand, route, plan, retrieve, grade, rewrite, rerank
+                   (then knowledge_retrieval_complete), generate, check, retry (then
+                   rewrite/retrieve/grade/rerank and knowledge_retrieval_complete again),
+                   budget (the time or token budget ran out; it answers with what it has)
+
 A failure that stops the turn is sent as ``error`` {message, status}.
 """
 
@@ -34,6 +44,7 @@ FINAL_ANSWER = "final_answer"
 EXECUTION_COMPLETE = "execution_complete"
 ANSWER_DELTA = "answer_delta"
 LLM_ERROR = "llm_error"
+AGENT_STEP = "agent_step"
 ERROR = "error"
 
 ORDER = (

@@ -18,6 +18,10 @@ from knowledge.synthesis.citations import Citation, citation_for
 
 LABEL_NO_LLM = "Extracted from your documents (no language model configured):"
 LABEL_LLM_FAILED = "Extracted from your documents (the language model was unavailable):"
+LABEL_BUDGET = "Extracted from your documents (the answer's time or token budget was spent):"
+LABEL_UNSUPPORTED = (
+    "Extracted from your documents (the language model's answer made claims its sources do not support):"
+)
 MAX_SOURCES = 5
 MAX_SENTENCES = 4
 MIN_SENTENCES = 2

@@ -5,7 +5,11 @@
                    [--store NAME]
 
 --set overrides knowledge parameters for this run only (stored settings are
-untouched), e.g. --set hybrid=false or --set semanticWeight=0 (lexical only).
+untouched), e.g. --set hybrid=false or --set semanticWeight=0 (lexical only),
+or --set agentic.enabled=true to answer (--answers) with the agentic loop;
+with --answers the JSON also holds retry_rate, rewrite_rate, expansion_rate,
+hallucination_detection_rate, avg_retrieval_rounds, graded_relevant_ratio,
+llm_calls_per_answer and answer_latency_ms.
 --store NAME imports (replacing) the question file into EvalSet NAME and
 records the run with its metrics as an EvalRun (see the admin to compare runs).
 """
@@ -36,6 +40,19 @@ JSON_KEYS = (
     "embedding_coverage",
     "latency_ms",
     "by_kind",
+)
+
+
+PROCESS_KEYS = (
+    "agentic_answers",
+    "llm_calls_per_answer",
+    "avg_retrieval_rounds",
+    "expansion_rate",
+    "rewrite_rate",
+    "retry_rate",
+    "hallucination_detection_rate",
+    "graded_relevant_ratio",
+    "budget_exhausted_rate",
 )
 
 
@@ -106,7 +123,22 @@ class Command(BaseCommand):
         if options["answers"]:
             from knowledge.evaluation.answers import score_answers
 
-            score_answers(results, user=user, profile=profile, collection_ids=collection_ids)
+            answering = tqdm(
+                total=sum(1 for r in results if r.question.answerable),
+                desc="Answering",
+                unit="q",
+                file=self.stderr._out,
+                disable=options["json"] and not self.stderr.isatty(),
+            )
+            score_answers(
+                results,
+                user=user,
+                profile=profile,
+                collection_ids=collection_ids,
+                overrides=overrides,
+                on_answer=lambda _: answering.update(),
+            )
+            answering.close()
         return results
 
     def _print_table(self, summary: dict) -> None:
@@ -124,6 +156,10 @@ class Command(BaseCommand):
         )
         self.stdout.write(f"latency (ms): {latency}")
         self.stdout.write(f"embedding coverage: {summary['embedding_coverage']}")
+        if "retry_rate" in summary:
+            process = ", ".join(f"{key} {summary[key]}" for key in PROCESS_KEYS)
+            latency = summary["answer_latency_ms"]
+            self.stdout.write(f"answering: {process}; latency p50 {latency['p50']} / p95 {latency['p95']} ms")
 
 
 def _cell(value) -> str:

@@ -1,0 +1,254 @@
+"""Document summaries for the router (seed 002): type, summary, key topics, what to use it for.
+
+Made from a document's chunks once they are embedded, before anything is
+written. With an LLM configured, the LLM writes it from the document's title,
+headings and most central passages, and its reply is validated; without one,
+or when the reply is unusable, it is extracted: the title, the headings (or
+the most frequent terms) as topics, and the sentences closest to the
+document's centroid, quoted verbatim. A summary never fails a document.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePath
+
+import numpy as np
+from django.core.exceptions import ImproperlyConfigured
+
+from knowledge.ingestion.types import ChunkDraft
+
+logger = logging.getLogger(__name__)
+
+CENTRAL_CHUNKS = 5
+CANDIDATE_SENTENCES = 40
+SUMMARY_SENTENCES = 3
+SUMMARY_CHARS = 900
+MAX_TOPICS = 8
+LLM_EXCERPT_CHARS = 600
+LLM_HEADINGS = 40
+LLM_MAX_TOKENS = 400
+
+DOCUMENT_TYPES = {
+    ".pdf": "PDF document",
+    ".docx": "Word document",
+    ".pptx": "Slide deck",
+    ".xlsx": "Spreadsheet",
+    ".csv": "Spreadsheet (CSV)",
+    ".html": "Web page",
+    ".htm": "Web page",
+    ".md": "Markdown document",
+    ".markdown": "Markdown document",
+    ".txt": "Text document",
+    ".rst": "Text document",
+}
+OPENAPI_TYPE = "OpenAPI specification"
+# Headings that say nothing about what a document is about.
+BOILERPLATE_HEADINGS = frozenset(
+    (
+        "see also", "references", "external links", "notes", "further reading", "bibliography",
+        "contents", "table of contents", "other", "index", "acknowledgements", "acknowledgments",
+        "footnotes", "sources", "citations",
+    )
+)  # fmt: skip
+# Early text describes a document best (the lead of an article, a paper's abstract).
+POSITION_WEIGHT = 0.3
+MIN_SUMMARY_WORDS = 10
+# Reference lists, quotations and markup are central to nothing a reader wants.
+_NOT_SUMMARY = re.compile(r'^["“]|[>|]|https?:|\bArchived\b|\bRetrieved\b')
+URL_WORDS = frozenset(("http", "https", "www", "wiki", "wikipedia", "html"))
+
+SUMMARY_SYSTEM_PROMPT = (
+    "You describe a document for a router that decides which documents can answer a question. "
+    "Use only the excerpts given. Reply with JSON only, no prose: "
+    '{"document_type": "what kind of document it is, e.g. Rate Manual, API reference", '
+    '"summary": "two to four sentences on what it contains", '
+    '"key_topics": ["three to eight short topics"], '
+    '"use_for": "the questions it answers, e.g. pricing, rating calculations"}'
+)
+
+
+@dataclass
+class SummaryDraft:
+    document_type: str
+    summary: str
+    key_topics: list[str] = field(default_factory=list)
+    use_for: str = ""
+    method: str = "extractive"
+    model: str = ""
+    note: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def router_text(self) -> str:
+        return (
+            f"{self.document_type}. {self.summary} Key topics: {', '.join(self.key_topics)}. "
+            f"Use for: {self.use_for}"
+        )
+
+
+def summary_draft(
+    *, filename: str, title: str, drafts: Sequence[ChunkDraft], vectors: np.ndarray
+) -> SummaryDraft:
+    """The LLM's summary when an LLM is configured and answers usably, else the extracted one."""
+    from knowledge.synthesis.llm import LLMError, llm_config
+
+    extracted = extractive_summary(filename=filename, title=title, drafts=drafts, vectors=vectors)
+    try:
+        llm = llm_config()
+    except ImproperlyConfigured as exc:
+        extracted.note = f"LLM configuration refused ({exc}); extracted instead"
+        return extracted
+    if not llm.configured:
+        return extracted
+    try:
+        return llm_summary(
+            llm, filename=filename, title=title, drafts=drafts, vectors=vectors, fallback=extracted
+        )
+    except (LLMError, ValueError) as exc:
+        logger.warning("LLM summary of %s unusable, extracted instead: %s", filename, exc)
+        extracted.note = f"the LLM's summary was unusable ({exc}); extracted instead"
+        return extracted
+
+
+# -- extracted ------------------------------------------------------------------
+
+
+def extractive_summary(
+    *, filename: str, title: str, drafts: Sequence[ChunkDraft], vectors: np.ndarray
+) -> SummaryDraft:
+    topics = key_topics(drafts, title=title)
+    name = title or PurePath(filename).stem
+    sentences = central_sentences(drafts, vectors)
+    body = " ".join(sentences) if sentences else _opening(drafts[central_chunk_order(vectors)[0]].content)
+    summary = f"{name}. {body}" if not body.startswith(name) else body
+    return SummaryDraft(
+        document_type=document_type(filename, drafts),
+        summary=_cut(summary, SUMMARY_CHARS),
+        key_topics=topics,
+        use_for=f"Questions about {', '.join(topics[:5])}" if topics else f"Questions about {name}",
+    )
+
+
+def document_type(filename: str, drafts: Sequence[ChunkDraft]) -> str:
+    refs = (d.section.source_ref for d in drafts[:50])
+    if any(ref.startswith(("operation=", "component=")) for ref in refs):
+        return OPENAPI_TYPE
+    return DOCUMENT_TYPES.get(PurePath(filename).suffix.lower(), "Document")
+
+
+def key_topics(drafts: Sequence[ChunkDraft], *, title: str = "") -> list[str]:
+    """The headings that carry the most text (in document order), else the most frequent terms."""
+    weight: Counter[str] = Counter()
+    for draft in drafts:
+        section = draft.section
+        label = section.heading_path[-1] if section.heading_path else (section.sheet or "")
+        label = " ".join(label.split())
+        if label and label.lower() not in {title.lower(), *BOILERPLATE_HEADINGS}:
+            weight[label] += draft.token_count
+    if weight:
+        chosen = {label for label, _ in weight.most_common(MAX_TOPICS)}
+        return [label for label in weight if label in chosen]  # Counter keeps first-seen order
+    return frequent_terms(drafts)
+
+
+def frequent_terms(drafts: Sequence[ChunkDraft], limit: int = 6) -> list[str]:
+    """The most frequent words (one spelling per stem), for documents without headings."""
+    from knowledge.synthesis.extractive import _STOPWORDS, _WORD, _stem
+
+    counts: Counter[str] = Counter()
+    spelling: dict[str, str] = {}
+    for draft in drafts:
+        for word in _WORD.findall(plain_text(draft.content).lower()):
+            if len(word) > 3 and word not in _STOPWORDS | URL_WORDS and not word.isdigit():
+                stem = _stem(word)
+                counts[stem] += 1
+                spelling.setdefault(stem, word)
+    return [spelling[stem] for stem, _ in counts.most_common(limit)]
+
+
+def central_chunk_order(vectors: np.ndarray) -> np.ndarray:
+    """Chunk indexes, closest to the document's centroid first."""
+    centroid = vectors.mean(axis=0)
+    norm = np.linalg.norm(centroid)
+    if norm == 0:
+        return np.arange(len(vectors))
+    return np.argsort(-(vectors @ (centroid / norm)), kind="stable")
+
+
+def central_sentences(drafts: Sequence[ChunkDraft], vectors: np.ndarray) -> list[str]:
+    """The sentences of the most central chunks that are closest to the centroid, in document order."""
+    from knowledge.ingestion.embedding import embed_texts
+    from knowledge.synthesis.extractive import split_sentences
+
+    central = sorted({0, *central_chunk_order(vectors)[:CENTRAL_CHUNKS].tolist()})
+    candidates = [
+        (index, position, sentence)
+        for index in central
+        for position, sentence in enumerate(split_sentences(plain_text(drafts[index].content)))
+        if len(sentence.split()) >= MIN_SUMMARY_WORDS and not _NOT_SUMMARY.search(sentence)
+    ][:CANDIDATE_SENTENCES]
+    if not candidates:
+        return []
+    centroid = vectors.mean(axis=0)
+    sentence_vectors = embed_texts([sentence for _, _, sentence in candidates])
+    early = np.array([1.0 - index / len(drafts) for index, _, _ in candidates])
+    score = sentence_vectors @ centroid + POSITION_WEIGHT * early
+    best = np.argsort(-score, kind="stable")[:SUMMARY_SENTENCES]
+    chosen = sorted(candidates[i] for i in best.tolist())
+    return list(dict.fromkeys(sentence for _, _, sentence in chosen))
+
+
+# -- by the LLM -----------------------------------------------------------------
+
+
+def llm_summary(llm, *, filename, title, drafts, vectors, fallback: SummaryDraft) -> SummaryDraft:
+    """The LLM's summary; LLMError or ValueError when the call fails or the reply is unusable."""
+    from knowledge.synthesis.json_reply import json_object, text_field, text_list
+    from knowledge.synthesis.llm import complete
+
+    result = complete(
+        llm, summary_messages(filename, title, drafts, vectors, fallback), max_tokens=LLM_MAX_TOKENS
+    )
+    data = json_object(result.text)
+    return SummaryDraft(
+        document_type=text_field(data, "document_type", max_chars=200),
+        summary=text_field(data, "summary", max_chars=2000),
+        key_topics=text_list(data, "key_topics", max_items=12, max_chars=200),
+        use_for=text_field(data, "use_for", max_chars=1000),
+        method="llm",
+        model=result.model,
+        input_tokens=result.input_tokens,
+        output_tokens=result.output_tokens,
+    )
+
+
+def summary_messages(filename, title, drafts, vectors, fallback: SummaryDraft) -> list[dict]:
+    order = central_chunk_order(vectors)[:CENTRAL_CHUNKS].tolist()
+    excerpts = [drafts[0]] + [drafts[i] for i in sorted(order) if i != 0]
+    headings = list(dict.fromkeys(h for d in drafts for h in d.section.heading_path))[:LLM_HEADINGS]
+    text = "\n\n".join(f"[{d.section.source_ref}] {_cut(d.content, LLM_EXCERPT_CHARS)}" for d in excerpts)
+    user = (
+        f"File: {filename}\nTitle: {title or '(none)'}\nFormat: {fallback.document_type}\n"
+        f"Headings: {'; '.join(headings) or '(none)'}\n\nExcerpts:\n{text}"
+    )
+    return [{"role": "system", "content": SUMMARY_SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def plain_text(text: str) -> str:
+    """Markdown links and emphasis reduced to their words (a summary is read, not quoted)."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    return re.sub(r"(\*\*|__|\*|`)(\S(?:.*?\S)?)\1", r"\2", text)
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def _opening(text: str) -> str:
+    return _cut(text, 300)
