@@ -228,12 +228,15 @@ class AgenticRun:
         yield self._step("grade", started, StepResult(grades, grades.method, note), grades.as_detail(found))
         return grades.scores is None or len(self._kept) >= self.settings.min_relevant
 
-    def _rewrite(self, titles: list[str]):
+    def _rewrite(self, titles: list[str], *, after_check: bool = False):
+        """A new query; counted as a rewrite (seed 003's rewrite rate) only when grading asked for it."""
         started = time.perf_counter()
         result = rewrite(self.question, tried=self._tried, found=titles, ask=self._ask())
-        yield self._step("rewrite", started, result, detail={"query": result.value})
+        yield self._step(
+            "rewrite", started, result, detail={"query": result.value, "after_check": after_check}
+        )
         if result.value is not None:
-            self.trace.rewrites += 1
+            self.trace.rewrites += 0 if after_check else 1
             self._tried.append(result.value)
         return result.value
 
@@ -273,6 +276,9 @@ class AgenticRun:
         llm, label = self.llm, None
         if llm is not None:
             llm, label = self._generation_llm(llm)
+            if llm is None:
+                note = self.trace.budget_exhausted
+                yield self._step("budget", started, StepResult(None, "limit", note), {}, status="exhausted")
         deltas = not self.settings.hallucination_check
         self.answer = yield from self.generate(self.context, llm, deltas=deltas, label=label)
         self._unsupported = []
@@ -321,7 +327,7 @@ class AgenticRun:
         result = StepResult(None, "loop", note="the answer makes claims its sources do not support")
         yield self._step("retry", started, result, detail={"unsupported": self._unsupported})
         titles = [s.chunk.document.display_title for s in self.context.sources]
-        return (yield from self._rewrite(titles))
+        return (yield from self._rewrite(titles, after_check=True))
 
     def _keep_supported(self):
         """The retries are spent and claims are still unsupported: drop them, or extract."""

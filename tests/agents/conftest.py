@@ -24,7 +24,9 @@ def kb(django_db_setup, django_db_blocker):
         documents = {}
         for relative in FILES:
             path = CORPUS / relative
-            document = document_upload(collection=collection, filename=path.name, data=path.read_bytes()).document
+            document = document_upload(
+                collection=collection, filename=path.name, data=path.read_bytes()
+            ).document
             document.refresh_from_db()
             assert document.status == Document.Status.READY, document.error
             documents[path.name] = document

@@ -127,7 +127,9 @@ class AgentModel:
         return reply_json({"scores": list(range(count, 0, -1))})
 
     def _check(self, request):
-        return reply_json({"claims": [{"claim": "Flag Day is on February 15", "supported": True, "sources": [1]}]})
+        return reply_json(
+            {"claims": [{"claim": "Flag Day is on February 15", "supported": True, "sources": [1]}]}
+        )
 
     def _synthesis(self, request):
         return Reply(text=ANSWER)

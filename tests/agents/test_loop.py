@@ -27,7 +27,8 @@ def ask(kb, question=MULTI_HOP, **overrides):
 def names(turn) -> list[str]:
     """Event names, agent steps as ``agent_step:<step>``."""
     return [
-        f"{e['event']}:{e['data']['step']}" if e["event"] == ev.AGENT_STEP else e["event"] for e in turn.events
+        f"{e['event']}:{e['data']['step']}" if e["event"] == ev.AGENT_STEP else e["event"]
+        for e in turn.events
     ]
 
 
@@ -243,7 +244,17 @@ def test_a_profile_selects_the_loop_and_the_api_streams_its_steps(kb, model, llm
     )
     events = stream({"question": MULTI_HOP, "profile": profile.pk})
     agent_steps = [e.data["step"] for e in events if e.name == ev.AGENT_STEP]
-    assert agent_steps == ["classify", "expand", "route", "plan", "retrieve", "grade", "rerank", "generate", "check"]
+    assert agent_steps == [
+        "classify",
+        "expand",
+        "route",
+        "plan",
+        "retrieve",
+        "grade",
+        "rerank",
+        "generate",
+        "check",
+    ]
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert events[-1].name == ev.EXECUTION_COMPLETE
 
