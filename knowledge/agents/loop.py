@@ -82,6 +82,7 @@ class AgenticRun:
         self.overrides = overrides
         self.config = resolved_config(profile, overrides)
         self.settings = AgenticSettings.from_config(self.config)
+        self.collection_ids = collection_ids
         self.scope_ids, self.rerank_ids = search_collections(profile, collection_ids)
         self.llm = llm if llm is not None and llm.configured else None
         self.budget = Budget(self.settings.time_budget_seconds, self.settings.token_budget)
@@ -388,7 +389,7 @@ class AgenticRun:
             user=self.user,
             question=query,
             profile=self.profile,
-            collection_ids=self.scope_ids if self.profile is None else None,
+            collection_ids=self.collection_ids,
             overrides=self.overrides,
             document_ids=document_ids,
         )

@@ -25,3 +25,16 @@ def resolve_target(*, profile: str | None, collection: str | None, username: str
         return found, None, user or found.owner or operator_user()
     found = collection_find(collection, owner=user, any_owner=True)
     return None, [found.pk], user or found.owner or operator_user()
+
+
+def parse_settings(items: list[str]) -> dict:
+    """``--set KEY=VALUE`` options as validated parameter overrides (ConfigError or KnowledgeError)."""
+    from knowledge.config import validate_overrides
+
+    raw = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise KnowledgeError(f"--set expects KEY=VALUE, got {item!r}")
+        raw[key.strip()] = value
+    return validate_overrides(raw)

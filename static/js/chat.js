@@ -15,6 +15,38 @@
     execution_complete: "",
   };
 
+  // The agentic loop's steps (profiles with agentic.enabled), as the user sees them.
+  const AGENT_STATUS = {
+    classify: "Understanding the question…",
+    expand: "Expanding search terms…",
+    route: "Choosing documents…",
+    plan: "Planning the searches…",
+    retrieve: "Searching…",
+    grade: "Evaluating relevance…",
+    rewrite: "Rewriting the search…",
+    rerank: "Ordering sources…",
+    generate: "Writing the answer…",
+    check: "Verifying the answer against its sources…",
+    retry: "Some claims were not supported; searching again…",
+    budget: "Out of time or tokens; answering with what was found…",
+  };
+
+  function describeStep(step) {
+    const d = step.detail || {};
+    let text = step.step + " (" + step.method + ")";
+    if (step.step === "classify") text += ": " + d.kind;
+    if (step.step === "route") text += ": " + (d.document_ids || []).length + " documents";
+    if (step.step === "plan") text += ": " + (d.steps || []).length + " steps";
+    if (step.step === "retrieve") text += ": " + d.chunks + " passages";
+    if (step.step === "grade" && d.graded) text += ": " + d.passed + " of " + d.graded + " relevant";
+    if (step.step === "rewrite" && d.query) text += ": " + d.query;
+    if (step.step === "check" && d.grounded !== undefined) {
+      text += d.grounded === null ? ": not checked" : d.grounded ? ": grounded" : ": unsupported claims";
+    }
+    if (step.note) text += " · " + step.note;
+    return text + " · " + Math.round(step.duration_ms) + " ms";
+  }
+
   function el(tag, cls, text) {
     const node = document.createElement(tag);
     if (cls) node.className = cls;
@@ -90,6 +122,9 @@
           } else if (name === "answer_delta") {
             streamed += payload.text;
             answer.textContent = streamed;
+          } else if (name === "agent_step") {
+            statusLine.textContent = AGENT_STATUS[payload.step] || statusLine.textContent;
+            log.appendChild(el("li", payload.status === "exhausted" ? "error" : null, describeStep(payload)));
           } else if (name === "llm_error") {
             log.appendChild(el("li", "error", "Language model failed (" + payload.error + "); answering from the documents instead."));
           } else if (name === "token_update") {

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from knowledge.ingestion.summary import SUMMARY_SYSTEM_PROMPT
 from tests.conftest import CORPUS, REPO_ROOT
 from tests.synthesis.openai_server import Reply
 
@@ -62,13 +63,16 @@ def sign_up(page, base: str, username: str) -> None:
 
 
 def test_upload_ask_and_follow_a_citation_to_the_pdf_page(browser, live_server, llm_env):
-    # A real OpenAI-compatible server on 127.0.0.1 streams the answer word by word.
-    llm_env.script(
-        Reply(
-            text="AutoScholarQuery's training set holds 33,511 query-paper pairs [Source 1].",
-            chunk_delay=0.05,
-        )
+    # A real OpenAI-compatible server on 127.0.0.1 summarises the PDF when it is processed,
+    # then streams the answer word by word.
+    answer = Reply(
+        text="AutoScholarQuery's training set holds 33,511 query-paper pairs [Source 1].", chunk_delay=0.05
     )
+    summary = Reply(
+        text='{"document_type": "Research paper", "summary": "PaSa, an LLM agent for academic paper '
+        'search.", "key_topics": ["paper search", "AutoScholarQuery"], "use_for": "questions about PaSa"}'
+    )
+    llm_env.responder = lambda request: summary if request.system == SUMMARY_SYSTEM_PROMPT else answer
     base = live_server.url
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     sign_up(page, base, "alice")
@@ -113,8 +117,10 @@ def test_upload_ask_and_follow_a_citation_to_the_pdf_page(browser, live_server, 
     page.wait_for_url(re.compile(r".*/documents/\d+/view/.*"))
     frame_src = page.get_attribute("iframe#pdf", "src")
     assert frame_src.endswith(f"#page={cited_page}")
-    assert page.inner_text("h2") == f"Page {cited_page}"
+    assert page.inner_text(".passage h2") == f"Page {cited_page}"
     assert page.query_selector(".chunk.cited") is not None
+    assert "PaSa, an LLM agent for academic paper search." in page.inner_text("#summary")
+    assert "Summary written by test-model" in page.inner_text("#summary")
     page.screenshot(path=str(ARTIFACTS / "citation-pdf-page.png"), full_page=True)
 
     page.goto(f"{base}/marketplace/")

@@ -1,13 +1,15 @@
 """Ask a profile or a collection a question, as a given user, and print the cited answer.
 
     knowledge_ask (--profile NAME | --collection NAME) [--user USERNAME]
-                  [--session ID] [--json] QUESTION
+                  [--session ID] [--json] [--set KEY=VALUE ...] QUESTION
 
 A collection alone is searched with the global settings. --session continues
 a conversation (follow-ups are resolved from its history). Without --json the
 answer is printed as it is written; with --json one object is printed:
 answer, mode, citations, dropped_citations, tokens, events, session (and turn,
-resolved_question, model, error, durations_ms).
+resolved_question, model, error, durations_ms). --set overrides knowledge
+parameters for this question only, e.g. --set agentic.enabled=true (the
+agentic loop's steps are printed as they run).
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from knowledge.chat import chat_ask, turn_summary
+from knowledge.config import ConfigError
 from knowledge.errors import KnowledgeError
-from knowledge.management.targets import resolve_target
+from knowledge.management.targets import parse_settings, resolve_target
 from knowledge.synthesis import events as ev
 
 
@@ -32,10 +35,12 @@ class Command(BaseCommand):
         parser.add_argument("--user", metavar="USERNAME", help="Ask as this user (default: the owner).")
         parser.add_argument("--session", metavar="ID", help="Continue this chat session.")
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
+        parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
         parser.add_argument("question")
 
     def handle(self, *args, **options):
         try:
+            overrides = parse_settings(options["set"])
             profile, collection_ids, user = resolve_target(
                 profile=options["profile"], collection=options["collection"], username=options["user"]
             )
@@ -46,8 +51,9 @@ class Command(BaseCommand):
                 collection_ids=collection_ids,
                 session=options["session"],
                 on_event=None if options["json"] else self._show_progress,
+                overrides=overrides,
             )
-        except KnowledgeError as exc:
+        except (KnowledgeError, ConfigError) as exc:
             raise CommandError(str(exc)) from exc
         if options["json"]:
             self.stdout.write(json.dumps(turn_summary(turn), ensure_ascii=False))
@@ -58,6 +64,10 @@ class Command(BaseCommand):
         # The LLM's text as it arrives; the final, citation-checked answer is printed after.
         if event.name == ev.ANSWER_DELTA:
             self.stderr.write(event.data["text"], ending="")
+        elif event.name == ev.AGENT_STEP:
+            step = event.data
+            note = f" - {step['note']}" if step["note"] else ""
+            self.stderr.write(f"[{step['step']} ({step['method']}) {step['duration_ms']:.0f} ms{note}]")
         elif event.name == ev.LLM_ERROR:
             self.stderr.write(f"\n[language model failed: {event.data['error']}; extracting instead]")
         elif event.name == ev.FINAL_ANSWER and event.data["mode"] == "llm":

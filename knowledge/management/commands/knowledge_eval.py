@@ -22,11 +22,11 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from knowledge.config import ConfigError, validate_overrides
+from knowledge.config import ConfigError
 from knowledge.errors import KnowledgeError
 from knowledge.evaluation.questions import load_questions
 from knowledge.evaluation.runner import RECALL_CUTS, run_retrieval, summarise
-from knowledge.management.targets import resolve_target
+from knowledge.management.targets import parse_settings, resolve_target
 
 JSON_KEYS = (
     "questions",
@@ -73,7 +73,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            overrides = _overrides(options["set"])
+            overrides = parse_settings(options["set"])
             loaded = self._questions(Path(options["questions"]))
             profile, collection_ids, user = resolve_target(
                 profile=options["profile"], collection=options["collection"], username=options["user"]
@@ -182,13 +182,3 @@ def _store(options, summary, profile, collection_ids, user, overrides):
         with_answers=options["answers"],
         created_by=user,
     )
-
-
-def _overrides(items: list[str]) -> dict:
-    raw = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise KnowledgeError(f"--set expects KEY=VALUE, got {item!r}")
-        raw[key.strip()] = value
-    return validate_overrides(raw)
