@@ -176,3 +176,21 @@ def test_without_an_llm_the_loop_falls_back_and_answers_by_extraction(kb, no_llm
     assert all(e["data"]["llm_calls"] == 0 for e in turn.events if e["event"] == ev.AGENT_STEP)
     assert turn.mode == "extractive" and turn.cited_sources
     assert {c["document"] for c in turn.cited_sources} <= {"flag_day.html", "gravity_hill.md"}
+
+
+def test_knowledge_ask_runs_the_loop_with_set(kb, no_llm):
+    import io
+    import json
+
+    from django.core.management import CommandError, call_command
+
+    out, err = io.StringIO(), io.StringIO()
+    target = ["--collection", kb.collection.name, "--user", kb.user.username]
+    call_command("knowledge_ask", *target, "--set", "agentic.enabled=true", GRAVITY, stdout=out, stderr=err)
+    assert "[classify (rules)" in err.getvalue() and "[check (verbatim)" in err.getvalue()
+    assert "mode: extractive" in out.getvalue()
+    out = io.StringIO()
+    call_command("knowledge_ask", *target, "--json", GRAVITY, stdout=out)
+    assert "agent_step" not in json.loads(out.getvalue())["events"]
+    with pytest.raises(CommandError, match="agentic.enabled must be true or false"):
+        call_command("knowledge_ask", *target, "--set", "agentic.enabled=maybe", GRAVITY)
