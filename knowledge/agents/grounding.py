@@ -56,10 +56,17 @@ class Check:
         }
 
 
-def check(answer_text: str, sources: list, *, extracted: bool, strict: bool, ask) -> Check:
-    """``sources``: the context's RetrievedChunks in [Source N] order; ``ask`` None without an LLM."""
+def check(answer_text: str, sources: list, *, extracted: bool, strict: bool, ask, cited: int) -> Check:
+    """``sources``: the context's RetrievedChunks in [Source N] order; ``ask`` None without an LLM.
+
+    ``cited`` is how many valid [Source N] markers the answer has: an LLM answer
+    that cites nothing is unsupported as a whole, with no call needed.
+    """
     if extracted:
         return check_quotes(answer_text, sources)
+    if cited == 0:
+        claim = {"claim": " ".join(answer_text.split())[:500], "supported": False, "sources": []}
+        return Check(False, "citations", [claim], note="the answer cites none of its sources")
     if ask is None:
         return Check(None, "skipped", note="no LLM configured")
     try:

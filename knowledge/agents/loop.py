@@ -314,6 +314,7 @@ class AgenticRun:
             extracted=extracted,
             strict=self.settings.strict_check,
             ask=self._ask(),
+            cited=len(self.answer.citations),
         )
         if result.grounded is False:
             self.trace.flagged = True

@@ -19,7 +19,16 @@ from knowledge.evaluation.questions import load_questions, parse_question
 from knowledge.models import EvalQuestion, EvalRun, EvalSet
 
 CHART_METRICS = ("recall@1", "recall@3", "recall@5", "recall@10", "mrr", "ndcg@10")
-OPTIONAL_CHART_METRICS = ("abstention_accuracy", "composite")
+# Shown when a compared run has them: answer quality, and how the agentic loop worked (all 0-1).
+OPTIONAL_CHART_METRICS = (
+    "abstention_accuracy",
+    "citation_hit_rate",
+    "composite",
+    "rewrite_rate",
+    "retry_rate",
+    "hallucination_detection_rate",
+    "graded_relevant_ratio",
+)
 
 
 def eval_set_import(*, name: str, path: Path) -> tuple[EvalSet, list[tuple[int, str]]]:

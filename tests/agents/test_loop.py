@@ -264,3 +264,13 @@ def _passages(request):
 
     text = next(m["content"] for m in request.messages if m["role"] == "user").split("Passages:", 1)[1]
     return re.findall(r"^\[(\d+)\] ", text, re.MULTILINE)
+
+
+def test_an_answer_citing_nothing_is_unsupported_without_asking(kb, model, llm_env):
+    model.script("synthesis", Reply(text="Gravity hills are caused by magnets under the road."))
+    turn = ask(kb, **{"agentic.maxRetries": 0})
+    check = steps(turn, "check")[0]
+    assert (check["method"], check["detail"]["grounded"], check["llm_calls"]) == ("citations", False, 0)
+    assert "check" not in model.steps
+    assert turn.mode == "extractive" and "magnets" not in turn.answer and turn.cited_sources
+    assert trace(turn)["flagged"] is True
