@@ -22,17 +22,19 @@ def kb(django_db_setup, django_db_blocker):
         owner = get_user_model().objects.create_user("agent-owner", password="pw-agent-owner")
         collection = collection_create(name="agent corpus", owner=owner)
         documents = {}
-        for relative in FILES:
-            path = CORPUS / relative
-            document = document_upload(
-                collection=collection, filename=path.name, data=path.read_bytes()
-            ).document
-            document.refresh_from_db()
-            assert document.status == Document.Status.READY, document.error
-            documents[path.name] = document
-        yield SimpleNamespace(user=owner, collection=collection, documents=documents)
-        ChatSession.objects.filter(user=owner).delete()
-        for document in documents.values():
-            document_delete(document=document)
-        collection.delete()
-        owner.delete()
+        try:
+            for relative in FILES:
+                path = CORPUS / relative
+                uploaded = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+                document = uploaded.document
+                document.refresh_from_db()
+                assert document.status == Document.Status.READY, document.error
+                documents[path.name] = document
+            yield SimpleNamespace(user=owner, collection=collection, documents=documents)
+        finally:
+            # Also when ingestion failed: the next module makes the same user and collection.
+            ChatSession.objects.filter(user=owner).delete()
+            for document in documents.values():
+                document_delete(document=document)
+            collection.delete()
+            owner.delete()
