@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from knowledge.retrieval.rerank import parse_scores
+from knowledge.retrieval.rerank import count_instruction, parse_scores
 from knowledge.synthesis.llm import LLMError
 
 PASSAGE_CHARS = 600
@@ -54,7 +54,10 @@ def grade(question: str, items: list, *, threshold: float, ask) -> Grades:
     )
     messages = [
         {"role": "system", "content": GRADE_PROMPT},
-        {"role": "user", "content": f"Question: {question}\n\nPassages:\n{passages}"},
+        {
+            "role": "user",
+            "content": f"Question: {question}\n\n{count_instruction(len(items))}Passages:\n{passages}",
+        },
     ]
     try:
         reply = ask("grade", messages, max_tokens=20 + 6 * len(items))

@@ -59,8 +59,16 @@ def _messages(question: str, items: list) -> list[dict]:
     )
     return [
         {"role": "system", "content": _PROMPT},
-        {"role": "user", "content": f"Question: {question}\n\nPassages:\n{passages}"},
+        {
+            "role": "user",
+            "content": f"Question: {question}\n\n{count_instruction(len(items))}Passages:\n{passages}",
+        },
     ]
+
+
+def count_instruction(count: int) -> str:
+    # Small models otherwise answer with one score for the lot.
+    return f"There are {count} passages: reply with exactly {count} scores, one per passage, in order.\n\n"
 
 
 def parse_scores(text: str, *, expected: int) -> list[float]:
