@@ -175,8 +175,8 @@ class AgenticRun:
         started = time.perf_counter()
         ranked, searches = [], []
         for step in step_plan.steps if step_plan else []:
-            context, fallback = self._step_context(step)
-            ranked.append(context.primary_chunks)
+            chunks, fallback = self._step_chunks(step)
+            ranked.append(chunks)
             searches.append({"query": step.query, "step": step.number, "restriction": fallback})
         queries = ([] if step_plan else [query]) + list(variants)
         for text in queries:
@@ -188,19 +188,36 @@ class AgenticRun:
         yield self._step("retrieve", started, StepResult(found, "hybrid"), detail)
         return found
 
-    def _step_context(self, step: PlanStep) -> tuple[KnowledgeContext, str]:
+    def _step_chunks(self, step: PlanStep) -> tuple[list, str]:
         """The step's search inside its documents; then documents of a similar name; then everything."""
         targets = step.target_document_ids
         if targets:
-            context = self._search(step.query, targets)
-            if context.primary_chunks:
-                return context, "documents"
+            chunks = self._search_each(step.query, targets)
+            if chunks:
+                return chunks, "documents"
             similar = self._similar_names(targets)
             if similar:
-                context = self._search(step.query, similar)
-                if context.primary_chunks:
-                    return context, "similar_names"
-        return self._search(step.query), "whole_scope" if targets else "none"
+                chunks = self._search(step.query, similar).primary_chunks
+                if chunks:
+                    return chunks, "similar_names"
+        return self._search(step.query).primary_chunks, "whole_scope" if targets else "none"
+
+    def _search_each(self, query: str, document_ids: list[int]) -> list:
+        """One search per target document, interleaved by rank: each contributes its best passages.
+
+        One search over all of them would let the document that matches the
+        question's wording best fill every place, which is what multi-hop
+        questions suffer from.
+        """
+        if len(document_ids) == 1:
+            return self._search(query, document_ids).primary_chunks
+        per_document = [self._search(query, [document_id]).primary_chunks for document_id in document_ids]
+        return [
+            chunks[rank]
+            for rank in range(max(map(len, per_document)))
+            for chunks in per_document
+            if rank < len(chunks)
+        ]
 
     def _similar_names(self, targets: list[int]) -> list[int]:
         """Readable documents whose core file name matches a target's (seed 002's partial match)."""
