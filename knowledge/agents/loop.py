@@ -42,6 +42,7 @@ from knowledge.retrieval.service import (
 )
 from knowledge.synthesis import events as ev
 from knowledge.synthesis.citations import resolve_citations
+from knowledge.synthesis.extractive import LABEL_BUDGET, LABEL_UNSUPPORTED
 from knowledge.synthesis.prompts import prompt_equivalent_tokens
 
 
@@ -94,7 +95,7 @@ class AgenticRun:
         self._tried = [question]
         self._round = 0
         self._calls_reported = 0
-        self._announced = False
+        self._announced: KnowledgeContext | None = None  # the context knowledge_retrieval_complete showed
         self._unsupported: list[str] = []
 
     # -- the loop -------------------------------------------------------------------
@@ -307,8 +308,6 @@ class AgenticRun:
 
     def _generation_llm(self, llm):
         """The LLM for the answer within the budget, or None (extract) with the reason."""
-        from knowledge.synthesis.extractive import LABEL_BUDGET
-
         needed = (
             prompt_equivalent_tokens(
                 config=self.config, context_text=self.context.context_text, question=self.question
@@ -351,7 +350,8 @@ class AgenticRun:
     def _keep_supported(self):
         """The retries are spent and claims are still unsupported: drop them, or extract."""
         started = time.perf_counter()
-        pruned = supported_only(self.answer.text, self._unsupported) if self.answer.mode == "llm" else None
+        llm_answer = self.answer.mode == ChatTurn.Mode.LLM
+        pruned = supported_only(self.answer.text, self._unsupported) if llm_answer else None
         if pruned is not None:
             text, removed = pruned
             plural = "s" if removed != 1 else ""
@@ -362,20 +362,15 @@ class AgenticRun:
                 text=cited.text,
                 citations=cited.citations,
                 label="supported_only",
-                output_tokens=self.answer.output_tokens,
             )
             method = "supported_only"
         else:
-            from knowledge.synthesis.extractive import LABEL_UNSUPPORTED
-
             self.answer = yield from self.generate(self.context, None, deltas=False, label=LABEL_UNSUPPORTED)
             method = "extractive"
         self._unsupported = []
         yield self._step("generate", started, StepResult(self.answer, method), detail={"after": "check"})
 
     def _out_of_budget(self, reason: str):
-        from knowledge.synthesis.extractive import LABEL_BUDGET
-
         self.trace.budget_exhausted = reason
         yield self._step(
             "budget", time.perf_counter(), StepResult(None, "limit", reason), {}, status="exhausted"
@@ -386,7 +381,7 @@ class AgenticRun:
             yield self._step(
                 "retrieve", started, StepResult(None, "hybrid"), {"chunks": len(self.context.primary_chunks)}
             )
-        if not self._announced:
+        if self._announced is not self.context:
             yield from self._announce()
         if self.answer is None or self._unsupported:
             self.answer = yield from self.generate(self.context, None, deltas=False, label=LABEL_BUDGET)
@@ -395,7 +390,7 @@ class AgenticRun:
     # -- helpers ------------------------------------------------------------------
 
     def _announce(self):
-        self._announced = True
+        self._announced = self.context
         yield self.on_context(self.context)
 
     def _ask(self):
