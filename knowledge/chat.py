@@ -280,7 +280,12 @@ class ChatStream:
         )
 
     def _extractive(self, context: KnowledgeContext, resolution: Resolution, label: str) -> Answer:
-        extracted = extractive_answer(question=resolution.question, sources=context.sources, label=label)
+        extracted = extractive_answer(
+            question=resolution.question,
+            sources=context.sources,
+            label=label,
+            cover_documents=context.cover_documents,
+        )
         return Answer(
             text=extracted.text,
             mode=ChatTurn.Mode.EXTRACTIVE,

@@ -413,9 +413,11 @@ class AgenticRun:
         return search_scope(user=self.user, collection_ids=self.scope_ids)
 
     def _context_of(self, chunks: list) -> KnowledgeContext:
-        return context_from_chunks(
+        context = context_from_chunks(
             question=self.question, config=self.config, scope=self._scope(), ranked=[chunks]
         )
+        context.cover_documents = self.trace.kind == MULTI_HOP
+        return context
 
     def _step(self, name: str, started: float, result: StepResult, detail: dict, *, status: str = "done"):
         calls = self.budget.calls[self._calls_reported :]

@@ -65,6 +65,8 @@ class KnowledgeContext:
     stats: dict = field(default_factory=dict)
     config: dict = field(default_factory=dict)
     scope: Scope | None = None  # what was searched, for follow-up lookups such as evaluation
+    # A multi-hop question (agentic loop): an extracted answer quotes every source document.
+    cover_documents: bool = False
 
     @property
     def context_text(self) -> str:

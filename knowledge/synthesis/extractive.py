@@ -61,15 +61,22 @@ class ExtractiveAnswer:
     sentences: list[Sentence]
 
 
-def extractive_answer(*, question: str, sources: list, label: str = LABEL_NO_LLM) -> ExtractiveAnswer:
-    """Quote the sentences of ``sources`` (RetrievedChunks in [Source N] order) that best answer."""
+def extractive_answer(
+    *, question: str, sources: list, label: str = LABEL_NO_LLM, cover_documents: bool = False
+) -> ExtractiveAnswer:
+    """Quote the sentences of ``sources`` (RetrievedChunks in [Source N] order) that best answer.
+
+    ``cover_documents`` (multi-hop questions) first takes the best sentence of
+    each source document, so every part of the question found is quoted.
+    """
     top = [s for s in sources if s.source_number][:MAX_SOURCES]
     candidates = [
         Sentence(text, s.source_number, position, rank)
         for rank, s in enumerate(top)
         for position, text in enumerate(split_sentences(s.chunk.content))
     ]
-    chosen = _choose(question, candidates) if candidates else []
+    documents = {s.source_number: s.chunk.document_id for s in top} if cover_documents else None
+    chosen = _choose(question, candidates, documents) if candidates else []
     if not chosen:
         # Nothing sentence-shaped (a table, a list of names): quote each source's opening.
         chosen = [Sentence(_opening(s.chunk.content), s.source_number, 0, r) for r, s in enumerate(top[:2])]
@@ -121,22 +128,31 @@ def _is_quotable(sentence: str) -> bool:
     return letters >= 0.5 * len(sentence)
 
 
-def _choose(question: str, candidates: list[Sentence]) -> list[Sentence]:
+def _choose(question: str, candidates: list[Sentence], documents: dict | None = None) -> list[Sentence]:
+    """The best sentences; with ``documents`` (source number -> document), each document's best first."""
     scores = _scores(question, candidates)
     order = np.argsort(-scores, kind="stable")
     best = float(scores[order[0]])
     chosen, seen = [], set()
+    if documents:
+        covered = set()
+        for index in order:
+            document = documents[candidates[index].source_number]
+            if document not in covered and len(chosen) < MAX_SENTENCES:
+                covered.add(document)
+                chosen.append(candidates[index])
+                seen.add(candidates[index].text.lower())
     for index in order:
         sentence = candidates[index]
         key = sentence.text.lower()
+        if len(chosen) >= MAX_SENTENCES:
+            break
         if key in seen:
             continue
         if len(chosen) >= MIN_SENTENCES and float(scores[index]) < best - KEEP_WITHIN:
             break
         chosen.append(sentence)
         seen.add(key)
-        if len(chosen) == MAX_SENTENCES:
-            break
     return chosen
 
 
