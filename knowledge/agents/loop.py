@@ -33,9 +33,11 @@ from knowledge.agents.settings import AgenticSettings
 from knowledge.ingestion.embedding import embed_query
 from knowledge.models import ChatTurn, Document, DocumentSummary
 from knowledge.retrieval.rerank import rerank
+from knowledge.retrieval.scope import search_scope
 from knowledge.retrieval.service import (
     KnowledgeContext,
     context_from_chunks,
+    interleave,
     resolved_config,
     retrieve,
     search_collections,
@@ -85,6 +87,7 @@ class AgenticRun:
         self.settings = AgenticSettings.from_config(self.config)
         self.collection_ids = collection_ids
         self.scope_ids, self.rerank_ids = search_collections(profile, collection_ids)
+        self.scope = search_scope(user=user, collection_ids=self.scope_ids)  # for references and contexts
         self.llm = llm if llm is not None and llm.configured else None
         self.budget = Budget(self.settings.time_budget_seconds, self.settings.token_budget)
         self.emit, self.on_context, self.generate = emit, on_context, generate
@@ -183,8 +186,7 @@ class AgenticRun:
         for text in queries:
             ranked.append(self._search(text).primary_chunks)
             searches.append({"query": text, "restriction": "none"})
-        merged = context_from_chunks(question=query, config=self.config, scope=self._scope(), ranked=ranked)
-        found = merged.primary_chunks
+        found = interleave(ranked)
         detail = {"searches": searches, "chunks": len(found)}
         yield self._step("retrieve", started, StepResult(found, "hybrid"), detail)
         return found
@@ -212,13 +214,7 @@ class AgenticRun:
         """
         if len(document_ids) == 1:
             return self._search(query, document_ids).primary_chunks
-        per_document = [self._search(query, [document_id]).primary_chunks for document_id in document_ids]
-        return [
-            chunks[rank]
-            for rank in range(max(map(len, per_document)))
-            for chunks in per_document
-            if rank < len(chunks)
-        ]
+        return interleave([self._search(query, [document_id]).primary_chunks for document_id in document_ids])
 
     def _similar_names(self, targets: list[int]) -> list[int]:
         """Readable documents whose core file name matches a target's (seed 002's partial match)."""
@@ -242,7 +238,6 @@ class AgenticRun:
         if grades.scores is not None:
             self.trace.graded += len(found)
             self.trace.passed += len(passed)
-        self.context = self._context_of(list(self._kept.values()))
         note = grades.note or ("" if self.settings.grading else "grading is off")
         yield self._step("grade", started, StepResult(grades, grades.method, note), grades.as_detail(found))
         return grades.scores is None or len(self._kept) >= self.settings.min_relevant
@@ -375,6 +370,8 @@ class AgenticRun:
         yield self._step(
             "budget", time.perf_counter(), StepResult(None, "limit", reason), {}, status="exhausted"
         )
+        if self.context is None and self._kept:
+            self.context = self._context_of(list(self._kept.values()))  # stopped before reranking
         if self.context is None:
             started = time.perf_counter()
             self.context = self._search(self.question)
@@ -407,14 +404,9 @@ class AgenticRun:
             document_ids=document_ids,
         )
 
-    def _scope(self):
-        from knowledge.retrieval.scope import search_scope
-
-        return search_scope(user=self.user, collection_ids=self.scope_ids)
-
     def _context_of(self, chunks: list) -> KnowledgeContext:
         context = context_from_chunks(
-            question=self.question, config=self.config, scope=self._scope(), ranked=[chunks]
+            question=self.question, config=self.config, scope=self.scope, ranked=[chunks]
         )
         context.cover_documents = self.trace.kind == MULTI_HOP
         return context

@@ -85,10 +85,9 @@ class SummaryDraft:
     output_tokens: int = 0
 
     def router_text(self) -> str:
-        return (
-            f"{self.document_type}. {self.summary} Key topics: {', '.join(self.key_topics)}. "
-            f"Use for: {self.use_for}"
-        )
+        from knowledge.models.documents import summary_router_text
+
+        return summary_router_text(self.document_type, self.summary, self.key_topics, self.use_for)
 
 
 def summary_draft(

@@ -185,6 +185,9 @@ class DocumentSummary(models.Model):
         }
 
     def router_text(self) -> str:
-        """The text the router embeds and shows the LLM."""
-        topics = ", ".join(self.key_topics)
-        return f"{self.document_type}. {self.summary} Key topics: {topics}. Use for: {self.use_for}"
+        return summary_router_text(self.document_type, self.summary, self.key_topics, self.use_for)
+
+
+def summary_router_text(document_type: str, summary: str, key_topics, use_for: str) -> str:
+    """The text of a summary the router embeds (at ingestion) and shows the LLM (when routing)."""
+    return f"{document_type}. {summary} Key topics: {', '.join(key_topics)}. Use for: {use_for}"

@@ -272,12 +272,9 @@ def context_from_chunks(
     chunks first; a chunk found twice counts once. References follow the
     primary chunks; the token budget decides what fits, as for one search.
     """
-    primary: dict[int, RetrievedChunk] = {}
-    for rank in range(max((len(chunks) for chunks in ranked), default=0)):
-        for chunks in ranked:
-            if rank < len(chunks) and chunks[rank].chunk.pk not in primary:
-                chunks[rank].role, chunks[rank].source_number = "primary", None
-                primary[chunks[rank].chunk.pk] = chunks[rank]
+    primary = {item.chunk.pk: item for item in interleave(ranked)}
+    for item in primary.values():
+        item.role, item.source_number = "primary", None
     context = KnowledgeContext(question=question, config=config, scope=scope, timings_ms=timings_ms or {})
     context.primary_chunks = list(primary.values())
     with_references = (
@@ -289,6 +286,16 @@ def context_from_chunks(
         ]
     _assemble(context, max_tokens=config["maxTokens"])
     return context
+
+
+def interleave(ranked: list[list[RetrievedChunk]]) -> list[RetrievedChunk]:
+    """The lists' items by rank (every list's first, then every second ...), each chunk once."""
+    seen: dict[int, RetrievedChunk] = {}
+    for rank in range(max((len(chunks) for chunks in ranked), default=0)):
+        for chunks in ranked:
+            if rank < len(chunks):
+                seen.setdefault(chunks[rank].chunk.pk, chunks[rank])
+    return list(seen.values())
 
 
 def _assemble(context: KnowledgeContext, *, max_tokens: int) -> None:

@@ -53,6 +53,11 @@ def user_text(request) -> str:
     return next((m["content"] for m in request.messages if m["role"] == "user"), "")
 
 
+def passage_count(request) -> int:
+    """How many numbered passages a grading or reranking prompt holds."""
+    return len(PASSAGE.findall(user_text(request).split("Passages:", 1)[1]))
+
+
 def reply_json(data) -> Reply:
     return Reply(text=json.dumps(data))
 
@@ -119,12 +124,10 @@ class AgentModel:
         )
 
     def _grade(self, request):
-        count = len(PASSAGE.findall(user_text(request).split("Passages:", 1)[1]))
-        return reply_json({"scores": [0.9] * count})
+        return reply_json({"scores": [0.9] * passage_count(request)})
 
     def _rerank(self, request):
-        count = len(PASSAGE.findall(user_text(request).split("Passages:", 1)[1]))
-        return reply_json({"scores": list(range(count, 0, -1))})
+        return reply_json({"scores": list(range(passage_count(request), 0, -1))})
 
     def _check(self, request):
         return reply_json(

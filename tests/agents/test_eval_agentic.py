@@ -8,7 +8,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from tests.agents.script import AgentModel, reply_json
+from tests.agents.script import AgentModel, passage_count, reply_json
 
 pytest_plugins = ["tests.synthesis.openai_server"]
 pytestmark = pytest.mark.django_db
@@ -54,7 +54,7 @@ def test_standard_and_agentic_runs_report_the_agentic_metrics(kb, tmp_path, llm_
     model = AgentModel()
     model.script("classify", {"type": "standard"}, {"type": "standard"})
     # The first question's first grading passes nothing: one rewrite; its first answer is flagged: one retry.
-    model.script("grade", lambda r: reply_json({"scores": [0.0] * _count(r)}))
+    model.script("grade", lambda r: reply_json({"scores": [0.0] * passage_count(r)}))
     model.script("check", {"claims": [{"claim": "Flag Day is in June", "supported": False}]})
     llm_env.responder = model
 
@@ -87,10 +87,3 @@ def test_an_unknown_agentic_setting_is_refused(kb, tmp_path, no_llm):
 
     with pytest.raises(CommandError, match="agentic.maxRetries must be at most 5"):
         evaluate(kb, tmp_path, "agentic.enabled=true", "agentic.maxRetries=9")
-
-
-def _count(request) -> int:
-    import re
-
-    text = next(m["content"] for m in request.messages if m["role"] == "user").split("Passages:", 1)[1]
-    return len(re.findall(r"^\[(\d+)\] ", text, re.MULTILINE))

@@ -9,7 +9,7 @@ from knowledge.chat import DIRECT_TEXT, chat_ask
 from knowledge.synthesis import events as ev
 from knowledge.synthesis.extractive import LABEL_BUDGET
 from tests.agents.conftest import AGENTIC
-from tests.agents.script import ANSWER, AgentModel, reply_json, unsupported
+from tests.agents.script import ANSWER, AgentModel, passage_count, reply_json, unsupported
 from tests.synthesis.openai_server import Reply
 
 pytest_plugins = ["tests.synthesis.openai_server"]
@@ -143,7 +143,7 @@ def test_a_claim_that_cannot_be_located_is_answered_by_extraction(kb, model, llm
 
 def test_weak_grades_make_it_rewrite_the_query_and_search_again(kb, model, llm_env):
     model.script("classify", {"type": "standard"})
-    model.script("grade", lambda request: reply_json({"scores": [0.1] * len(_passages(request))}))
+    model.script("grade", lambda request: reply_json({"scores": [0.1] * passage_count(request)}))
     turn = ask(kb, "Why does a car seem to roll uphill on a gravity hill?")
 
     assert [s["step"] for s in steps(turn)][:8] == [
@@ -257,13 +257,6 @@ def test_a_profile_selects_the_loop_and_the_api_streams_its_steps(kb, model, llm
     ]
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert events[-1].name == ev.EXECUTION_COMPLETE
-
-
-def _passages(request):
-    import re
-
-    text = next(m["content"] for m in request.messages if m["role"] == "user").split("Passages:", 1)[1]
-    return re.findall(r"^\[(\d+)\] ", text, re.MULTILINE)
 
 
 def test_an_answer_citing_nothing_is_unsupported_without_asking(kb, model, llm_env):
