@@ -20,11 +20,23 @@ from django.core.exceptions import ImproperlyConfigured
 EMBEDDED_DATABASE = "knowledge"
 
 
-def database_config(*, data_dir: Path, conn_max_age: int) -> dict:
+def database_config(*, data_dir: Path, pool_max_size: int, conn_max_age: int) -> dict:
+    """Connection settings; with ``pool_max_size`` > 0 every process keeps a psycopg pool.
+
+    A pool, not persistent per-thread connections: the web server runs each request
+    in a thread of its own (ASGI and the development server alike), and a persistent
+    connection lives as long as its thread-local wrapper, so dead request threads
+    kept sockets open until PostgreSQL refused new clients. A pool bounds the
+    connections of a process and hands them back at the end of every request.
+    """
     url = os.environ.get("DATABASE_URL", "").strip()
     if not url:
         url = embedded_database_url(data_dir)
-    config = dj_database_url.parse(url, conn_max_age=conn_max_age, conn_health_checks=True)
+    if pool_max_size:
+        config = dj_database_url.parse(url, conn_max_age=0)
+        config["OPTIONS"]["pool"] = {"min_size": 1, "max_size": pool_max_size, "timeout": 30}
+    else:
+        config = dj_database_url.parse(url, conn_max_age=conn_max_age, conn_health_checks=True)
     if config["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (with pgvector >= 0.7)")
     return config

@@ -82,7 +82,11 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": database_config(data_dir=DATA_DIR, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0))
+    "default": database_config(
+        data_dir=DATA_DIR,
+        pool_max_size=env_int("DB_POOL_MAX_SIZE", 20, minimum=0),
+        conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0),
+    )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

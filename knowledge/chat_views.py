@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from django.http import FileResponse, StreamingHttpResponse
+from django.http import FileResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from knowledge.access import document_for_reader, listed_collections, profile_for_reader, profiles_for_user
 from knowledge.chat import chat_stream, session_get, sse_stream
 from knowledge.errors import KnowledgeError, NotFoundError
+from knowledge.event_stream import event_stream_response
 from knowledge.models import ChatSession, Chunk, DocumentSummary, Profile
 from knowledge.synthesis.llm import llm_config
 from knowledge.views import knowledge_page
@@ -47,14 +48,7 @@ def chat_ask_stream(request):
         collection_ids=collection_ids,
         session=request.POST.get("session") or None,
     )
-    return event_stream_response(sse_stream(stream))
-
-
-def event_stream_response(lines) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(lines, content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"  # let proxies pass events through as they come
-    return response
+    return event_stream_response(sse_stream(stream), request=request)
 
 
 def _chosen_profile(request) -> Profile | None:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start the application: migrations, operator account, one background worker
-# (django-q2 qcluster) and the web server on http://127.0.0.1:${PORT:-8000}/.
+# (django-q2 qcluster) and the ASGI web server (uvicorn) on http://127.0.0.1:${PORT:-8000}/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -9,6 +9,7 @@ host=${HOST:-127.0.0.1}
 port=${PORT:-8000}
 
 $py manage.py migrate --noinput
+$py manage.py createcachetable
 $py manage.py ensure_operator
 
 $py manage.py qcluster &
@@ -16,4 +17,4 @@ worker=$!
 trap 'kill $worker 2>/dev/null; wait $worker 2>/dev/null' EXIT INT TERM
 
 echo "Knowledge is starting on http://$host:$port/ (admin: http://$host:$port/admin/)"
-$py manage.py runserver "$host:$port" --noreload
+HOST=$host PORT=$port scripts/serve.sh
