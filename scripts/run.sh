@@ -19,8 +19,12 @@ $py manage.py qcluster &
 worker=$!
 scripts/serve.sh &
 web=$!
-stop() { kill -TERM "$worker" "$web" 2>/dev/null || true; wait "$worker" "$web" 2>/dev/null || true; }
-trap 'stop; exit 0' INT TERM
+stop() {
+    kill -TERM "$worker" "$web" 2>/dev/null || true
+    wait "$worker" "$web" 2>/dev/null || true
+    [ -n "${DATABASE_URL:-}" ] || $py -m config.database  # stops the embedded PostgreSQL if unused
+}
+trap 'exit 0' INT TERM  # exit runs the EXIT trap: stop
 trap stop EXIT
 
 echo "Knowledge is starting on http://$HOST:$PORT/ (admin: http://$HOST:$PORT/admin/)"
