@@ -151,7 +151,6 @@ class DocumentUploadForm(forms.ModelForm):
                     category=cleaned.get("category") or "",
                     tags=cleaned.get("tags") or [],
                     source_date=cleaned.get("source_date"),
-                    content_type=upload.content_type or "",
                 )
             except KnowledgeError as exc:
                 raise forms.ValidationError(str(exc)) from exc

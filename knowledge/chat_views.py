@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from knowledge.access import document_for_reader, listed_collections, profile_for_reader, profiles_for_user
 from knowledge.chat import chat_stream, session_get, sse_stream
+from knowledge.documents import SERVED_CONTENT_TYPES
 from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.event_stream import event_stream_response
 from knowledge.models import ChatSession, Chunk, DocumentSummary, Profile
@@ -76,7 +77,7 @@ def document_view(request, document_id: int):
             "document": document,
             "chunk": chunk,
             "section": section,
-            "is_pdf": document.filename.lower().endswith(".pdf"),
+            "is_pdf": document.content_type == "application/pdf",
             "summary": DocumentSummary.objects.filter(document=document).first(),
         },
     )
@@ -93,13 +94,44 @@ def _cited_chunk(document, raw: str | None) -> Chunk | None:
     return chunk
 
 
+# A downloaded original is never rendered as a page of ours: even if a browser
+# ignored the attachment disposition, it may run no script and load nothing.
+DOWNLOAD_POLICY = "default-src 'none'; sandbox"
+
+
 @require_GET
 @knowledge_page
 def document_file(request, document_id: int):
-    """The stored original, inline (the viewer embeds PDFs at the cited page)."""
+    """The stored original: a sandboxed download, or inline for the viewer when the bytes are a PDF.
+
+    The type is the one detected in the bytes at upload, never the client's; anything else a browser
+    could render (HTML, SVG, XML, script, unknown) would run on our origin, so it is an attachment.
+    """
     document = document_for_reader(user=request.user, document_id=document_id)
     handle = document.file.open("rb")
-    response = FileResponse(handle, content_type=document.content_type or "application/octet-stream")
-    response["Content-Disposition"] = f'inline; filename="{document.filename}"'
+    is_pdf = _starts_as_pdf(handle)
+    inline = is_pdf and request.GET.get("inline") == "1"
+    response = FileResponse(
+        handle,
+        as_attachment=not inline,
+        filename=document.filename,
+        content_type="application/pdf" if is_pdf else _served_type(document),
+    )
     response["X-Content-Type-Options"] = "nosniff"
+    if not inline:
+        response["Content-Security-Policy"] = DOWNLOAD_POLICY
     return response
+
+
+def _starts_as_pdf(handle) -> bool:
+    """The same test as upload detection (a %PDF- header in the first KiB), on the stored bytes."""
+    head = handle.read(1024)
+    handle.seek(0)
+    return b"%PDF-" in head
+
+
+def _served_type(document) -> str:
+    """Originals stored before types were detected may carry a client's type: serve those as bytes."""
+    if document.content_type in SERVED_CONTENT_TYPES:
+        return document.content_type
+    return "application/octet-stream"

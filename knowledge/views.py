@@ -154,7 +154,6 @@ def collection_upload(request, collection_id: int):
                 filename=upload.name,
                 data=upload.read(),
                 uploaded_by=request.user,
-                content_type=upload.content_type or "",
             )
             results.append(
                 {

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import mimetypes
-
 from django.conf import settings
 from django.db.models import OuterRef
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
@@ -186,7 +184,6 @@ class CollectionDocumentsView(ApiView):
             category=data["category"],
             tags=data["tags"],
             source_date=data.get("date"),
-            content_type=_declared_type(upload),
         )
         body = DocumentSerializer(_fresh(result.document.pk, user=request.user)).data
         return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
@@ -218,13 +215,6 @@ def _upload_fields(data) -> dict:
         fields["date"] = None
     return fields
 
-
-def _declared_type(upload) -> str:
-    """The client's content type only when the file name says nothing: clients often send a generic one."""
-    if mimetypes.guess_type(upload.name)[0]:
-        return ""  # document_upload derives it from the name
-    declared = (upload.content_type or "").split(";")[0].strip()
-    return "" if declared in ("", "application/octet-stream") else declared[:100]
 
 
 class DocumentDetailView(ApiView):
