@@ -16,6 +16,7 @@ from accounts.tokens import token_create
 from knowledge.collections import collection_create
 from knowledge.models import Document
 from tests.browser.test_journey import browser  # noqa: F401  (the Chromium fixture)
+from tests.conftest import CORPUS
 
 pytestmark = [pytest.mark.browser, pytest.mark.security, pytest.mark.django_db(transaction=True)]
 pytest_plugins = ["tests.synthesis.openai_server"]
@@ -118,3 +119,121 @@ def opens_as_download(page, url: str) -> bool:
             raise
         return True
     return False
+
+
+class PolicyWatch:
+    """Every page's policy header and every violation Chromium reports, in the console or as an event."""
+
+    def __init__(self, page):
+        self.page = page
+        self.policies: dict[str, str | None] = {}
+        self.violations: list[str] = []
+        page.add_init_script(RECORD_VIOLATIONS)
+        page.on("response", self._response)
+        page.on("console", self._console)
+
+    def _response(self, response) -> None:
+        if response.request.resource_type == "document" and response.request.frame == self.page.main_frame:
+            self.policies[response.url] = response.headers.get("content-security-policy")
+
+    def _console(self, message) -> None:
+        if CSP_CONSOLE.search(message.text):
+            self.violations.append(f"{self.page.url}: {message.text}")
+
+    def visit(self, url: str, ready: str = "body") -> None:
+        self.page.goto(url)
+        self.page.wait_for_selector(ready)
+        self.collect()
+
+    def collect(self) -> None:
+        self.page.wait_for_timeout(200)  # violation events are dispatched asynchronously
+        found = self.page.evaluate("window.__violations || []")
+        self.violations.extend(f"{self.page.url}: {v}" for v in found)
+
+    def assert_strict_and_clean(self) -> None:
+        assert self.violations == [], "\n".join(self.violations)
+        assert self.policies
+        for url, policy in self.policies.items():
+            assert policy, f"{url} has no Content-Security-Policy"
+            directives = dict(part.strip().split(" ", 1) for part in policy.split(";") if part.strip())
+            assert directives["script-src"] == "'self'", url
+            assert "'unsafe-inline'" not in policy, url
+            assert directives["object-src"] == "'none'" and directives["base-uri"] == "'none'", url
+
+
+def test_every_page_works_under_a_strict_content_security_policy(
+    browser,  # noqa: F811
+    live_server,
+    alice,
+    django_user_model,
+    no_llm,
+):
+    base = live_server.url
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    watch = PolicyWatch(page)
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    log_in(page, base, "alice", "pw-alice")
+    watch.collect()
+
+    page.fill("#new-collection input[name=name]", "Sieges")
+    page.click("#new-collection button[type=submit]")
+    page.wait_for_url(re.compile(r".*/collections/\d+/$"))
+    page.set_input_files("#file-input", str(CORPUS / "pdf" / "Seige_of_Vicksburg_Sample_OCR.pdf"))
+    page.wait_for_selector("#uploads li .state:has-text('processing')", timeout=60_000)
+    page.wait_for_selector("#documents .badge.status-ready", timeout=180_000)
+    bar = page.eval_on_selector("#uploads li .progress > span", "e => e.style.width")
+    assert bar == "100%"  # the upload's progress bar, drawn by the page's script
+    page.reload()  # rows added by the script have no actions until the page is reloaded
+    page.click("#documents button.danger")  # the confirmation, now from a script file
+    assert dialogs and dialogs[-1].startswith("Delete Seige_of_Vicksburg_Sample_OCR.pdf")
+    watch.collect()
+    page.reload()
+    assert page.query_selector("#documents .badge.status-ready") is not None  # dismissed: kept
+    watch.collect()
+
+    document = Document.objects.get(filename="Seige_of_Vicksburg_Sample_OCR.pdf")
+    chunk = document.chunks.order_by("index")[3]
+    watch.visit(f"{base}/documents/{document.pk}/view/?chunk={chunk.pk}", "iframe#pdf")
+    assert page.get_attribute("iframe#pdf", "src").endswith(f"?inline=1#page={chunk.page}")
+    cited_top = page.eval_on_selector("#cited", "e => e.getBoundingClientRect().top")
+    assert 0 <= cited_top < 900  # scrolled into view by the page's script file
+
+    watch.visit(f"{base}/chat/", "#ask")
+    page.select_option("select[name=collections]", label="Sieges")
+    page.fill("textarea[name=question]", "What happened at the siege of Vicksburg?")
+    page.click("#ask button[type=submit]")
+    page.wait_for_selector(".turn .answer a.citation", timeout=120_000)
+    watch.collect()
+
+    watch.visit(f"{base}/accounts/tokens/", "#new-token-form")
+    page.fill("#new-token-form input[name=name]", "laptop")
+    page.click("#new-token-form button[type=submit]")
+    page.click("#new-secret")
+    selected = page.evaluate(
+        "(() => { const e = document.getElementById('new-secret'); "
+        "return e.selectionEnd - e.selectionStart; })()"
+    )
+    assert selected == len(page.input_value("#new-secret"))
+    watch.collect()
+    for path in ("/marketplace/", "/profiles/", "/accounts/password/change/", "/collections/"):
+        watch.visit(base + path)
+    watch.visit(f"{base}/api/v1/docs/", ".swagger-ui .opblock")
+
+    django_user_model.objects.create_superuser("operator", "op@example.com", "pw-operator")
+    page.context.clear_cookies()
+    watch.visit(f"{base}/admin/login/", "#login-form")
+    page.fill("input[name=username]", "operator")
+    page.fill("input[name=password]", "pw-operator")
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{base}/admin/")
+    for path in (
+        "/admin/",
+        "/admin/knowledge/document/",
+        "/admin/knowledge/document/add/",
+        f"/admin/knowledge/document/{document.pk}/change/",
+        f"/admin/knowledge/collection/{document.collection_id}/change/",
+        f"/admin/auth/user/{alice.pk}/change/",
+    ):
+        watch.visit(base + path, "#content")
+    watch.assert_strict_and_clean()
