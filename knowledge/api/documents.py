@@ -216,7 +216,6 @@ def _upload_fields(data) -> dict:
     return fields
 
 
-
 class DocumentDetailView(ApiView):
     serializer_class = DocumentSerializer
 
