@@ -7,6 +7,7 @@ PostgreSQL under KNOWLEDGE_DATA_DIR, no LLM configured answers extractively.
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from csp.constants import NONE, SELF
@@ -51,6 +52,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_q",
     "csp",
+    "axes",
     "accounts",
     "knowledge",
 ]
@@ -65,6 +67,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, so it sees the whole response: turns a locked-out log-in into a 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -100,6 +104,37 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Failed log-ins are limited on every path (log-in page, admin, API token endpoint)
+# by django-axes, separately per username and per client address; the counts are
+# rows in the database, so every server process sees the same ones.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out client before any password check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one reaching the limit locks
+AXES_CLIENT_IP_CALLABLE = "accounts.client_address.client_address"
+AXES_LOCKOUT_CALLABLE = "accounts.lockout.lockout_response"
+AXES_RESET_ON_SUCCESS = False  # else one good log-in of the attacker's own account clears the address count
+TRUSTED_PROXY_COUNT = REST_FRAMEWORK["NUM_PROXIES"]  # read once, from the environment, in api_settings
+
+# A cache every server process shares: Redis when REDIS_URL is set, else a table in
+# the database. DRF's request throttles count there; a per-process memory cache
+# would give every process its own count.
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "knowledge_cache",  # created by a migration (accounts 0002)
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
+        }
+    }
+
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "knowledge:collections"
 LOGOUT_REDIRECT_URL = "accounts:login"
