@@ -49,6 +49,11 @@ def token_revoke(*, user, token_id) -> ApiToken:
     return token
 
 
+def tokens_revoke_all(*, user) -> int:
+    """Revoke every active token of ``user`` (a changed or reset password); returns how many."""
+    return ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
 def tokens_for_user(*, user):
     return ApiToken.objects.filter(user=user)
 

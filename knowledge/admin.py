@@ -185,6 +185,7 @@ class DocumentAdmin(admin.ModelAdmin):
     search_fields = ["title", "filename", "author", "content_hash"]
     raw_id_fields = ["collection", "uploaded_by", "replaces"]
     readonly_fields = [
+        "file",  # replacing the bytes here would skip type detection and processing: upload anew
         "content_hash",
         "size",
         "content_type",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import re
 
 import pytest
 from django.conf import settings
@@ -130,3 +131,16 @@ def test_limits_live_in_stores_every_server_process_shares():
         "django.core.cache.backends.db.DatabaseCache",
         "django.core.cache.backends.redis.RedisCache",
     )
+
+
+def test_a_password_reset_by_email_lifts_the_usernames_lock(client, make_user, mailoutbox):
+    make_user("erin", email="erin@example.com")
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        _page_login(Client(REMOTE_ADDR="198.51.100.30"), "/accounts/login/", "erin", "wrong")
+    assert _page_login(Client(), "/accounts/login/", "erin", "pw-erin").status_code == 429
+    client.post("/accounts/password/reset/", {"email": "erin@example.com"})
+    link = re.search(r"https?://[^/\s]+(/accounts/reset/[^/\s]+/[^/\s]+/)", mailoutbox[0].body).group(1)
+    form_url = client.get(link, follow=True).redirect_chain[-1][0]
+    new = "a-Fresh-passphrase-42"
+    assert client.post(form_url, {"new_password1": new, "new_password2": new}).status_code == 302
+    assert _page_login(Client(), "/accounts/login/", "erin", new).status_code == 302
