@@ -191,8 +191,13 @@ def test_every_page_works_under_a_strict_content_security_policy(
 
     document = Document.objects.get(filename="Seige_of_Vicksburg_Sample_OCR.pdf")
     chunk = document.chunks.order_by("index")[3]
-    watch.visit(f"{base}/documents/{document.pk}/view/?chunk={chunk.pk}", "iframe#pdf")
+    with page.expect_response(lambda r: "/file/?inline=1" in r.url) as embedded:
+        watch.visit(f"{base}/documents/{document.pk}/view/?chunk={chunk.pk}", "iframe#pdf")
     assert page.get_attribute("iframe#pdf", "src").endswith(f"?inline=1#page={chunk.page}")
+    pdf = embedded.value  # the viewer's frame receives the PDF itself, to be shown inline
+    assert pdf.status == 200 and pdf.headers["content-type"] == "application/pdf"
+    assert pdf.headers["content-disposition"].startswith("inline;")
+    assert any(frame.url.endswith(f"?inline=1#page={chunk.page}") for frame in page.frames)
     cited_top = page.eval_on_selector("#cited", "e => e.getBoundingClientRect().top")
     assert 0 <= cited_top < 900  # scrolled into view by the page's script file
 
