@@ -22,6 +22,7 @@ from urllib.parse import unquote
 
 import yaml
 
+from knowledge.ingestion.limits import DEFAULT_LIMITS, IngestLimits, json_loads_bounded, yaml_load_bounded
 from knowledge.ingestion.types import ExtractionError, Section
 
 __all__ = ["extract_openapi"]
@@ -100,7 +101,8 @@ _ANY_WS = re.compile(r"\s+")
 # --------------------------------------------------------------------------- parsing
 
 
-def _parse(filename: str, data: bytes) -> Any:
+def _parse(filename: str, data: bytes, limits: IngestLimits) -> Any:
+    """JSON or YAML within the nesting and YAML-alias limits (see knowledge.ingestion.limits)."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         encoding = "utf-16"
     else:
@@ -111,16 +113,13 @@ def _parse(filename: str, data: bytes) -> Any:
         raise ExtractionError(f"{filename}: not valid UTF-8 text (byte {exc.start})") from None
     if text.lstrip().startswith("{"):
         try:
-            return json.loads(text)
+            return json_loads_bounded(text, limits)
         except json.JSONDecodeError as exc:
             raise ExtractionError(
                 f"{filename}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
             ) from None
-        except RecursionError:
-            raise ExtractionError(f"{filename}: JSON is nested too deeply") from None
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader
+        return yaml_load_bounded(text, limits)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -128,8 +127,6 @@ def _parse(filename: str, data: bytes) -> Any:
         raise ExtractionError(f"{filename}: invalid YAML{where}: {problem}") from None
     except yaml.YAMLError as exc:
         raise ExtractionError(f"{filename}: invalid YAML: {exc}") from None
-    except RecursionError:
-        raise ExtractionError(f"{filename}: YAML is nested too deeply") from None
 
 
 # --------------------------------------------------------------------------- text helpers
@@ -1037,14 +1034,14 @@ def _scope_lines(scopes: Any) -> list[str]:
 # --------------------------------------------------------------------------- entry point
 
 
-def extract_openapi(filename: str, data: bytes) -> list[Section]:
+def extract_openapi(filename: str, data: bytes, *, limits: IngestLimits = DEFAULT_LIMITS) -> list[Section]:
     """Sections for every operation and component of an OpenAPI/Swagger document.
 
     Accepts OpenAPI 3.0/3.1 and Swagger 2.0, JSON or YAML. Raises
     ``ExtractionError`` for unparsable input (with the parser's line and column)
     and for documents that are not OpenAPI/Swagger specs.
     """
-    root = _parse(filename, data)
+    root = _parse(filename, data, limits)
     if not isinstance(root, dict):
         raise ExtractionError(f"{filename}: not an OpenAPI document (the top level is not a mapping)")
     if "openapi" not in root and "swagger" not in root:
