@@ -621,6 +621,10 @@ def _extract_xlsx(filename: str, data: bytes, budget: TextBudget) -> list[Sectio
             _sheet_section(sheet.title, sheet.iter_rows(values_only=True), budget)
             for sheet in workbook.worksheets
         ]
+    except ExtractionError:
+        raise
+    except Exception as exc:  # sheet XML is parsed while rows stream: bad or hostile XML surfaces here
+        raise ExtractionError(f"the XLSX workbook could not be read: {exc}") from exc
     finally:
         workbook.close()
 

@@ -75,7 +75,7 @@ class LimitExceeded(ExtractionError):
     def __init__(self, what: str, limit: int, field: str, unit: str = "") -> None:
         unit = f" {unit}" if unit else ""
         super().__init__(
-            f"the document is too large to process safely: {what} "
+            f"the document exceeds a processing limit: {what} "
             f"(the limit is {limit:,}{unit}, set by {SETTINGS[field]})"
         )
 

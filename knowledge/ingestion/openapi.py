@@ -56,6 +56,7 @@ MAX_COMBINATION_MEMBERS = 12
 PROPERTY_EXAMPLE_CHARS = 120
 SCHEMA_EXAMPLE_CHARS = 400
 EXAMPLE_VALUE_CHARS = 1500
+NON_TEXT_PREVIEW_CHARS = 1500  # a description or title that is not text
 MAX_LABEL_DEPTH = 3
 MAX_INLINE_FIELDS = 15
 COMPONENT_PROPERTY_DEPTH = 2  # nested inline objects shown below a component's properties
@@ -132,11 +133,19 @@ def _parse(filename: str, data: bytes, limits: IngestLimits) -> Any:
 # --------------------------------------------------------------------------- text helpers
 
 
+def _as_text(value: Any) -> str:
+    """Text fields that hold a list or mapping (a malformed spec, or YAML aliases) get a bounded preview:
+    ``str()`` of an aliased structure can be billions of characters."""
+    if isinstance(value, (dict, list, tuple)):
+        return _preview(value, NON_TEXT_PREVIEW_CHARS)
+    return str(value)
+
+
 def _normalize_block(text: Any) -> str:
     """Keep a description as written, collapsing whitespace runs inside lines."""
     if text is None:
         return ""
-    lines = str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = _as_text(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     out: list[str] = []
     for line in lines:
         stripped = line.rstrip()
@@ -156,7 +165,7 @@ def _normalize_block(text: Any) -> str:
 def _one_line(text: Any) -> str:
     if text is None:
         return ""
-    return _ANY_WS.sub(" ", str(text)).strip()
+    return _ANY_WS.sub(" ", _as_text(text)).strip()
 
 
 def _preview(value: Any, limit: int) -> str:

@@ -115,6 +115,25 @@ def _zip(members: list[tuple[str, bytes, int, int]]) -> bytes:
     return out.getvalue()
 
 
+def entity_bomb(document: bytes, part: str) -> bytes:
+    """``document`` with MARKER in ``part`` replaced by a 'billion laughs' entity (10**9 "lol"s)."""
+    entities = ['<!ENTITY lol0 "lol">'] + [
+        f'<!ENTITY lol{level} "' + f"&lol{level - 1};" * 10 + '">' for level in range(1, 10)
+    ]
+    doctype = "<!DOCTYPE bomb [" + "".join(entities) + "]>"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(document)) as source, zipfile.ZipFile(buffer, "w") as target:
+        for name in source.namelist():
+            data = source.read(name)
+            if name == part:
+                text = data.decode()
+                declaration, root = text.split("?>", 1) if text.startswith("<?xml") else ("", text)
+                declaration += "?>" if declaration else ""
+                data = (declaration + doctype + root.replace(MARKER, "&lol9;")).encode()
+            target.writestr(name, data)
+    return buffer.getvalue()
+
+
 def marked_docx() -> bytes:
     import docx
 
@@ -192,7 +211,11 @@ def _saved(document) -> bytes:
 
 
 def yaml_alias_bomb(levels: int = 9) -> bytes:
-    """A 'billion laughs' OpenAPI spec: each level lists the previous one nine times."""
+    """A 'billion laughs' OpenAPI spec: each level lists the previous one nine times.
+
+    The operation's description is the last level: read as text it is
+    3 * 9**levels "lol"s (levels=6: 12 million characters from 512 bytes).
+    """
     lines = ["openapi: 3.0.0", "info: {title: Laughs, version: '1'}", 'x-l0: &l0 ["lol", "lol", "lol"]']
     for level in range(1, levels + 1):
         lines.append(f"x-l{level}: &l{level} [" + ", ".join([f"*l{level - 1}"] * 9) + "]")
@@ -200,10 +223,8 @@ def yaml_alias_bomb(levels: int = 9) -> bytes:
         "paths:",
         "  /laughs:",
         "    get:",
-        "      responses:",
-        "        '200':",
-        "          description: ok",
-        f"          content: {{application/json: {{example: *l{levels}}}}}",
+        f"      description: *l{levels}",
+        "      responses: {'200': {description: ok}}",
     ]
     return "\n".join(lines).encode()
 

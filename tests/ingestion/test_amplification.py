@@ -108,6 +108,20 @@ def test_a_zip_with_too_many_parts_is_refused_before_its_directory_is_read():
         detect_format("deck.pptx", hostile.marked_pptx(), limits=limits)
 
 
+@pytest.mark.parametrize(
+    ("filename", "make", "part"),
+    [
+        ("numbers.xlsx", hostile.marked_xlsx, "xl/worksheets/sheet1.xml"),
+        ("numbers.xlsx", hostile.marked_xlsx_shared_strings, "xl/sharedStrings.xml"),
+        ("report.docx", hostile.marked_docx, "word/document.xml"),
+        ("deck.pptx", hostile.marked_pptx, "ppt/slides/slide1.xml"),
+    ],
+)
+def test_xml_entity_bombs_in_office_parts_fail_with_a_reason(tmp_path, filename, make, part):
+    result = extract_in_child(tmp_path, filename, hostile.entity_bomb(make(), part))
+    assert_refused(result, filename.rsplit(".", 1)[1].upper())  # "the file is not a valid DOCX document: ..."
+
+
 def test_ordinary_office_files_pass_the_zip_checks(corpus):
     for name in ("dummy.docx", "dummy.pptx", "dummy.xlsx", "dummy_jap.docx"):
         assert extract_sections(name, (corpus / "office" / name).read_bytes())
@@ -124,6 +138,14 @@ def test_yaml_alias_bomb_is_refused_while_parsing(tmp_path):
     with pytest.raises(LimitExceeded, match="YAML aliases expand.*KNOWLEDGE_MAX_YAML_ALIAS_EXPANSION"):
         detect_format("laughs.yaml", bomb)  # the upload check
     assert_refused(extract_in_child(tmp_path, "laughs.yaml", bomb), "KNOWLEDGE_MAX_YAML_ALIAS_EXPANSION")
+
+
+def test_a_description_that_is_not_text_is_previewed_not_expanded():
+    """Second line of defence: with the alias limit lifted, the aliased description stays small."""
+    bomb = hostile.yaml_alias_bomb(levels=6)  # 12 million characters if turned into text
+    sections = extract_sections("laughs.yaml", bomb, limits=IngestLimits(max_yaml_alias_expansion=10**12))
+    assert sum(len(section.text) for section in sections) < 5_000
+    assert '["lol", "lol", "lol"]' in sections[0].text
 
 
 def test_modest_yaml_aliases_are_still_fine():
