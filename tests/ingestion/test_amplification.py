@@ -209,6 +209,18 @@ def test_text_formats_stop_at_the_text_limit(filename, data):
         extract_sections(filename, data, limits=IngestLimits(max_text_chars=20_000))
 
 
+def test_a_csv_built_to_stall_the_delimiter_sniffer_is_read_promptly(tmp_path):
+    """64 KB of ``,"`` kept csv.Sniffer busy for minutes (the child's timeout fails the test)."""
+    result = extract_in_child(tmp_path, "quotes.csv", b',"' * 32_768)
+    assert result.get("sections") == 1, result
+
+
+def test_ordinary_csv_dialects_are_still_recognised():
+    semicolons = "name;city;note\n" + "".join(f'p{n};"Paris";"a, b"\n' for n in range(400))
+    sections = extract_sections("people.csv", semicolons.encode())
+    assert sections[0].text.startswith("name: p0; city: Paris; note: a, b")
+
+
 def test_many_headings_stop_at_the_section_limit():
     text = "".join(f"# Heading {n}\n\nText {n}.\n\n" for n in range(50)).encode()
     with pytest.raises(LimitExceeded, match="KNOWLEDGE_MAX_SECTIONS"):
