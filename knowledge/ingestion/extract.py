@@ -30,7 +30,9 @@ from knowledge.ingestion.limits import (
     IngestLimits,
     TextBudget,
     check_pdf_pages,
+    html_elements_check,
     json_loads_bounded,
+    text_size_check,
     yaml_load_bounded,
     zip_members_checked,
 )
@@ -681,6 +683,7 @@ _SECTIONING = ("article", "main", "section")
 
 def _extract_html(filename: str, data: bytes, budget: TextBudget) -> list[Section]:
     """Sections by h1-h6 after removing page chrome (scripts, menus, page header/footer)."""
+    html_elements_check(data, budget.limits)
     soup = _parse_html(data)
     title_tag = soup.find("title")
     title = _collapse(title_tag.get_text()) if title_tag else ""
@@ -811,9 +814,11 @@ def _extract_markdown(filename: str, data: bytes, budget: TextBudget) -> list[Se
     ``---`` underline; ``---`` after a blank line or a list item is a rule.
     """
     builder = _HeadingSections(_stem(filename), budget)
+    text = _decode_text(data)
+    text_size_check(text, budget.limits)
     body: list[str] = []
     fence = ""
-    for number, line in enumerate(_decode_text(data).splitlines()):
+    for number, line in enumerate(text.splitlines()):
         if fence:
             fence = "" if line.strip().startswith(fence) else fence
             body.append(line)
@@ -878,7 +883,9 @@ def _extract_text(filename: str, data: bytes, budget: TextBudget) -> list[Sectio
     under the filename stem. Title lines and their adornments are removed;
     inline markup (roles, literals, links) is stripped from rST titles.
     """
-    lines = _decode_text(data).splitlines()
+    text = _decode_text(data)
+    text_size_check(text, budget.limits)
+    lines = text.splitlines()
     builder = _HeadingSections(_stem(filename), budget, key="section")
     titles = _rst_titles(lines) or _caps_titles(lines)
     adornments = set().union(*(used for _, _, used in titles.values()))

@@ -49,6 +49,7 @@ class IngestLimits:
     max_sections: int = 10_000
     max_chunks: int = 10_000
     max_pdf_pages: int = 2_000
+    max_html_elements: int = 100_000
     max_nesting_depth: int = 64
     max_yaml_alias_expansion: int = 1_000_000
 
@@ -62,6 +63,7 @@ SETTINGS = {
     "max_sections": "KNOWLEDGE_MAX_SECTIONS",
     "max_chunks": "KNOWLEDGE_MAX_CHUNKS",
     "max_pdf_pages": "KNOWLEDGE_MAX_PDF_PAGES",
+    "max_html_elements": "KNOWLEDGE_MAX_HTML_ELEMENTS",
     "max_nesting_depth": "KNOWLEDGE_MAX_NESTING_DEPTH",
     "max_yaml_alias_expansion": "KNOWLEDGE_MAX_YAML_ALIAS_EXPANSION",
 }
@@ -118,6 +120,31 @@ class TextBudget:
 def check_pdf_pages(count: int, limits: IngestLimits) -> None:
     if count > limits.max_pdf_pages:
         raise LimitExceeded(f"the PDF has {count:,} pages", limits.max_pdf_pages, "max_pdf_pages", "pages")
+
+
+def html_elements_check(data: bytes, limits: IngestLimits) -> None:
+    """Refuse HTML with more elements than allowed, before BeautifulSoup builds its tree.
+
+    Every element costs about a kilobyte and tens of microseconds in the
+    parsed tree, so 50 MB of ``<b>x</b>`` would take gigabytes and most of an
+    hour. Opening tags are counted from the raw bytes ("<" not followed by "/").
+    """
+    elements = data.count(b"<") - data.count(b"</")
+    if elements > limits.max_html_elements:
+        raise LimitExceeded(
+            f"the page has about {elements:,} HTML elements", limits.max_html_elements, "max_html_elements"
+        )
+
+
+def text_size_check(text: str, limits: IngestLimits) -> None:
+    """Plain text and Markdown are their own extracted text: refuse an oversize one before splitting it."""
+    if len(text) > limits.max_text_chars:
+        raise LimitExceeded(
+            f"it holds {len(text):,} characters of text",
+            limits.max_text_chars,
+            "max_text_chars",
+            "characters",
+        )
 
 
 # --------------------------------------------------------------------------

@@ -227,8 +227,19 @@ def test_many_headings_stop_at_the_section_limit():
         extract_sections("many.md", text, limits=IngestLimits(max_sections=20))
 
 
-def test_html_nested_a_hundred_thousand_levels_fails_with_a_reason():
-    html = b"<html><body>" + b"<div>" * 100_000 + b"deep" + b"</div>" * 100_000 + b"</body></html>"
+def test_html_with_a_million_elements_is_refused_before_it_is_parsed(tmp_path):
+    html = b"<html><body>" + b"<b>x</b>" * 1_000_000 + b"</body></html>"  # 8 MB
+    result = extract_in_child(tmp_path, "tags.html", html)
+    assert_refused(result, "about 1,000,002 HTML elements", "KNOWLEDGE_MAX_HTML_ELEMENTS")
+
+
+def test_a_text_file_of_newlines_is_refused_before_it_is_split(tmp_path):
+    result = extract_in_child(tmp_path, "lines.txt", b"\n" * 20_000_000 + b"end")
+    assert_refused(result, "20,000,003 characters", "KNOWLEDGE_MAX_TEXT_CHARS")
+
+
+def test_html_nested_twenty_thousand_levels_fails_with_a_reason():
+    html = b"<html><body>" + b"<div>" * 20_000 + b"deep" + b"</div>" * 20_000 + b"</body></html>"
     with pytest.raises(ExtractionError, match="nested too deeply"):
         extract_sections("deep.html", html)
 
@@ -250,6 +261,7 @@ def test_defaults_are_the_documented_ones():
         max_sections=10_000,
         max_chunks=10_000,
         max_pdf_pages=2_000,
+        max_html_elements=100_000,
         max_nesting_depth=64,
         max_yaml_alias_expansion=1_000_000,
     )
