@@ -1,8 +1,8 @@
-"""A worker that dies mid-document, and a document deleted while it is processed.
+"""Stale `processing` documents (their worker died) and documents deleted while they are processed.
 
-Real worker processes (``manage.py shell`` running the task against the test
-database) are killed with SIGKILL or outlive their document; the API reads
-the outcome.
+A dead worker is simulated by a heartbeat that stopped long ago; the test with
+a real worker killed by SIGKILL is in test_pipeline.py, next to its helpers.
+Deletion is tested against a real worker process (``manage.py shell``).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import os
 import signal
-import threading
+import time
 
 import pytest
 from django.db.models import F
@@ -68,14 +68,9 @@ def test_a_live_run_keeps_its_heartbeat_fresh(collection, settings):
     Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING)
     _age_heartbeat(document, 3600)
     old = Document.objects.get(pk=document.pk).updated_at
-    beating = threading.Event()
     with _heartbeat(document.pk):
-        for _ in range(300):
-            if Document.objects.get(pk=document.pk).updated_at > old:
-                beating.set()
-                break
-            threading.Event().wait(0.1)
-    assert beating.is_set(), "the heartbeat never touched the document"
+        beat = _poll(lambda: Document.objects.get(pk=document.pk).updated_at > old, seconds=30)
+    assert beat, "the heartbeat never touched the document"
     assert documents_fail_stale(documents=Document.objects.filter(pk=document.pk)) == 0
     assert (
         documents_fail_stale(
@@ -112,3 +107,12 @@ def _stopped_after(log: str) -> tuple[int, int]:
     tail = log.split("stopped after ", 1)[1].split(" chunks", 1)[0]
     done, total = tail.split(" of ")
     return int(done.replace(",", "")), int(total.replace(",", ""))
+
+
+def _poll(condition, *, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
