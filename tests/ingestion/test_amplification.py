@@ -30,8 +30,10 @@ MIB = 1 << 20
 # parsers), far below what any of these bombs needs once expanded.
 PEAK_RSS_BOUND_MB = 400
 
+# Peak RSS is VmHWM of the child's own address space: ru_maxrss would also count
+# the copy of the (large) test process that existed between fork and exec.
 _CHILD = """
-import json, resource, sys
+import json, sys
 from knowledge.ingestion.extract import extract_sections
 from knowledge.ingestion.types import ExtractionError
 data = open(sys.argv[1], "rb").read()
@@ -40,7 +42,8 @@ try:
     result = {"sections": len(sections), "chars": sum(len(s.text) for s in sections)}
 except ExtractionError as exc:
     result = {"error": str(exc)}
-result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+status = open("/proc/self/status").read()
+result["peak_rss_mb"] = int(status.split("VmHWM:")[1].split()[0]) / 1024
 print(json.dumps(result))
 """
 
