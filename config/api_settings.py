@@ -40,7 +40,7 @@ REST_FRAMEWORK = {
     # JSON only: the browsable documentation is the Swagger UI at /api/v1/docs/.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
+        "knowledge.api.parsers.BoundedJSONParser",  # JSONParser with a nesting limit
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],

@@ -15,6 +15,9 @@ from csp.constants import NONE, SELF
 from config.api_settings import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401
 from config.database import database_config
 from config.env import env_bool, env_choice, env_int, env_list, env_str
+from knowledge.ingestion.limits import DEFAULT_LIMITS as DEFAULT_INGEST_LIMITS
+from knowledge.ingestion.limits import SETTINGS as INGEST_LIMIT_SETTINGS
+from knowledge.ingestion.limits import IngestLimits
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("KNOWLEDGE_DATA_DIR", str(BASE_DIR / "var"))).resolve()
@@ -160,6 +163,28 @@ WHITENOISE_USE_FINDERS = True  # serve from static/ without a collectstatic step
 KNOWLEDGE_MAX_UPLOAD_BYTES = env_int("KNOWLEDGE_MAX_UPLOAD_MB", 50, minimum=1) * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+
+
+def _ingest_limits() -> IngestLimits:
+    """Per-document ingestion limits (knowledge/ingestion/limits.py explains each); defaults there."""
+    mib = 1024 * 1024
+    values = {
+        field: env_int(name, getattr(DEFAULT_INGEST_LIMITS, field), minimum=1)
+        for field, name in INGEST_LIMIT_SETTINGS.items()
+        if field != "max_uncompressed_bytes"
+    }
+    megabytes = DEFAULT_INGEST_LIMITS.max_uncompressed_bytes // mib
+    values["max_uncompressed_bytes"] = env_int("KNOWLEDGE_MAX_UNCOMPRESSED_MB", megabytes, minimum=1) * mib
+    return IngestLimits(**values)
+
+
+# Hostile files: zip bombs, YAML alias bombs, page and text amplification.
+KNOWLEDGE_INGEST_LIMITS = _ingest_limits()
+# A document whose progress has not moved for this long while `processing`
+# belongs to a worker that died; it is marked failed ("processing was interrupted").
+KNOWLEDGE_PROCESSING_STALE_SECONDS = env_int("KNOWLEDGE_PROCESSING_STALE_SECONDS", 300, minimum=10)
+# Nesting allowed in JSON request bodies of the API and the pages.
+API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 32, minimum=2)
 
 # Embedding: the model every chunk and query is encoded with.
 KNOWLEDGE_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"

@@ -11,6 +11,8 @@ from pathlib import PurePath
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
 
 from knowledge.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.ingestion.extract import detect_format
@@ -120,7 +122,7 @@ def format_content_type(fmt: str, *, filename: str) -> str:
 
 def _check_format(filename: str, data: bytes) -> str:
     try:
-        return detect_format(filename, data)
+        return detect_format(filename, data, limits=settings.KNOWLEDGE_INGEST_LIMITS)
     except ExtractionError as exc:
         message = str(exc)
         error = UnsupportedMediaError if "unsupported" in message else KnowledgeError
@@ -192,6 +194,25 @@ def document_files_delete_on_commit(*, documents: Iterable[Document]) -> None:
     """
     files = [(d.file.storage, d.file.name) for d in documents if d.file.name]
     transaction.on_commit(lambda: [storage.delete(name) for storage, name in files])
+
+
+PROCESSING_INTERRUPTED = "processing was interrupted (the worker stopped); retry to process it again"
+
+
+def documents_fail_stale(*, documents: QuerySet[Document], now: datetime.datetime | None = None) -> int:
+    """Mark failed the ``processing`` documents among ``documents`` whose heartbeat stopped.
+
+    A live run touches ``updated_at`` at least every few seconds of work (see
+    the pipeline's heartbeat); one silent for KNOWLEDGE_PROCESSING_STALE_SECONDS
+    lost its worker (killed, out of memory, timed out). Called where documents
+    are read and when a worker starts a task, so no extra process is needed.
+    Returns how many were marked.
+    """
+    now = now or timezone.now()
+    cutoff = now - datetime.timedelta(seconds=settings.KNOWLEDGE_PROCESSING_STALE_SECONDS)
+    return documents.filter(status=Document.Status.PROCESSING, updated_at__lt=cutoff).update(
+        status=Document.Status.FAILED, error=PROCESSING_INTERRUPTED, updated_at=now
+    )
 
 
 _PROGRESS_FIELDS = ("sections_done", "sections_total", "chunks_done", "chunks_total")

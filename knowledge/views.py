@@ -24,6 +24,7 @@ from knowledge.documents import (
     document_progress,
     document_retry,
     document_upload,
+    documents_fail_stale,
     upload_size_check,
 )
 from knowledge.errors import KnowledgeError, NotFoundError
@@ -78,6 +79,7 @@ def collection_list(request):
 @knowledge_page
 def collection_detail(request, collection_id: int):
     collection = collection_for_reader(user=request.user, collection_id=collection_id)
+    documents_fail_stale(documents=collection.documents.all())
     documents = collection.documents.order_by("-created_at")
     return render(
         request,
@@ -130,6 +132,7 @@ def _int(raw) -> int:
 def collection_documents_status(request, collection_id: int):
     """Polled by the collection page to move progress bars."""
     collection = collection_for_reader(user=request.user, collection_id=collection_id)
+    documents_fail_stale(documents=collection.documents.all())
     rows = collection.documents.values(
         "id", "filename", "status", "error", "sections_total", "sections_done", "chunks_total", "chunks_done"
     )

@@ -11,7 +11,7 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.generics import GenericAPIView
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -21,6 +21,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from knowledge.api.auth import BearerTokenAuthentication
 from knowledge.api.errors import api_exception_handler
 from knowledge.api.pagination import ApiPagination
+from knowledge.api.parsers import BoundedJSONParser
 
 MAX_ID = 2**63 - 1  # bigint: larger "ids" are bad input, not missing rows
 
@@ -36,7 +37,7 @@ class ApiView(GenericAPIView):
     authentication_classes = [BearerTokenAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
     renderer_classes = [JSONRenderer]
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    parser_classes = [BoundedJSONParser, FormParser, MultiPartParser]
     pagination_class = ApiPagination
     throttle_classes = [ScopedThrottle]
     throttle_scope: str | None = None

@@ -23,6 +23,7 @@ from knowledge.documents import (
     document_reindex,
     document_retry,
     document_upload,
+    documents_fail_stale,
     upload_size_check,
 )
 from knowledge.errors import UploadTooLargeError
@@ -113,6 +114,8 @@ class DocumentSerializer(serializers.ModelSerializer):
 def _fresh(document_id: int, *, user) -> Document:
     """A readable document (knowledge.access decides) with its searchable chunk count."""
     document = document_for_reader(user=user, document_id=document_id)
+    if documents_fail_stale(documents=Document.objects.filter(pk=document.pk)):
+        document.refresh_from_db()
     document.chunk_count = _searchable_chunks(
         document=document, chunk_profile=document.collection.chunk_profile_id
     ).count()
@@ -158,6 +161,7 @@ class CollectionDocumentsView(ApiView):
     def get(self, request, collection_id: int):
         collection = collection_for_reader(user=request.user, collection_id=collection_id)
         filters = validated(DocumentListSerializer, request.query_params)
+        documents_fail_stale(documents=collection.documents.all())
         documents = with_chunk_count(Document.objects.filter(collection=collection).select_related("summary"))
         if filters.get("status"):
             documents = documents.filter(status=filters["status"])
