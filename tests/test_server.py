@@ -82,7 +82,11 @@ def served(transactional_db, tmp_path):
 def asker(alice):
     collection = collection_create(name="policies", owner=alice)
     result = document_upload(
-        collection=collection, filename="policy.txt", data=DOCUMENT_TEXT.encode(), uploaded_by=alice, sync=True
+        collection=collection,
+        filename="policy.txt",
+        data=DOCUMENT_TEXT.encode(),
+        uploaded_by=alice,
+        sync=True,
     )
     result.document.refresh_from_db()
     assert result.document.status == "ready", result.document.error
@@ -100,7 +104,9 @@ def _server_connections() -> int:
         return cursor.fetchone()[0]
 
 
-def _request(port: int, method: str, path: str, token: str, body: dict | None = None, accept="application/json"):
+def _request(
+    port: int, method: str, path: str, token: str, body: dict | None = None, accept="application/json"
+):
     """One request on a connection of its own, as browsers and scripts without keep-alive make them."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     try:
@@ -115,8 +121,14 @@ def _request(port: int, method: str, path: str, token: str, body: dict | None = 
 def _abandoned_stream(port: int, token: str, collection_id: int) -> None:
     """Start an answer stream, read its first bytes and hang up."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    body = json.dumps({"question": "How long do I have to claim travel costs?", "collections": [collection_id]})
-    headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream", "Content-Type": "application/json"}
+    body = json.dumps(
+        {"question": "How long do I have to claim travel costs?", "collections": [collection_id]}
+    )
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "text/event-stream",
+        "Content-Type": "application/json",
+    }
     conn.request("POST", "/api/v1/query/", body=body, headers=headers)
     response = conn.getresponse()
     assert response.status == 200
