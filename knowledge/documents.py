@@ -18,6 +18,7 @@ from knowledge.ingestion.extract import detect_format
 from knowledge.ingestion.types import ExtractionError
 from knowledge.models import Collection, Document
 from knowledge.tasks import enqueue_document_processing
+from knowledge.validation import declared_type_clean
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def document_upload(
                 category=category.strip(),
                 tags=tags or [],
                 source_date=source_date,
-                content_type=content_type or mimetypes.guess_type(filename)[0] or "",
+                content_type=declared_type_clean(content_type) or mimetypes.guess_type(filename)[0] or "",
             )
             _enqueue_for_collection(document, sync=sync)
     except IntegrityError:

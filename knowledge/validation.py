@@ -32,6 +32,14 @@ def text_clean(value, *, field: str, max_length: int | None = None, required: bo
     return value
 
 
+def declared_type_clean(content_type) -> str:
+    """A client-declared media type, or "" when implausible (with NUL, or longer than its column)."""
+    declared = (content_type or "").split(";")[0].strip()
+    if NUL in declared or len(declared) > 100 or declared.count("/") != 1:
+        return ""  # only a hint: the caller falls back to the type the file name implies
+    return declared
+
+
 def nul_location(data, *, name: str = "input") -> str | None:
     """Where in ``data`` (text, lists, dicts, query dicts; keys too) a NUL is, e.g. ``body.tags[2]``.
 

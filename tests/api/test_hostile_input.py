@@ -120,3 +120,19 @@ def test_over_long_text_on_pages_is_a_400_not_a_database_error(page, alice):
         response = page.post(url, data)
         assert response.status_code == 400, (url, data, response.status_code)
     assert not Collection.objects.exists() and not Profile.objects.exists()
+
+
+def test_a_hostile_declared_content_type_never_reaches_the_database(page, api, world):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    mine = world["private"]
+    declared = ["text/plain; x=" + "y" * 300, f"text/pl{NUL}ain", "application/" + "x" * 200]
+    for index, content_type in enumerate(declared):
+        data = b"plain text number %d" % index
+        upload = SimpleUploadedFile(f"api{index}.txt", data, content_type=content_type)
+        response = api.post(f"/api/v1/collections/{mine.pk}/documents/", {"file": upload}, format="multipart")
+        assert response.status_code < 500, (content_type[:20], response.status_code)
+        upload = SimpleUploadedFile(f"page{index}.txt", data + b" page", content_type=content_type)
+        response = page.post(f"/collections/{mine.pk}/upload/", {"file": upload})
+        assert response.status_code < 500, (content_type[:20], response.status_code)
+    assert all(len(t) <= 100 and NUL not in t for t in mine.documents.values_list("content_type", flat=True))
