@@ -68,17 +68,22 @@ def collection_is_readable(*, user, collection: Collection) -> bool:
 
 
 def collection_for_link(*, user, share_token: str) -> Collection:
-    """The collection a share link opens: an unlisted one, or one ``user`` reads anyway; else NotFound."""
+    """The collection a share link opens: an unlisted one, or one ``user`` reads anyway; else NotFound.
+
+    Someone whose subscription the owner revoked is refused (Forbidden): the link does not let them back in.
+    """
     token = share_token or ""
     if not token or len(token) > 64 or not set(token) <= SHARE_TOKEN_CHARS:
         raise NotFoundError("no such collection link")
     collection = Collection.objects.filter(share_token=token).first()
     if collection is None or user is None or not user.is_authenticated:
         raise NotFoundError("no such collection link")
-    if collection.visibility != Collection.Visibility.UNLISTED and not collection_is_readable(
-        user=user, collection=collection
-    ):
+    if collection_is_readable(user=user, collection=collection):
+        return collection
+    if collection.visibility != Collection.Visibility.UNLISTED:
         raise NotFoundError("no such collection link")  # a private collection's link opens nothing
+    if Subscription.objects.filter(user=user, collection=collection, revoked_at__isnull=False).exists():
+        raise ForbiddenError("the owner revoked your access to this collection; only they can let you in")
     return collection
 
 

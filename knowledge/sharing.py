@@ -10,8 +10,7 @@ from django.db import transaction
 from django.urls import reverse
 
 from knowledge.access import collection_for_link, collection_is_readable
-from knowledge.errors import ForbiddenError
-from knowledge.models import Collection, LinkGrant, Subscription
+from knowledge.models import Collection, LinkGrant
 from knowledge.models.collections import new_share_token
 
 
@@ -20,8 +19,6 @@ def collection_link_open(*, user, share_token: str) -> Collection:
     collection = collection_for_link(user=user, share_token=share_token)
     if collection_is_readable(user=user, collection=collection):
         return collection  # the owner, a subscriber, a public collection: nothing to record
-    if Subscription.objects.filter(user=user, collection=collection, revoked_at__isnull=False).exists():
-        raise ForbiddenError("the owner revoked your access to this collection; only they can let you in")
     LinkGrant.objects.get_or_create(user=user, collection=collection)
     return collection
 
