@@ -70,6 +70,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "knowledge.middleware.RejectNulMiddleware",
     # Last, so it sees the whole response: turns a locked-out log-in into a 429.
     "axes.middleware.AxesMiddleware",
 ]

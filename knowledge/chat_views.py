@@ -6,14 +6,20 @@ from django.http import FileResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from knowledge.access import document_for_reader, listed_collections, profile_for_reader, profiles_for_user
+from knowledge.access import (
+    document_for_reader,
+    listed_collections,
+    profile_for_reader,
+    profiles_for_user,
+    readable_collection_ids_checked,
+)
 from knowledge.chat import chat_stream, session_get, sse_stream
 from knowledge.documents import SERVED_CONTENT_TYPES
 from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.event_stream import event_stream_response
 from knowledge.models import ChatSession, Chunk, DocumentSummary, Profile
 from knowledge.synthesis.llm import llm_config
-from knowledge.views import knowledge_page
+from knowledge.views import form_ids, knowledge_page
 
 
 @require_GET
@@ -41,7 +47,7 @@ def chat_page(request):
 def chat_ask_stream(request):
     """Answer as Server-Sent Events: retrieval, the answer text as it is written, then the final answer."""
     profile = _chosen_profile(request)
-    collection_ids = [int(c) for c in request.POST.getlist("collections") if c.isdigit()] or None
+    collection_ids = _chosen_collections(request)
     stream = chat_stream(
         user=request.user,
         question=request.POST.get("question", ""),
@@ -56,7 +62,15 @@ def _chosen_profile(request) -> Profile | None:
     raw = request.POST.get("profile", "")
     if not raw:
         return None
-    return profile_for_reader(user=request.user, profile_id=int(raw) if raw.isdigit() else -1)
+    return profile_for_reader(user=request.user, profile_id=form_ids([raw], field="profile")[0])
+
+
+def _chosen_collections(request) -> list[int] | None:
+    """The chosen collections, each readable (the API's check and message), or None for none chosen."""
+    requested = form_ids(request.POST.getlist("collections"), field="collections")
+    if not requested:
+        return None
+    return readable_collection_ids_checked(user=request.user, collection_ids=requested)
 
 
 @require_GET

@@ -17,6 +17,16 @@ urlpatterns = [
     path("collections/", collections.CollectionListView.as_view(), name="collections"),
     path("collections/<int:collection_id>/", collections.CollectionDetailView.as_view(), name="collection"),
     path(
+        "collections/link/<slug:share_token>/",
+        collections.CollectionLinkView.as_view(),
+        name="collection_link",
+    ),
+    path(
+        "collections/<int:collection_id>/share-link/",
+        collections.CollectionShareLinkView.as_view(),
+        name="collection_share_link",
+    ),
+    path(
         "collections/<int:collection_id>/documents/",
         documents.CollectionDocumentsView.as_view(),
         name="collection_documents",
@@ -71,6 +81,11 @@ urlpatterns = [
         "collections/<int:collection_id>/subscriptions/<int:subscription_id>/",
         marketplace.CollectionSubscriptionDetailView.as_view(),
         name="collection_subscription",
+    ),
+    path(
+        "collections/<int:collection_id>/subscriptions/<int:subscription_id>/reinstate/",
+        marketplace.CollectionSubscriptionReinstateView.as_view(),
+        name="collection_subscription_reinstate",
     ),
     re_path(r"^.*$", api_not_found),
 ]
