@@ -29,9 +29,9 @@ from knowledge.ingestion.limits import (
     DEFAULT_LIMITS,
     IngestLimits,
     TextBudget,
-    check_pdf_pages,
     html_elements_check,
     json_loads_bounded,
+    pdf_pages_check,
     text_size_check,
     yaml_load_bounded,
     zip_members_checked,
@@ -405,7 +405,7 @@ def _extract_pdf(filename: str, data: bytes, budget: TextBudget) -> list[Section
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             _decrypt_pdf(reader)
-        check_pdf_pages(len(reader.pages), budget.limits)
+        pdf_pages_check(len(reader.pages), budget.limits)
         sections = []
         for number, page in enumerate(reader.pages, start=1):
             text = _pdf_page_text(budget.charge(page.extract_text() or ""))

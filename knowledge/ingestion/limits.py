@@ -117,7 +117,7 @@ class TextBudget:
             )
 
 
-def check_pdf_pages(count: int, limits: IngestLimits) -> None:
+def pdf_pages_check(count: int, limits: IngestLimits) -> None:
     if count > limits.max_pdf_pages:
         raise LimitExceeded(f"the PDF has {count:,} pages", limits.max_pdf_pages, "max_pdf_pages", "pages")
 

@@ -165,7 +165,7 @@ def test_deeply_nested_specs_are_refused(tmp_path, make, levels):
     with pytest.raises(LimitExceeded, match="nested too deeply.*64 levels.*KNOWLEDGE_MAX_NESTING_DEPTH"):
         detect_format(name, spec)  # the upload check
     if levels == 100_000:
-        # The worker's parser used to crash the whole process (SIGSEGV) on this one.
+        # PyYAML's C loader, which the OpenAPI extractor used, crashes the process (SIGSEGV) on this one.
         assert_refused(extract_in_child(tmp_path, name, spec), "KNOWLEDGE_MAX_NESTING_DEPTH")
 
 
