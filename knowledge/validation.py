@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from knowledge.errors import KnowledgeError
 
 NUL = "\x00"
+MAX_ID = 2**63 - 1  # bigint: larger "ids" are bad input, not missing rows
 
 
 def text_clean(value, *, field: str, max_length: int | None = None, required: bool = False) -> str:

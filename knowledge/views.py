@@ -31,6 +31,7 @@ from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.marketplace import collection_subscriptions
 from knowledge.models import ChunkProfile, Collection
 from knowledge.sharing import collection_link_open, collection_link_rotate, collection_share_path
+from knowledge.validation import MAX_ID
 
 
 def knowledge_page(view):
@@ -57,9 +58,6 @@ def _wants_json(request) -> bool:
     """Scripts (fetch, the chat's event stream) read errors as JSON; browsers navigating get the HTML page."""
     accept = request.headers.get("Accept", "")
     return "application/json" in accept or "text/event-stream" in accept
-
-
-MAX_ID = 2**63 - 1  # bigint
 
 
 def form_ids(values, *, field: str) -> list[int]:

@@ -22,9 +22,8 @@ from knowledge.api.auth import BearerTokenAuthentication
 from knowledge.api.errors import api_exception_handler
 from knowledge.api.pagination import ApiPagination
 from knowledge.api.parsers import BoundedJSONParser
+from knowledge.validation import MAX_ID as MAX_ID  # re-exported: the API modules import it from here
 from knowledge.validation import nul_location
-
-MAX_ID = 2**63 - 1  # bigint: larger "ids" are bad input, not missing rows
 
 
 class ScopedThrottle(ScopedRateThrottle):
