@@ -177,7 +177,7 @@ def complete(config: LLMConfig, messages: list[dict], *, max_tokens: int | None 
             max_tokens=max_tokens or config.max_output_tokens,
         )
     text = (response.choices[0].message.content or "") if response.choices else ""
-    return _result(config, messages, text, response.usage, started)
+    return _result(config, messages, _storable(text), response.usage, started)
 
 
 def stream_chat(config: LLMConfig, messages: list[dict]) -> Iterator[str]:
@@ -212,12 +212,17 @@ def stream_chat(config: LLMConfig, messages: list[dict]) -> Iterator[str]:
                 choice = chunk.choices[0] if chunk.choices else None
                 finished = finished or bool(choice and choice.finish_reason)
                 if choice and choice.delta and choice.delta.content:
-                    parts.append(choice.delta.content)
-                    yield choice.delta.content
+                    parts.append(_storable(choice.delta.content))
+                    yield parts[-1]
     if not finished:
         # The connection closed before the model said it was done: the answer is cut off.
         raise LLMError("the answer stream ended before the answer was complete")
     return _result(config, messages, "".join(parts), usage, started)
+
+
+def _storable(text: str) -> str:
+    """The model's text without NUL, which PostgreSQL cannot store (in text or in the turn's events)."""
+    return text.replace("\x00", "")
 
 
 def _result(config, messages, text, usage, started) -> LLMResult:

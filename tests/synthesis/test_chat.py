@@ -202,6 +202,18 @@ def test_invalid_markers_are_dropped_and_only_cited_sources_listed(kb, llm_env):
     assert 'data-source="1"' in final["html"] and 'data-source="42"' not in final["html"]
 
 
+@pytest.mark.security
+@pytest.mark.parametrize("stream", [True, False])
+def test_an_answer_with_nul_characters_is_saved_without_them(kb, llm_env, monkeypatch, stream):
+    monkeypatch.setenv("LLM_STREAM", "true" if stream else "false")
+    llm_env.script(Reply(text="Illusion\x00 of slope [Source 1].\x00"))
+    turn = ask(kb, GRAVITY_QUESTION)
+    turn.refresh_from_db()
+    assert turn.mode == ChatTurn.Mode.LLM, turn.error
+    assert turn.answer == "Illusion of slope [Source 1]."
+    assert "\\u0000" not in json.dumps(turn.events)
+
+
 def test_tokens_come_from_the_servers_usage_and_add_up_per_session(kb, llm_env):
     llm_env.script(
         Reply(text="First [Source 1].", prompt_tokens=1234, completion_tokens=56),
