@@ -135,7 +135,8 @@ else:
         "default": {
             "BACKEND": "django.core.cache.backends.db.DatabaseCache",
             "LOCATION": "knowledge_cache",  # created by a migration (accounts 0002)
-            "OPTIONS": {"MAX_ENTRIES": 100_000},
+            # Throttle counters expire within their period; every write counts the rows, so keep it small.
+            "OPTIONS": {"MAX_ENTRIES": 10_000},
         }
     }
 

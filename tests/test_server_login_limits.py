@@ -63,3 +63,9 @@ def test_rotating_forwarded_for_does_not_reset_the_served_log_in_limit(served_wi
     assert statuses[: FAILURE_LIMIT - 1] == [400] * (FAILURE_LIMIT - 1)
     assert statuses[FAILURE_LIMIT - 1 :] == [429, 429]
     assert _token_request(port, "dave", "pw-dave", "198.51.100.99") == 429  # the right password too
+    # The served pages carry the strict policy too.
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    connection.request("GET", "/accounts/login/")
+    response = connection.getresponse()
+    assert response.status == 200 and "script-src 'self'" in response.getheader("Content-Security-Policy")
+    connection.close()
