@@ -17,7 +17,7 @@ from __future__ import annotations
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from knowledge.errors import ForbiddenError, NotFoundError
-from knowledge.models import Collection, Document, Profile, Subscription
+from knowledge.models import Chunk, Collection, Document, Profile, Subscription
 
 
 def _active_subscription(user) -> Exists:
@@ -108,6 +108,18 @@ def document_for_reader(*, user, document_id) -> Document:
     if document is None:
         raise NotFoundError("no such document")
     return document
+
+
+def chunk_for_reader(*, user, chunk_id) -> Chunk:
+    """The chunk (with its document) if ``user`` may read its collection; otherwise NotFound."""
+    chunk = (
+        Chunk.objects.filter(pk=chunk_id, collection__in=readable_collections(user))
+        .select_related("document")
+        .first()
+    )
+    if chunk is None:
+        raise NotFoundError("no such passage")
+    return chunk
 
 
 def readable_documents(*, user, collection_ids=None) -> QuerySet[Document]:
