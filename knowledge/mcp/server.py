@@ -39,6 +39,7 @@ from knowledge.errors import NotFoundError
 from knowledge.mcp import tools
 from knowledge.mcp.identity import Identity
 from knowledge.mcp.resources import collection_summary
+from knowledge.mcp.throttle import throttle_check
 
 logger = logging.getLogger(__name__)
 
@@ -101,13 +102,21 @@ def build_server(identity: Identity) -> MCPServer:
 
 
 async def run_tool(
-    identity: Identity, ctx: Context, function: Callable[..., dict], **arguments
+    identity: Identity,
+    ctx: Context,
+    function: Callable[..., dict],
+    *,
+    throttle: str | None = None,
+    **arguments,
 ) -> CallToolResult:
-    """Run a tool function as the caller, in a worker thread; application errors become tool errors."""
+    """Run a tool function as the caller, in a worker thread; application errors become tool errors.
+
+    ``throttle`` is the REST API's throttle scope for the same work ("retrieve" for searches and answers).
+    """
     base_url = identity.base_url(ctx)
     try:
         data = await sync_to_async(_as_caller, thread_sensitive=False)(
-            identity, ctx, function, base_url, arguments
+            identity, ctx, function, base_url, throttle, arguments
         )
     except Exception as exc:
         body = error_body_for(exc)
@@ -126,11 +135,13 @@ async def run_tool(
     )
 
 
-def _as_caller(identity: Identity, ctx: Context, function, base_url: str, arguments: dict):
+def _as_caller(identity: Identity, ctx: Context, function, base_url: str, throttle, arguments: dict):
     """In the worker thread: the same connection hygiene as a Django request around the call."""
     close_old_connections()
     try:
-        return function(user=identity.user(ctx), base_url=base_url, **arguments)
+        user = identity.user(ctx)
+        throttle_check(user=user, scope=throttle)
+        return function(user=user, base_url=base_url, **arguments)
     finally:
         close_old_connections()
 
@@ -167,6 +178,7 @@ def _add_tools(server: MCPServer, identity: Identity) -> None:
             identity,
             ctx,
             tools.search_knowledge,
+            throttle="retrieve",
             question=question,
             collections=collections,
             profile=profile,
@@ -191,6 +203,7 @@ def _add_tools(server: MCPServer, identity: Identity) -> None:
             identity,
             ctx,
             tools.answer_research_question,
+            throttle="retrieve",
             question=question,
             collections=collections,
             profile=profile,
@@ -215,6 +228,7 @@ def _add_tools(server: MCPServer, identity: Identity) -> None:
             identity,
             ctx,
             tools.agentic_research_question,
+            throttle="retrieve",
             question=question,
             collections=collections,
             profile=profile,
@@ -267,6 +281,7 @@ def _add_tools(server: MCPServer, identity: Identity) -> None:
             identity,
             ctx,
             tools.optimize_search,
+            throttle="retrieve",
             queries=queries,
             collections=collections,
             profile=profile,
