@@ -1,11 +1,14 @@
-"""Operator admin for API tokens. The revoke action calls the same service as the pages and API."""
+"""Operator admin for API tokens and users. Revoking calls the same services as the pages and API."""
 
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.forms import AdminPasswordChangeForm
 
 from accounts.models import ApiToken
-from accounts.tokens import token_revoke
+from accounts.tokens import token_revoke, tokens_revoke_all
 
 
 @admin.register(ApiToken)
@@ -26,3 +29,21 @@ class ApiTokenAdmin(admin.ModelAdmin):
         for token in active:
             token_revoke(user=token.user, token_id=token.pk)
         self.message_user(request, f"Revoked {len(active)} token(s).")
+
+
+class OperatorPasswordForm(AdminPasswordChangeForm):
+    """An operator setting someone's password, like a reset, also revokes that user's API tokens."""
+
+    def save(self, commit=True):
+        user = super().save(commit=commit)
+        if commit:
+            self.revoked_tokens = tokens_revoke_all(user=user)
+        return user
+
+
+admin.site.unregister(get_user_model())
+
+
+@admin.register(get_user_model())
+class KnowledgeUserAdmin(UserAdmin):
+    change_password_form = OperatorPasswordForm

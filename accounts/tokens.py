@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from accounts.models import ApiToken
 from knowledge.errors import KnowledgeError, NotFoundError
+from knowledge.validation import text_clean
 
 SECRET_PREFIX = "kn_"
 PREFIX_LENGTH = 10  # "kn_" plus 7 random characters: enough to tell tokens apart
@@ -24,11 +25,9 @@ def _hash(secret: str) -> str:
 
 def token_create(*, user, name: str) -> tuple[ApiToken, str]:
     """A new token for ``user`` and its secret; the secret is not stored and cannot be shown again."""
-    name = (name or "").strip()
+    name = text_clean(name, field="a token's name", max_length=100)
     if not name:
         raise KnowledgeError("a token needs a name")
-    if len(name) > 100:
-        raise KnowledgeError("a token name is at most 100 characters")
     if ApiToken.objects.filter(user=user, revoked_at__isnull=True).count() >= MAX_ACTIVE_TOKENS:
         raise KnowledgeError(f"you already have {MAX_ACTIVE_TOKENS} active tokens; revoke one first")
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
@@ -47,6 +46,11 @@ def token_revoke(*, user, token_id) -> ApiToken:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
     return token
+
+
+def tokens_revoke_all(*, user) -> int:
+    """Revoke every active token of ``user`` (a changed or reset password); returns how many."""
+    return ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
 def tokens_for_user(*, user):

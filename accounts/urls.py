@@ -12,10 +12,10 @@ urlpatterns = [
     path("tokens/", token_views.tokens_page, name="tokens"),
     path("tokens/<int:token_id>/revoke/", token_views.token_revoke_view, name="token_revoke"),
     # Password change (signed in) and reset (by email). Django's auth views, with
-    # namespaced success URLs and our own templates.
+    # namespaced success URLs and our own templates; change and reset also revoke API tokens.
     path(
         "password/change/",
-        auth_views.PasswordChangeView.as_view(
+        views.PasswordChangeView.as_view(
             template_name="accounts/password_change_form.html",
             success_url=reverse_lazy("accounts:password_change_done"),
         ),
@@ -42,7 +42,7 @@ urlpatterns = [
     ),
     path(
         "reset/<uidb64>/<token>/",
-        auth_views.PasswordResetConfirmView.as_view(
+        views.PasswordResetConfirmView.as_view(
             template_name="accounts/password_reset_confirm.html",
             success_url=reverse_lazy("accounts:password_reset_complete"),
         ),

@@ -1,9 +1,13 @@
+from axes.utils import reset as axes_reset
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
+from django.db import transaction
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from accounts.forms import SignUpForm
+from accounts.forms import PasswordChangeWithTokensForm, SignUpForm
+from accounts.tokens import tokens_revoke_all
 
 
 @require_http_methods(["GET", "POST"])
@@ -15,3 +19,36 @@ def signup(request):
         messages.success(request, f"Welcome, {user.username}.")
         return redirect("knowledge:collections")
     return render(request, "accounts/signup.html", {"form": form})
+
+
+class PasswordChangeView(auth_views.PasswordChangeView):
+    """Django's password change, revoking the API tokens too unless the owner unticks the box."""
+
+    form_class = PasswordChangeWithTokensForm
+
+    @transaction.atomic  # the new password and the revocation land together
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        if form.cleaned_data["revoke_api_tokens"]:
+            _report_revoked(self.request, tokens_revoke_all(user=form.user))
+        return response
+
+
+class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+    """Django's password reset; always revokes the API tokens, since the account may have been taken over.
+
+    Whoever reset it owns the mailbox, so the username's failed log-ins are cleared too.
+    """
+
+    @transaction.atomic
+    def form_valid(self, form):
+        response = super().form_valid(form)
+        _report_revoked(self.request, tokens_revoke_all(user=form.user))
+        axes_reset(username=form.user.get_username())
+        return response
+
+
+def _report_revoked(request, count: int) -> None:
+    if count:
+        tokens = "1 API token was" if count == 1 else f"{count} API tokens were"
+        messages.success(request, f"{tokens} revoked; create new ones on the API tokens page.")

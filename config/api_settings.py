@@ -3,7 +3,9 @@
 config/settings.py imports REST_FRAMEWORK and SPECTACULAR_SETTINGS from here.
 Throttle rates come from the environment (API_THROTTLE_UPLOADS,
 API_THROTTLE_RETRIEVE, API_THROTTLE_AUTH) as "N/second|minute|hour|day" and
-fail loudly on anything else.
+fail loudly on anything else. TRUSTED_PROXY_COUNT (default 0) is how many
+proxies of the operator's own append to X-Forwarded-For; with 0 the header is
+ignored and throttles count by the connection's address.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_str
+from config.env import env_int, env_str
 
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*$")
 
@@ -38,12 +40,15 @@ REST_FRAMEWORK = {
     # JSON only: the browsable documentation is the Swagger UI at /api/v1/docs/.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.JSONParser",
+        "knowledge.api.parsers.BoundedJSONParser",  # JSONParser with a nesting limit
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
     "EXCEPTION_HANDLER": "knowledge.api.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Who a client is for the throttles: REMOTE_ADDR unless trusted proxies are declared
+    # (DRF's default, None, believes any X-Forwarded-For a client sends).
+    "NUM_PROXIES": env_int("TRUSTED_PROXY_COUNT", 0, minimum=0),
     "DEFAULT_THROTTLE_RATES": {
         "uploads": env_rate("API_THROTTLE_UPLOADS", "60/minute"),
         "retrieve": env_rate("API_THROTTLE_RETRIEVE", "60/minute"),

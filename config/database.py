@@ -20,11 +20,23 @@ from django.core.exceptions import ImproperlyConfigured
 EMBEDDED_DATABASE = "knowledge"
 
 
-def database_config(*, data_dir: Path, conn_max_age: int) -> dict:
+def database_config(*, data_dir: Path, pool_max_size: int, conn_max_age: int) -> dict:
+    """Connection settings; with ``pool_max_size`` > 0 every process keeps a psycopg pool.
+
+    A pool, not persistent per-thread connections: the web server runs each request
+    in a thread of its own (ASGI and the development server alike), and a persistent
+    connection lives as long as its thread-local wrapper, so dead request threads
+    kept sockets open until PostgreSQL refused new clients. A pool bounds the
+    connections of a process and hands them back at the end of every request.
+    """
     url = os.environ.get("DATABASE_URL", "").strip()
     if not url:
         url = embedded_database_url(data_dir)
-    config = dj_database_url.parse(url, conn_max_age=conn_max_age, conn_health_checks=True)
+    if pool_max_size:
+        config = dj_database_url.parse(url, conn_max_age=0)
+        config["OPTIONS"]["pool"] = {"min_size": 1, "max_size": pool_max_size, "timeout": 30}
+    else:
+        config = dj_database_url.parse(url, conn_max_age=conn_max_age, conn_health_checks=True)
     if config["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (with pgvector >= 0.7)")
     return config
@@ -42,8 +54,23 @@ def embedded_database_url(data_dir: Path) -> str:
         pgdata = data_dir / "pg"
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    _forget_exited_clients(server)
     _ensure_database(server, EMBEDDED_DATABASE)
     return server.get_uri(EMBEDDED_DATABASE)
+
+
+def _forget_exited_clients(server) -> None:
+    """Drop the ids of client processes that died without saying so from the server's list.
+
+    The server stops when the last process on its list exits, but a process
+    killed outright (or a forked worker) never takes itself off: one stale id
+    kept the server running long after `make run` had stopped.
+    """
+    import psutil  # a dependency of the server package
+
+    with server._lock:
+        clients = server.global_process_id_list
+        clients.put([pid for pid in clients._get() if psutil.pid_exists(pid)])
 
 
 def _ensure_database(server, name: str) -> None:
@@ -60,3 +87,11 @@ def _ensure_runtime_dir() -> None:
     runtime = Path(f"/tmp/knowledge-runtime-{os.getuid()}")
     runtime.mkdir(mode=0o700, exist_ok=True)
     os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+
+
+if __name__ == "__main__":
+    # `python -m config.database`, run by scripts/run.sh after its processes stopped:
+    # joining the embedded server forgets clients that exited without saying so
+    # (uvicorn ends itself with the signal it received, which skips exit handlers),
+    # and leaving it as its last client stops it.
+    import config.settings  # noqa: F401

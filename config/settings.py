@@ -7,11 +7,17 @@ PostgreSQL under KNOWLEDGE_DATA_DIR, no LLM configured answers extractively.
 from __future__ import annotations
 
 import secrets
+from datetime import timedelta
 from pathlib import Path
+
+from csp.constants import NONE, SELF
 
 from config.api_settings import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401
 from config.database import database_config
 from config.env import env_bool, env_choice, env_int, env_list, env_str
+from knowledge.ingestion.limits import DEFAULT_LIMITS as DEFAULT_INGEST_LIMITS
+from knowledge.ingestion.limits import SETTINGS as INGEST_LIMIT_SETTINGS
+from knowledge.ingestion.limits import IngestLimits
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("KNOWLEDGE_DATA_DIR", str(BASE_DIR / "var"))).resolve()
@@ -48,12 +54,15 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_q",
+    "csp",
+    "axes",
     "accounts",
     "knowledge",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -61,6 +70,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "knowledge.middleware.RejectNulMiddleware",
+    # Last, so it sees the whole response: turns a locked-out log-in into a 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -82,7 +94,11 @@ TEMPLATES = [
 ]
 
 DATABASES = {
-    "default": database_config(data_dir=DATA_DIR, conn_max_age=env_int("DB_CONN_MAX_AGE", 60, minimum=0))
+    "default": database_config(
+        data_dir=DATA_DIR,
+        pool_max_size=env_int("DB_POOL_MAX_SIZE", 20, minimum=0),
+        conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0),
+    )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -92,6 +108,37 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Failed log-ins are limited on every path (log-in page, admin, API token endpoint)
+# by django-axes, separately per username and per client address; the counts are
+# rows in the database, so every server process sees the same ones.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out client before any password check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one reaching the limit locks
+AXES_CLIENT_IP_CALLABLE = "accounts.client_address.client_address"
+AXES_LOCKOUT_CALLABLE = "accounts.lockout.lockout_response"
+AXES_RESET_ON_SUCCESS = False  # else one good log-in of the attacker's own account clears the address count
+TRUSTED_PROXY_COUNT = REST_FRAMEWORK["NUM_PROXIES"]  # read once, from the environment, in api_settings
+
+# A cache every server process shares: Redis when REDIS_URL is set, else a table in
+# the database. DRF's request throttles count there; a per-process memory cache
+# would give every process its own count.
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "knowledge_cache",  # created by a migration (accounts 0002)
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
+        }
+    }
+
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "knowledge:collections"
 LOGOUT_REDIRECT_URL = "accounts:login"
@@ -117,6 +164,28 @@ WHITENOISE_USE_FINDERS = True  # serve from static/ without a collectstatic step
 KNOWLEDGE_MAX_UPLOAD_BYTES = env_int("KNOWLEDGE_MAX_UPLOAD_MB", 50, minimum=1) * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+
+
+def _ingest_limits() -> IngestLimits:
+    """Per-document ingestion limits (knowledge/ingestion/limits.py explains each); defaults there."""
+    mib = 1024 * 1024
+    values = {
+        field: env_int(name, getattr(DEFAULT_INGEST_LIMITS, field), minimum=1)
+        for field, name in INGEST_LIMIT_SETTINGS.items()
+        if field != "max_uncompressed_bytes"
+    }
+    megabytes = DEFAULT_INGEST_LIMITS.max_uncompressed_bytes // mib
+    values["max_uncompressed_bytes"] = env_int("KNOWLEDGE_MAX_UNCOMPRESSED_MB", megabytes, minimum=1) * mib
+    return IngestLimits(**values)
+
+
+# Hostile files: zip bombs, YAML alias bombs, page and text amplification.
+KNOWLEDGE_INGEST_LIMITS = _ingest_limits()
+# A document whose progress has not moved for this long while `processing`
+# belongs to a worker that died; it is marked failed ("processing was interrupted").
+KNOWLEDGE_PROCESSING_STALE_SECONDS = env_int("KNOWLEDGE_PROCESSING_STALE_SECONDS", 300, minimum=10)
+# Nesting allowed in JSON request bodies of the API and the pages.
+API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 32, minimum=2)
 
 # Embedding: the model every chunk and query is encoded with.
 KNOWLEDGE_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -158,6 +227,26 @@ X_FRAME_OPTIONS = "SAMEORIGIN"  # the citation viewer embeds our own PDFs
 # check --deploy (W019) wants DENY; SAMEORIGIN is deliberate (above) and still
 # stops other sites from framing us, so that one warning is silenced.
 SILENCED_SYSTEM_CHECKS = ["security.W019"]
+
+# Content-Security-Policy on every response (django-csp): scripts, styles and
+# everything else only from our own origin, so no inline script, inline handler
+# or injected markup can run. Responses that set their own policy keep it (the
+# original-file downloads are sandboxed with "default-src 'none'; sandbox").
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],  # Swagger UI and the admin draw small icons as data: images
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "frame-src": [SELF],  # the citation viewer embeds our own PDFs
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [SELF],
+    }
+}
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 

@@ -4,9 +4,14 @@ Pages, the API, retrieval SQL, chat and the admin all call these functions;
 none of them re-implements the rule. Visibility (seed 000):
 
     private   owner only (plus active subscribers while the collection is listed)
-    unlisted  anyone who has its id (not shown in lists to others)
+    unlisted  owner, and whoever opened its share link (a LinkGrant) while the
+              link was current; knowing the (sequential) id gives nothing
     public    every signed-in user
     no owner  admin-owned: every signed-in user
+
+A user's library is everything they may read. Rotating the share link drops
+every grant; an owner's revocation of a subscription also drops that user's
+grant and keeps them out until the owner reinstates them.
 
 Profiles: a user reads and uses their own and the operator's (no owner); they
 change their own, and staff change the operator's.
@@ -17,7 +22,9 @@ from __future__ import annotations
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from knowledge.errors import ForbiddenError, NotFoundError
-from knowledge.models import Chunk, Collection, Document, Profile, Subscription
+from knowledge.models import Chunk, Collection, Document, LinkGrant, Profile, Subscription
+
+SHARE_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
 def _active_subscription(user) -> Exists:
@@ -28,34 +35,56 @@ def _active_subscription(user) -> Exists:
     )
 
 
+def _link_granted(user) -> Exists:
+    return Exists(LinkGrant.objects.filter(collection=OuterRef("pk"), user=user))
+
+
 def _readable_q(user) -> Q:
     return (
         Q(owner__isnull=True)
         | Q(owner=user)
-        | Q(visibility__in=[Collection.Visibility.PUBLIC, Collection.Visibility.UNLISTED])
+        | Q(visibility=Collection.Visibility.PUBLIC)
+        | Q(visibility=Collection.Visibility.UNLISTED, _link_granted=True)
         | Q(_subscribed=True)
     )
 
 
 def readable_collections(user) -> QuerySet[Collection]:
-    """Collections whose content ``user`` may read (unlisted ones included: they are reached by id)."""
+    """Collections whose content ``user`` may read; an unlisted one only after opening its share link."""
     if user is None or not user.is_authenticated:
         return Collection.objects.none()
-    return Collection.objects.alias(_subscribed=_active_subscription(user)).filter(_readable_q(user))
+    return Collection.objects.alias(
+        _subscribed=_active_subscription(user), _link_granted=_link_granted(user)
+    ).filter(_readable_q(user))
 
 
 def listed_collections(user) -> QuerySet[Collection]:
-    """Collections for ``user``'s library lists: readable ones minus others' unlisted, unsubscribed ones."""
-    return readable_collections(user).exclude(
-        Q(visibility=Collection.Visibility.UNLISTED)
-        & ~Q(owner=user)
-        & Q(owner__isnull=False)
-        & Q(_subscribed=False)  # a subscription puts it in the library
-    )
+    """``user``'s library: every collection they may read (an unlisted one once its link is opened)."""
+    return readable_collections(user)
 
 
 def collection_is_readable(*, user, collection: Collection) -> bool:
     return readable_collections(user).filter(pk=collection.pk).exists()
+
+
+def collection_for_link(*, user, share_token: str) -> Collection:
+    """The collection a share link opens: an unlisted one, or one ``user`` reads anyway; else NotFound.
+
+    Someone whose subscription the owner revoked is refused (Forbidden): the link does not let them back in.
+    """
+    token = share_token or ""
+    if not token or len(token) > 64 or not set(token) <= SHARE_TOKEN_CHARS:
+        raise NotFoundError("no such collection link")
+    collection = Collection.objects.filter(share_token=token).first()
+    if collection is None or user is None or not user.is_authenticated:
+        raise NotFoundError("no such collection link")
+    if collection_is_readable(user=user, collection=collection):
+        return collection
+    if collection.visibility != Collection.Visibility.UNLISTED:
+        raise NotFoundError("no such collection link")  # a private collection's link opens nothing
+    if Subscription.objects.filter(user=user, collection=collection, revoked_at__isnull=False).exists():
+        raise ForbiddenError("the owner revoked your access to this collection; only they can let you in")
+    return collection
 
 
 def collection_is_writable(*, user, collection: Collection) -> bool:

@@ -12,6 +12,7 @@ from knowledge.collections import chunk_profile_default, collection_reindex
 from knowledge.config import ConfigError, validate_value
 from knowledge.documents import document_delete, document_reindex, document_retry, document_upload
 from knowledge.errors import KnowledgeError
+from knowledge.marketplace import subscriptions_end_all
 from knowledge.models import (
     ChatSession,
     ChatTurn,
@@ -21,6 +22,7 @@ from knowledge.models import (
     Document,
     DocumentSummary,
     KnowledgeSetting,
+    LinkGrant,
     Profile,
     ProfileCollection,
     Subscription,
@@ -94,6 +96,11 @@ class CollectionAdmin(admin.ModelAdmin):
     readonly_fields = ["embedding_model", "pending_chunk_profile", "created_at", "updated_at"]
     actions = ["reindex_under_active_profile"]
 
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if change and "listed" in form.changed_data and not obj.listed:
+            subscriptions_end_all(collection=obj)  # as collection_update does: relisting restores nothing
+
     def get_readonly_fields(self, request, obj=None):
         # Changing the profile of a collection with chunks goes through a re-index.
         return [*self.readonly_fields, "chunk_profile"] if obj else self.readonly_fields
@@ -151,7 +158,6 @@ class DocumentUploadForm(forms.ModelForm):
                     category=cleaned.get("category") or "",
                     tags=cleaned.get("tags") or [],
                     source_date=cleaned.get("source_date"),
-                    content_type=upload.content_type or "",
                 )
             except KnowledgeError as exc:
                 raise forms.ValidationError(str(exc)) from exc
@@ -186,6 +192,7 @@ class DocumentAdmin(admin.ModelAdmin):
     search_fields = ["title", "filename", "author", "content_hash"]
     raw_id_fields = ["collection", "uploaded_by", "replaces"]
     readonly_fields = [
+        "file",  # replacing the bytes here would skip type detection and processing: upload anew
         "content_hash",
         "size",
         "content_type",
@@ -288,11 +295,22 @@ class ProfileAdmin(admin.ModelAdmin):
 
 @admin.register(Subscription)
 class SubscriptionAdmin(admin.ModelAdmin):
-    list_display = ["user", "collection", "is_active", "created_at"]
-    list_filter = ["is_active"]
+    list_display = ["user", "collection", "is_active", "revoked_at", "created_at"]
+    list_filter = ["is_active", ("revoked_at", admin.EmptyFieldListFilter)]
     list_select_related = ["user", "collection"]
     raw_id_fields = ["user", "collection"]
     search_fields = ["user__username", "collection__name"]
+
+
+@admin.register(LinkGrant)
+class LinkGrantAdmin(admin.ModelAdmin):
+    """Who opened which share link; deleting a row takes that reader's link access away."""
+
+    list_display = ["user", "collection", "created_at"]
+    list_select_related = ["user", "collection"]
+    raw_id_fields = ["user", "collection"]
+    search_fields = ["user__username", "collection__name"]
+    readonly_fields = ["created_at"]
 
 
 class ChatTurnInline(admin.StackedInline):

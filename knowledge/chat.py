@@ -34,6 +34,7 @@ from knowledge.retrieval.service import (
     question_clean,
     resolved_config,
     retrieve,
+    search_collections,
 )
 from knowledge.retrieval.tokens import llm_token_count
 from knowledge.synthesis import events as ev
@@ -532,7 +533,11 @@ def _scope(user, profile, collection_ids, session) -> tuple[Profile | None, list
     if profile is not None:
         if not profile_is_readable(user=user, profile=profile):
             raise NotFoundError("no such profile")
-        return profile, None if collection_ids is None else [int(c) for c in collection_ids]
+        collection_ids = None if collection_ids is None else [int(c) for c in collection_ids]
+        search_collections(
+            profile, collection_ids
+        )  # nothing to search is bad input, refused before streaming
+        return profile, collection_ids
     if not collection_ids:
         raise KnowledgeError("choose a profile or at least one collection to search")
     return None, [int(c) for c in collection_ids]

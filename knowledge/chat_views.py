@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-from django.http import FileResponse, StreamingHttpResponse
+from django.http import FileResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from knowledge.access import document_for_reader, listed_collections, profile_for_reader, profiles_for_user
+from knowledge.access import (
+    document_for_reader,
+    listed_collections,
+    profile_for_reader,
+    profiles_for_user,
+    readable_collection_ids_checked,
+)
 from knowledge.chat import chat_stream, session_get, sse_stream
+from knowledge.documents import SERVED_CONTENT_TYPES
 from knowledge.errors import KnowledgeError, NotFoundError
+from knowledge.event_stream import event_stream_response
 from knowledge.models import ChatSession, Chunk, DocumentSummary, Profile
 from knowledge.synthesis.llm import llm_config
-from knowledge.views import knowledge_page
+from knowledge.views import form_ids, knowledge_page
 
 
 @require_GET
@@ -39,7 +47,7 @@ def chat_page(request):
 def chat_ask_stream(request):
     """Answer as Server-Sent Events: retrieval, the answer text as it is written, then the final answer."""
     profile = _chosen_profile(request)
-    collection_ids = [int(c) for c in request.POST.getlist("collections") if c.isdigit()] or None
+    collection_ids = _chosen_collections(request)
     stream = chat_stream(
         user=request.user,
         question=request.POST.get("question", ""),
@@ -47,21 +55,22 @@ def chat_ask_stream(request):
         collection_ids=collection_ids,
         session=request.POST.get("session") or None,
     )
-    return event_stream_response(sse_stream(stream))
-
-
-def event_stream_response(lines) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(lines, content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"  # let proxies pass events through as they come
-    return response
+    return event_stream_response(sse_stream(stream), request=request)
 
 
 def _chosen_profile(request) -> Profile | None:
     raw = request.POST.get("profile", "")
     if not raw:
         return None
-    return profile_for_reader(user=request.user, profile_id=int(raw) if raw.isdigit() else -1)
+    return profile_for_reader(user=request.user, profile_id=form_ids([raw], field="profile")[0])
+
+
+def _chosen_collections(request) -> list[int] | None:
+    """The chosen collections, each readable (the API's check and message), or None for none chosen."""
+    requested = form_ids(request.POST.getlist("collections"), field="collections")
+    if not requested:
+        return None
+    return readable_collection_ids_checked(user=request.user, collection_ids=requested)
 
 
 @require_GET
@@ -82,7 +91,7 @@ def document_view(request, document_id: int):
             "document": document,
             "chunk": chunk,
             "section": section,
-            "is_pdf": document.filename.lower().endswith(".pdf"),
+            "is_pdf": document.content_type == "application/pdf",
             "summary": DocumentSummary.objects.filter(document=document).first(),
         },
     )
@@ -99,13 +108,44 @@ def _cited_chunk(document, raw: str | None) -> Chunk | None:
     return chunk
 
 
+# A downloaded original is never rendered as a page of ours: even if a browser
+# ignored the attachment disposition, it may run no script and load nothing.
+DOWNLOAD_POLICY = "default-src 'none'; sandbox"
+
+
 @require_GET
 @knowledge_page
 def document_file(request, document_id: int):
-    """The stored original, inline (the viewer embeds PDFs at the cited page)."""
+    """The stored original: a sandboxed download, or inline for the viewer when the bytes are a PDF.
+
+    The type is the one detected in the bytes at upload, never the client's; anything else a browser
+    could render (HTML, SVG, XML, script, unknown) would run on our origin, so it is an attachment.
+    """
     document = document_for_reader(user=request.user, document_id=document_id)
     handle = document.file.open("rb")
-    response = FileResponse(handle, content_type=document.content_type or "application/octet-stream")
-    response["Content-Disposition"] = f'inline; filename="{document.filename}"'
+    is_pdf = _starts_as_pdf(handle)
+    inline = is_pdf and request.GET.get("inline") == "1"
+    response = FileResponse(
+        handle,
+        as_attachment=not inline,
+        filename=document.filename,
+        content_type="application/pdf" if is_pdf else _served_type(document),
+    )
     response["X-Content-Type-Options"] = "nosniff"
+    if not inline:
+        response["Content-Security-Policy"] = DOWNLOAD_POLICY
     return response
+
+
+def _starts_as_pdf(handle) -> bool:
+    """The same test as upload detection (a %PDF- header in the first KiB), on the stored bytes."""
+    head = handle.read(1024)
+    handle.seek(0)
+    return b"%PDF-" in head
+
+
+def _served_type(document) -> str:
+    """Originals stored before types were detected may carry a client's type: serve those as bytes."""
+    if document.content_type in SERVED_CONTENT_TYPES:
+        return document.content_type
+    return "application/octet-stream"

@@ -6,7 +6,12 @@ from django.db import IntegrityError, transaction
 
 from knowledge.documents import document_files_delete_on_commit, document_reindex
 from knowledge.errors import KnowledgeError, NotFoundError
+from knowledge.marketplace import subscriptions_end_all
 from knowledge.models import ChunkProfile, Collection, Document
+from knowledge.validation import text_clean
+
+MAX_DESCRIPTION = 20000
+MAX_TAGS = 50
 
 
 def chunk_profile_default() -> ChunkProfile:
@@ -39,9 +44,11 @@ def collection_create(
     visibility: str = Collection.Visibility.PRIVATE,
     chunk_profile: ChunkProfile | None = None,
 ) -> Collection:
-    name = (name or "").strip()
+    name = text_clean(name, field="a collection's name", max_length=200)
     if not name:
         raise KnowledgeError("a collection needs a name")
+    description = text_clean(description, field="a collection's description", max_length=MAX_DESCRIPTION)
+    tags = _tags_clean(tags or [])
     if visibility not in Collection.Visibility.values:
         raise KnowledgeError(f"visibility must be one of {', '.join(Collection.Visibility.values)}")
     try:
@@ -50,7 +57,7 @@ def collection_create(
                 name=name,
                 owner=owner,
                 description=description,
-                tags=tags or [],
+                tags=tags,
                 visibility=visibility,
                 chunk_profile=chunk_profile or chunk_profile_default(),
             )
@@ -59,13 +66,31 @@ def collection_create(
 
 
 def collection_update(*, collection: Collection, **changes) -> Collection:
-    """Set the given fields (description, tags, visibility, listed) and save only those."""
+    """Set the given fields (description, tags, visibility, listed) and save only those.
+
+    Unlisting ends the active subscriptions, so relisting later does not quietly restore them.
+    """
     if "visibility" in changes and changes["visibility"] not in Collection.Visibility.values:
         raise KnowledgeError(f"visibility must be one of {', '.join(Collection.Visibility.values)}")
+    if "description" in changes:
+        changes["description"] = text_clean(
+            changes["description"], field="a collection's description", max_length=MAX_DESCRIPTION
+        )
+    if "tags" in changes:
+        changes["tags"] = _tags_clean(changes["tags"])
     for field, value in changes.items():
         setattr(collection, field, value)
-    collection.save(update_fields=[*changes, "updated_at"])
+    with transaction.atomic():
+        collection.save(update_fields=[*changes, "updated_at"])
+        if "listed" in changes and not changes["listed"]:
+            subscriptions_end_all(collection=collection)
     return collection
+
+
+def _tags_clean(tags) -> list[str]:
+    if not isinstance(tags, list) or len(tags) > MAX_TAGS:
+        raise KnowledgeError(f"tags are a list of at most {MAX_TAGS}")
+    return [text_clean(tag, field="a tag", required=True, max_length=50) for tag in tags]
 
 
 def collection_delete(*, collection: Collection) -> None:

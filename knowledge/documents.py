@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import mimetypes
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -12,12 +11,29 @@ from pathlib import PurePath
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
 
 from knowledge.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.ingestion.extract import detect_format
 from knowledge.ingestion.types import ExtractionError
 from knowledge.models import Collection, Document
 from knowledge.tasks import enqueue_document_processing
+
+FORMAT_CONTENT_TYPES = {
+    "pdf": "application/pdf",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "csv": "text/csv",
+    "html": "text/html",
+    "markdown": "text/markdown",
+    "text": "text/plain",
+}
+# Every type format_content_type can give: the only ones a stored original is ever served with.
+SERVED_CONTENT_TYPES = frozenset(
+    [*FORMAT_CONTENT_TYPES.values(), "application/json", "application/yaml", "text/tab-separated-values"]
+)
 
 
 @dataclass(frozen=True)
@@ -37,20 +53,21 @@ def document_upload(
     category: str = "",
     tags: list[str] | None = None,
     source_date: datetime.date | None = None,
-    content_type: str = "",
     sync: bool | None = None,
 ) -> UploadResult:
     """Store an upload and queue its processing, or return the copy already stored.
 
     Refuses up front what can never be processed (empty, too large, unsupported
     or malformed); anything else that fails later ends as a failed document
-    with its reason, and never touches the collection's other documents.
+    with its reason, and never touches the collection's other documents. The
+    stored content type is the one of the format detected in the bytes: a
+    client-declared type is never trusted (it is what a browser would obey).
     """
     filename = _clean_filename(filename)
     upload_size_check(filename=filename, size=len(data))
     if not data.strip():
         raise KnowledgeError(f"{filename}: the file is empty")
-    _check_format(filename, data)
+    detected = _check_format(filename, data)
     content_hash = hashlib.sha256(data).hexdigest()
     existing = Document.objects.filter(collection=collection, content_hash=content_hash).first()
     if existing:
@@ -68,7 +85,7 @@ def document_upload(
                 category=category.strip(),
                 tags=tags or [],
                 source_date=source_date,
-                content_type=content_type or mimetypes.guess_type(filename)[0] or "",
+                content_type=format_content_type(detected, filename=filename),
             )
             _enqueue_for_collection(document, sync=sync)
     except IntegrityError:
@@ -93,9 +110,19 @@ def upload_size_check(*, filename: str, size: int) -> None:
         )
 
 
-def _check_format(filename: str, data: bytes) -> None:
+def format_content_type(fmt: str, *, filename: str) -> str:
+    """The content type of a detected format; JSON/YAML and CSV/TSV differ only by extension."""
+    suffix = PurePath(filename).suffix.lower()
+    if fmt == "openapi":
+        return "application/json" if suffix == ".json" else "application/yaml"
+    if fmt == "csv" and suffix == ".tsv":
+        return "text/tab-separated-values"
+    return FORMAT_CONTENT_TYPES[fmt]
+
+
+def _check_format(filename: str, data: bytes) -> str:
     try:
-        detect_format(filename, data)
+        return detect_format(filename, data, limits=settings.KNOWLEDGE_INGEST_LIMITS)
     except ExtractionError as exc:
         message = str(exc)
         error = UnsupportedMediaError if "unsupported" in message else KnowledgeError
@@ -167,6 +194,25 @@ def document_files_delete_on_commit(*, documents: Iterable[Document]) -> None:
     """
     files = [(d.file.storage, d.file.name) for d in documents if d.file.name]
     transaction.on_commit(lambda: [storage.delete(name) for storage, name in files])
+
+
+PROCESSING_INTERRUPTED = "processing was interrupted (the worker stopped); retry to process it again"
+
+
+def documents_fail_stale(*, documents: QuerySet[Document], now: datetime.datetime | None = None) -> int:
+    """Mark failed the ``processing`` documents among ``documents`` whose heartbeat stopped.
+
+    A live run touches ``updated_at`` at least every few seconds of work (see
+    the pipeline's heartbeat); one silent for KNOWLEDGE_PROCESSING_STALE_SECONDS
+    lost its worker (killed, out of memory, timed out). Called where documents
+    are read and when a worker starts a task, so no extra process is needed.
+    Returns how many were marked.
+    """
+    now = now or timezone.now()
+    cutoff = now - datetime.timedelta(seconds=settings.KNOWLEDGE_PROCESSING_STALE_SECONDS)
+    return documents.filter(status=Document.Status.PROCESSING, updated_at__lt=cutoff).update(
+        status=Document.Status.FAILED, error=PROCESSING_INTERRUPTED, updated_at=now
+    )
 
 
 _PROGRESS_FIELDS = ("sections_done", "sections_total", "chunks_done", "chunks_total")

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 from django.db import transaction
 from django.db.models import CharField, Exists, F, Func, OuterRef, Q, QuerySet, Value
+from django.utils import timezone
 
-from knowledge.access import collection_is_writable, marketplace_listing_for, marketplace_listings
-from knowledge.errors import KnowledgeError, NotFoundError
-from knowledge.models import Collection, Document, Subscription
+from knowledge.access import (
+    collection_is_writable,
+    marketplace_listing_for,
+    marketplace_listings,
+    readable_collections,
+)
+from knowledge.errors import ForbiddenError, KnowledgeError, NotFoundError
+from knowledge.models import Collection, Document, LinkGrant, Subscription
 from knowledge.queries import count_subquery
+from knowledge.validation import text_clean
 
 
 def _tags_text():
@@ -31,10 +38,14 @@ def marketplace_collections(*, user, search: str = "") -> QuerySet[Collection]:
             ),
             subscriber_count=count_subquery(active, group_by="collection"),
             subscribed=Exists(active.filter(user=user)),
+            revoked=Exists(
+                Subscription.objects.filter(collection=OuterRef("pk"), user=user, revoked_at__isnull=False)
+            ),
+            can_read=Exists(readable_collections(user).filter(pk=OuterRef("pk"))),
         )
         .order_by("name", "pk")
     )
-    term = (search or "").strip()
+    term = text_clean(search, field="the search", max_length=200)
     if term:
         queryset = queryset.alias(tags_text=_tags_text()).filter(
             Q(name__icontains=term) | Q(description__icontains=term) | Q(tags_text__icontains=term)
@@ -49,7 +60,7 @@ def subscribed_collections(*, user) -> QuerySet[Collection]:
 
 @transaction.atomic
 def subscription_create(*, user, collection: Collection) -> tuple[Subscription, bool]:
-    """Subscribe ``user``: idempotent, re-activates an ended one. Returns (subscription, changed)."""
+    """Subscribe ``user``: idempotent; re-activates an ended, not a revoked, one. Returns (row, changed)"""
     collection = marketplace_listing_for(user=user, collection_id=collection.pk)
     if collection.owner_id is not None and collection.owner_id == user.pk:
         raise KnowledgeError("you own this collection; there is nothing to subscribe to")
@@ -57,6 +68,8 @@ def subscription_create(*, user, collection: Collection) -> tuple[Subscription, 
     if created:
         return subscription, True
     subscription = Subscription.objects.select_for_update().get(pk=subscription.pk)
+    if subscription.revoked_at is not None:
+        raise ForbiddenError("the owner revoked your subscription; only they can let you back in")
     if subscription.is_active:
         return subscription, False
     subscription.is_active = True
@@ -89,15 +102,41 @@ def collection_subscriptions(*, collection: Collection) -> QuerySet[Subscription
     )
 
 
-def subscription_revoke(*, owner, subscription_id, collection: Collection | None = None) -> Subscription:
-    """The collection's owner ends someone's subscription; access ends at once. Others get NotFound."""
+def subscriptions_end_all(*, collection: Collection) -> int:
+    """Unlisting ends every active subscription: relisting does not bring them back (each subscribes anew)."""
+    return Subscription.objects.filter(collection=collection, is_active=True).update(
+        is_active=False, updated_at=timezone.now()
+    )
+
+
+def _owned_subscription(*, owner, subscription_id, collection: Collection | None) -> Subscription:
     subscriptions = Subscription.objects.select_related("collection", "user")
     if collection is not None:
         subscriptions = subscriptions.filter(collection=collection)
-    subscription = subscriptions.filter(pk=subscription_id).first()
+    subscription = subscriptions.filter(pk=subscription_id).select_for_update(of=("self",)).first()
     if subscription is None or not collection_is_writable(user=owner, collection=subscription.collection):
         raise NotFoundError("no such subscription")
-    if subscription.is_active:
+    return subscription
+
+
+@transaction.atomic
+def subscription_revoke(*, owner, subscription_id, collection: Collection | None = None) -> Subscription:
+    """The owner ends someone's subscription and share-link access; they stay out until reinstated."""
+    subscription = _owned_subscription(owner=owner, subscription_id=subscription_id, collection=collection)
+    if subscription.revoked_at is None:
         subscription.is_active = False
-        subscription.save(update_fields=["is_active", "updated_at"])
+        subscription.revoked_at = timezone.now()
+        subscription.save(update_fields=["is_active", "revoked_at", "updated_at"])
+    LinkGrant.objects.filter(user=subscription.user, collection=subscription.collection).delete()
+    return subscription
+
+
+@transaction.atomic
+def subscription_reinstate(*, owner, subscription_id, collection: Collection | None = None) -> Subscription:
+    """The owner lets a revoked subscriber back in: active again while the collection is listed."""
+    subscription = _owned_subscription(owner=owner, subscription_id=subscription_id, collection=collection)
+    if subscription.revoked_at is not None:
+        subscription.revoked_at = None
+        subscription.is_active = subscription.collection.listed
+        subscription.save(update_fields=["is_active", "revoked_at", "updated_at"])
     return subscription

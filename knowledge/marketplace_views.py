@@ -9,12 +9,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from knowledge.access import collection_for_writer, marketplace_listing_for
 from knowledge.collections import collection_update
+from knowledge.errors import NotFoundError
 from knowledge.marketplace import (
     marketplace_collections,
     subscribed_collections,
     subscription_collection_for,
     subscription_create,
     subscription_end,
+    subscription_reinstate,
+    subscription_revoke,
 )
 from knowledge.views import knowledge_page
 
@@ -70,4 +73,22 @@ def collection_listing_view(request, collection_id: int):
     collection_update(collection=collection, listed=listed)
     state = "listed in" if listed else "removed from"
     messages.success(request, f"{collection.name} is {state} the marketplace.")
+    return redirect("knowledge:collection", collection_id=collection.pk)
+
+
+SUBSCRIPTION_OWNER_ACTIONS = {"revoke": subscription_revoke, "reinstate": subscription_reinstate}
+
+
+@require_POST
+@knowledge_page
+def subscription_owner_action_view(request, collection_id: int, subscription_id: int, action: str):
+    """The owner revokes a subscriber (who stays out) or lets a revoked one back in."""
+    collection = collection_for_writer(user=request.user, collection_id=collection_id)
+    if action not in SUBSCRIPTION_OWNER_ACTIONS:
+        raise NotFoundError("no such action")
+    subscription = SUBSCRIPTION_OWNER_ACTIONS[action](
+        owner=request.user, subscription_id=subscription_id, collection=collection
+    )
+    done = "revoked; they stay out until you reinstate them" if action == "revoke" else "reinstated"
+    messages.success(request, f"{subscription.user.username}'s access is {done}.")
     return redirect("knowledge:collection", collection_id=collection.pk)

@@ -14,7 +14,7 @@ from knowledge.access import (
 from knowledge.config import PARAMETERS, ConfigError, global_settings, validate_overrides
 from knowledge.errors import KnowledgeError
 from knowledge.profiles import profile_create, profile_update
-from knowledge.views import knowledge_page
+from knowledge.views import form_ids, knowledge_page
 
 
 @knowledge_page
@@ -72,7 +72,7 @@ def _save(request, profile):
 
 
 def _collections(request) -> list[dict]:
-    requested = [int(raw) for raw in request.POST.getlist("collections") if raw.isdigit()]
+    requested = form_ids(request.POST.getlist("collections"), field="collections")
     ids = readable_collection_ids_checked(user=request.user, collection_ids=requested)
     rerank = set(request.POST.getlist("rerank"))
     return [{"collection": cid, "reranking": str(cid) in rerank} for cid in ids]

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 
 from knowledge.config import SOURCE_LOCKED
 from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.models import Profile, ProfileCollection
+from knowledge.validation import text_clean
 
 
 def profile_find(ref: str) -> Profile:
@@ -26,6 +29,7 @@ def profile_create(
     *, owner, name: str, tag: str, knowledge_overrides: dict, collections: list[dict]
 ) -> Profile:
     """A new profile searching ``collections`` ([{"collection": id, "reranking": bool}, ...])."""
+    name, tag = _name_clean(name), _tag_clean(tag)
     try:
         with transaction.atomic():
             profile = Profile.objects.create(
@@ -39,6 +43,10 @@ def profile_create(
 
 def profile_update(*, profile: Profile, collections: list[dict] | None = None, **changes) -> Profile:
     """Set the given fields; ``collections``, when given, replaces the profile's list."""
+    if "name" in changes:
+        changes["name"] = _name_clean(changes["name"])
+    if "tag" in changes:
+        changes["tag"] = _tag_clean(changes["tag"])
     try:
         with transaction.atomic():
             for field, value in changes.items():
@@ -49,6 +57,19 @@ def profile_update(*, profile: Profile, collections: list[dict] | None = None, *
     except IntegrityError:
         raise KnowledgeError(f"you already have a profile named {profile.name!r}") from None
     return profile
+
+
+def _name_clean(name) -> str:
+    return text_clean(name, field="a profile's name", required=True, max_length=200)
+
+
+def _tag_clean(tag) -> str:
+    tag = text_clean(tag, field="a profile's tag", required=True, max_length=40)
+    try:
+        validate_slug(tag)
+    except ValidationError:
+        raise KnowledgeError("a profile's tag has only letters, digits, hyphens and underscores") from None
+    return tag
 
 
 def profile_delete(*, profile: Profile) -> None:

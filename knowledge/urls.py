@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("collections/", views.collection_list, name="collections"),
     path("collections/<int:collection_id>/", views.collection_detail, name="collection"),
+    path("collections/link/<slug:share_token>/", views.collection_link_view, name="collection_link"),
     path("collections/<int:collection_id>/upload/", views.collection_upload, name="upload"),
     path("collections/<int:collection_id>/settings/", views.collection_settings, name="collection_settings"),
     path(
@@ -27,6 +28,11 @@ urlpatterns = [
     path("marketplace/<int:collection_id>/subscribe/", marketplace_views.subscribe_view, name="subscribe"),
     path(
         "marketplace/<int:collection_id>/unsubscribe/", marketplace_views.unsubscribe_view, name="unsubscribe"
+    ),
+    path(
+        "collections/<int:collection_id>/subscriptions/<int:subscription_id>/<str:action>/",
+        marketplace_views.subscription_owner_action_view,
+        name="subscription_action",
     ),
     path(
         "collections/<int:collection_id>/listing/",

@@ -24,10 +24,13 @@ from knowledge.documents import (
     document_progress,
     document_retry,
     document_upload,
+    documents_fail_stale,
     upload_size_check,
 )
 from knowledge.errors import KnowledgeError, NotFoundError
+from knowledge.marketplace import collection_subscriptions
 from knowledge.models import ChunkProfile, Collection
+from knowledge.sharing import collection_link_open, collection_link_rotate, collection_share_path
 
 
 def knowledge_page(view):
@@ -39,6 +42,8 @@ def knowledge_page(view):
         try:
             return view(request, *args, **kwargs)
         except NotFoundError as exc:
+            if _wants_json(request):  # the page's scripts show the message, as the API gives it
+                return JsonResponse({"error": str(exc)}, status=exc.status_code)
             raise Http404(str(exc)) from exc
         except KnowledgeError as exc:
             if _wants_json(request):
@@ -49,7 +54,22 @@ def knowledge_page(view):
 
 
 def _wants_json(request) -> bool:
-    return "application/json" in request.headers.get("Accept", "")
+    """Scripts (fetch, the chat's event stream) read errors as JSON; browsers navigating get the HTML page."""
+    accept = request.headers.get("Accept", "")
+    return "application/json" in accept or "text/event-stream" in accept
+
+
+MAX_ID = 2**63 - 1  # bigint
+
+
+def form_ids(values, *, field: str) -> list[int]:
+    """Ids from a form's repeated field; anything but a positive bigint is bad input (never dropped)."""
+    ids = []
+    for raw in values:
+        if not (isinstance(raw, str) and raw.isascii() and raw.isdigit() and 0 < int(raw) <= MAX_ID):
+            raise KnowledgeError(f"{field} must be ids (positive whole numbers)")
+        ids.append(int(raw))
+    return ids
 
 
 def home(request):
@@ -78,29 +98,49 @@ def collection_list(request):
 @knowledge_page
 def collection_detail(request, collection_id: int):
     collection = collection_for_reader(user=request.user, collection_id=collection_id)
+    documents_fail_stale(documents=collection.documents.all())
     documents = collection.documents.order_by("-created_at")
+    can_write = collection_is_writable(user=request.user, collection=collection)
+    owner_only = {}
+    if can_write:
+        owner_only = {
+            "share_url": request.build_absolute_uri(collection_share_path(collection=collection)),
+            "subscriptions": collection_subscriptions(collection=collection),
+        }
     return render(
         request,
         "knowledge/collection.html",
         {
             "collection": collection,
             "documents": documents,
-            "can_write": collection_is_writable(user=request.user, collection=collection),
+            "can_write": can_write,
             "visibilities": Collection.Visibility.choices,
             "chunk_profiles": ChunkProfile.objects.order_by("name"),
+            **owner_only,
         },
     )
+
+
+@require_GET
+@knowledge_page
+def collection_link_view(request, share_token: str):
+    """Opening an unlisted collection's share link: from now on this reader opens it by id too."""
+    collection = collection_link_open(user=request.user, share_token=share_token)
+    return redirect("knowledge:collection", collection_id=collection.pk)
 
 
 @require_POST
 @knowledge_page
 def collection_settings(request, collection_id: int):
-    """Owner actions from the collection page: visibility, re-index under a chunk profile, delete."""
+    """Owner actions from the collection page: visibility, a new share link, re-index, delete."""
     collection = collection_for_writer(user=request.user, collection_id=collection_id)
     action = request.POST.get("action")
     if action == "visibility":
         collection_update(collection=collection, visibility=request.POST.get("visibility", ""))
         messages.success(request, f"{collection.name} is now {collection.get_visibility_display().lower()}.")
+    elif action == "rotate_link":
+        collection_link_rotate(collection=collection)
+        messages.success(request, "A new share link is in place; the old one and everyone it let in are out.")
     elif action == "reindex":
         profile = ChunkProfile.objects.filter(pk=_int(request.POST.get("chunk_profile"))).first()
         if profile is None:
@@ -130,6 +170,7 @@ def _int(raw) -> int:
 def collection_documents_status(request, collection_id: int):
     """Polled by the collection page to move progress bars."""
     collection = collection_for_reader(user=request.user, collection_id=collection_id)
+    documents_fail_stale(documents=collection.documents.all())
     rows = collection.documents.values(
         "id", "filename", "status", "error", "sections_total", "sections_done", "chunks_total", "chunks_done"
     )
@@ -154,7 +195,6 @@ def collection_upload(request, collection_id: int):
                 filename=upload.name,
                 data=upload.read(),
                 uploaded_by=request.user,
-                content_type=upload.content_type or "",
             )
             results.append(
                 {

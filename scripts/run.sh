@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
 # Start the application: migrations, operator account, one background worker
-# (django-q2 qcluster) and the web server on http://127.0.0.1:${PORT:-8000}/.
+# (django-q2 qcluster) and the ASGI web server (uvicorn, scripts/serve.sh) on
+# http://127.0.0.1:${PORT:-8000}/. Ctrl-C or SIGTERM stops both, and with them
+# the embedded PostgreSQL (it stops when its last client process exits).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 py=.venv/bin/python
-host=${HOST:-127.0.0.1}
-port=${PORT:-8000}
+export HOST=${HOST:-127.0.0.1} PORT=${PORT:-8000}
 
 $py manage.py migrate --noinput
+$py manage.py createcachetable
 $py manage.py ensure_operator
 
+# Both run in the background so that a signal reaches this script at once (bash
+# defers traps while a foreground command runs), and stopping one stops the other.
 $py manage.py qcluster &
 worker=$!
-trap 'kill $worker 2>/dev/null; wait $worker 2>/dev/null' EXIT INT TERM
+scripts/serve.sh &
+web=$!
+stop() {
+    kill -TERM "$worker" "$web" 2>/dev/null || true
+    wait "$worker" "$web" 2>/dev/null || true
+    [ -n "${DATABASE_URL:-}" ] || $py -m config.database  # stops the embedded PostgreSQL if unused
+}
+trap 'exit 0' INT TERM  # exit runs the EXIT trap: stop
+trap stop EXIT
 
-echo "Knowledge is starting on http://$host:$port/ (admin: http://$host:$port/admin/)"
-$py manage.py runserver "$host:$port" --noreload
+echo "Knowledge is starting on http://$HOST:$PORT/ (admin: http://$HOST:$PORT/admin/)"
+wait -n "$worker" "$web"

@@ -11,7 +11,7 @@ from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.generics import GenericAPIView
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -21,6 +21,8 @@ from rest_framework.throttling import ScopedRateThrottle
 from knowledge.api.auth import BearerTokenAuthentication
 from knowledge.api.errors import api_exception_handler
 from knowledge.api.pagination import ApiPagination
+from knowledge.api.parsers import BoundedJSONParser
+from knowledge.validation import nul_location
 
 MAX_ID = 2**63 - 1  # bigint: larger "ids" are bad input, not missing rows
 
@@ -36,7 +38,7 @@ class ApiView(GenericAPIView):
     authentication_classes = [BearerTokenAuthentication, SessionAuthentication]
     permission_classes = [IsAuthenticated]
     renderer_classes = [JSONRenderer]
-    parser_classes = [JSONParser, FormParser, MultiPartParser]
+    parser_classes = [BoundedJSONParser, FormParser, MultiPartParser]
     pagination_class = ApiPagination
     throttle_classes = [ScopedThrottle]
     throttle_scope: str | None = None
@@ -44,6 +46,10 @@ class ApiView(GenericAPIView):
 
     def get_exception_handler(self):
         return api_exception_handler
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        _refuse_nul(request)
 
     def get_throttles(self):
         if self.throttle_scope is None or self.request.method not in self.throttle_methods:
@@ -54,6 +60,15 @@ class ApiView(GenericAPIView):
         page = self.paginate_queryset(queryset)
         data = serializer_class(page, many=True, context={"request": self.request, **context}).data
         return self.get_paginated_response(data)
+
+
+def _refuse_nul(request) -> None:
+    """PostgreSQL cannot hold NUL in text or jsonb: refuse it anywhere in the parsed body, as bad input."""
+    if request.method in {"GET", "HEAD", "OPTIONS", "DELETE"}:
+        return  # no body to read; the path and query were checked by knowledge.middleware
+    where = nul_location(request.data, name="body")
+    if where:
+        raise serializers.ValidationError({where: ["contains a NUL character"]})
 
 
 class StrictSerializer(serializers.Serializer):

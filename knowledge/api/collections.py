@@ -18,6 +18,7 @@ from knowledge.collections import collection_create, collection_delete, collecti
 from knowledge.errors import ForbiddenError, NotFoundError
 from knowledge.models import Chunk, Collection, Document
 from knowledge.queries import count_subquery
+from knowledge.sharing import collection_link_open, collection_link_rotate, collection_share_path
 
 VISIBILITY = Collection.Visibility
 
@@ -50,6 +51,12 @@ class CollectionSerializer(serializers.ModelSerializer):
     pending_chunk_profile = serializers.CharField(
         source="pending_chunk_profile.name", read_only=True, allow_null=True, default=None
     )
+    share_token = serializers.SerializerMethodField(
+        help_text="Owners only (null for others): the secret of the share link."
+    )
+    share_url = serializers.SerializerMethodField(
+        help_text="Owners only: the share link; whoever opens it reads the collection while it is unlisted."
+    )
 
     class Meta:
         model = Collection
@@ -68,6 +75,8 @@ class CollectionSerializer(serializers.ModelSerializer):
             "chunk_profile",
             "pending_chunk_profile",
             "embedding_model",
+            "share_token",
+            "share_url",
             "created_at",
             "updated_at",
         ]
@@ -78,6 +87,14 @@ class CollectionSerializer(serializers.ModelSerializer):
 
     def get_can_write(self, collection) -> bool:
         return collection_is_writable(user=self.context["request"].user, collection=collection)
+
+    def get_share_token(self, collection) -> str | None:
+        return collection.share_token if self.get_can_write(collection) else None
+
+    def get_share_url(self, collection) -> str | None:
+        if not self.get_can_write(collection):
+            return None
+        return self.context["request"].build_absolute_uri(collection_share_path(collection=collection))
 
 
 class CollectionCreateSerializer(StrictSerializer):
@@ -172,3 +189,31 @@ class CollectionDetailView(ApiView):
         collection = collection_for_writer(user=request.user, collection_id=collection_id)
         collection_delete(collection=collection)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CollectionLinkView(ApiView):
+    serializer_class = CollectionSerializer
+
+    @extend_schema(
+        summary="Open a share link: the unlisted collection, readable by id from now on",
+        responses={200: CollectionSerializer, **errors(403, 404)},
+    )
+    def get(self, request, share_token: str):
+        collection = collection_link_open(user=request.user, share_token=share_token)
+        fresh = collection_for_api_reader(user=request.user, collection_id=collection.pk)
+        return Response(CollectionSerializer(fresh, context={"request": request}).data)
+
+
+class CollectionShareLinkView(ApiView):
+    serializer_class = CollectionSerializer
+
+    @extend_schema(
+        summary="Replace the share link of a collection you own (everyone the old one let in is dropped)",
+        request=None,
+        responses={200: CollectionSerializer, **errors(403, 404)},
+    )
+    def post(self, request, collection_id: int):
+        collection = collection_for_writer(user=request.user, collection_id=collection_id)
+        collection_link_rotate(collection=collection)
+        fresh = collection_for_api_reader(user=request.user, collection_id=collection.pk)
+        return Response(CollectionSerializer(fresh, context={"request": request}).data)

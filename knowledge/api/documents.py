@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import mimetypes
-
 from django.conf import settings
 from django.db.models import OuterRef
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
@@ -25,6 +23,7 @@ from knowledge.documents import (
     document_reindex,
     document_retry,
     document_upload,
+    documents_fail_stale,
     upload_size_check,
 )
 from knowledge.errors import UploadTooLargeError
@@ -115,6 +114,8 @@ class DocumentSerializer(serializers.ModelSerializer):
 def _fresh(document_id: int, *, user) -> Document:
     """A readable document (knowledge.access decides) with its searchable chunk count."""
     document = document_for_reader(user=user, document_id=document_id)
+    if documents_fail_stale(documents=Document.objects.filter(pk=document.pk)):
+        document.refresh_from_db()
     document.chunk_count = _searchable_chunks(
         document=document, chunk_profile=document.collection.chunk_profile_id
     ).count()
@@ -160,6 +161,7 @@ class CollectionDocumentsView(ApiView):
     def get(self, request, collection_id: int):
         collection = collection_for_reader(user=request.user, collection_id=collection_id)
         filters = validated(DocumentListSerializer, request.query_params)
+        documents_fail_stale(documents=collection.documents.all())
         documents = with_chunk_count(Document.objects.filter(collection=collection).select_related("summary"))
         if filters.get("status"):
             documents = documents.filter(status=filters["status"])
@@ -186,7 +188,6 @@ class CollectionDocumentsView(ApiView):
             category=data["category"],
             tags=data["tags"],
             source_date=data.get("date"),
-            content_type=_declared_type(upload),
         )
         body = DocumentSerializer(_fresh(result.document.pk, user=request.user)).data
         return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
@@ -217,14 +218,6 @@ def _upload_fields(data) -> dict:
     if fields.get("date") == "":
         fields["date"] = None
     return fields
-
-
-def _declared_type(upload) -> str:
-    """The client's content type only when the file name says nothing: clients often send a generic one."""
-    if mimetypes.guess_type(upload.name)[0]:
-        return ""  # document_upload derives it from the name
-    declared = (upload.content_type or "").split(";")[0].strip()
-    return "" if declared in ("", "application/octet-stream") else declared[:100]
 
 
 class DocumentDetailView(ApiView):

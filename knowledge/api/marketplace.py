@@ -14,6 +14,7 @@ from knowledge.marketplace import (
     subscription_collection_for,
     subscription_create,
     subscription_end,
+    subscription_reinstate,
     subscription_revoke,
 )
 from knowledge.models import Collection, Subscription
@@ -58,7 +59,16 @@ class SubscriptionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Subscription
-        fields = ["id", "collection", "collection_name", "user", "is_active", "created_at", "updated_at"]
+        fields = [
+            "id",
+            "collection",
+            "collection_name",
+            "user",
+            "is_active",
+            "revoked_at",
+            "created_at",
+            "updated_at",
+        ]
         read_only_fields = fields
 
 
@@ -87,7 +97,7 @@ class SubscribeView(ApiView):
     @extend_schema(
         summary="Subscribe to a listed collection",
         request=None,
-        responses={201: SubscriptionSerializer, 200: SubscriptionSerializer, **errors(400, 404)},
+        responses={201: SubscriptionSerializer, 200: SubscriptionSerializer, **errors(400, 403, 404)},
     )
     def post(self, request, collection_id: int):
         collection = marketplace_listing_for(user=request.user, collection_id=collection_id)
@@ -124,3 +134,19 @@ class CollectionSubscriptionDetailView(ApiView):
         collection = collection_for_writer(user=request.user, collection_id=collection_id)
         subscription_revoke(owner=request.user, subscription_id=subscription_id, collection=collection)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CollectionSubscriptionReinstateView(ApiView):
+    serializer_class = SubscriptionSerializer
+
+    @extend_schema(
+        summary="Let a revoked subscriber back in (active again while the collection is listed)",
+        request=None,
+        responses={200: SubscriptionSerializer, **errors(403, 404)},
+    )
+    def post(self, request, collection_id: int, subscription_id: int):
+        collection = collection_for_writer(user=request.user, collection_id=collection_id)
+        subscription = subscription_reinstate(
+            owner=request.user, subscription_id=subscription_id, collection=collection
+        )
+        return Response(SubscriptionSerializer(subscription).data)

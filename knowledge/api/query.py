@@ -13,7 +13,7 @@ from knowledge.access import profile_for_reader, readable_collection_ids_checked
 from knowledge.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
 from knowledge.api.retrieve import MAX_COLLECTIONS
 from knowledge.chat import chat_ask, chat_stream, session_get, sse_stream, turn_summary
-from knowledge.chat_views import event_stream_response
+from knowledge.event_stream import event_stream_response
 from knowledge.models import ChatSession
 from knowledge.retrieval.service import MAX_QUESTION_CHARS
 
@@ -77,7 +77,7 @@ class QueryView(ApiView):
         data = validated(QueryRequestSerializer, request.data)
         kwargs = chat_arguments(request.user, data)
         if "text/event-stream" in request.headers.get("Accept", ""):
-            return event_stream_response(sse_stream(chat_stream(**kwargs)))
+            return event_stream_response(sse_stream(chat_stream(**kwargs)), request=request)
         return Response(query_response(chat_ask(**kwargs)))
 
 

@@ -1,7 +1,7 @@
 """The REST API, mounted at /api/v1/ by config.urls."""
 
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import AllowAny
 
@@ -16,6 +16,16 @@ urlpatterns = [
     path("tokens/<int:token_id>/", tokens.TokenDetailView.as_view(), name="token"),
     path("collections/", collections.CollectionListView.as_view(), name="collections"),
     path("collections/<int:collection_id>/", collections.CollectionDetailView.as_view(), name="collection"),
+    path(
+        "collections/link/<slug:share_token>/",
+        collections.CollectionLinkView.as_view(),
+        name="collection_link",
+    ),
+    path(
+        "collections/<int:collection_id>/share-link/",
+        collections.CollectionShareLinkView.as_view(),
+        name="collection_share_link",
+    ),
     path(
         "collections/<int:collection_id>/documents/",
         documents.CollectionDocumentsView.as_view(),
@@ -47,8 +57,10 @@ urlpatterns = [
     ),
     path(
         "docs/",
-        SpectacularSwaggerView.as_view(
+        # The split view serves its start-up script as a file: no inline script under the CSP.
+        SpectacularSwaggerSplitView.as_view(
             url_name="api:schema",
+            template_name="api/swagger_ui.html",
             authentication_classes=[SessionAuthentication],
             permission_classes=[AllowAny],
         ),
@@ -69,6 +81,11 @@ urlpatterns = [
         "collections/<int:collection_id>/subscriptions/<int:subscription_id>/",
         marketplace.CollectionSubscriptionDetailView.as_view(),
         name="collection_subscription",
+    ),
+    path(
+        "collections/<int:collection_id>/subscriptions/<int:subscription_id>/reinstate/",
+        marketplace.CollectionSubscriptionReinstateView.as_view(),
+        name="collection_subscription_reinstate",
     ),
     re_path(r"^.*$", api_not_found),
 ]

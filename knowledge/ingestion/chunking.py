@@ -45,6 +45,7 @@ import re
 from collections import deque
 from collections.abc import Callable, Sequence
 
+from knowledge.ingestion.limits import LimitExceeded
 from knowledge.ingestion.types import ChunkDraft, Section
 
 __all__ = ["STRATEGIES", "DEFAULT_MAX_TOKENS", "chunk_sections"]
@@ -91,6 +92,7 @@ def chunk_sections(
     chunk_overlap: int,
     count_tokens: Callable[[str], int],
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    max_chunks: int | None = None,
 ) -> list[ChunkDraft]:
     """Chunk each section on its own; output in section order, then position.
 
@@ -98,12 +100,18 @@ def chunk_sections(
     ``sentence`` and ``fixed`` and model tokens for ``semantic``.
     ``count_tokens`` returns the embedding tokenizer's piece count without
     special tokens; every chunk satisfies ``count_tokens(content) <= max_tokens``
-    and ``token_count == count_tokens(content)``.
+    and ``token_count == count_tokens(content)``. With ``max_chunks``,
+    ``LimitExceeded`` is raised as soon as a section takes the count past it,
+    before the rest of the document is chunked.
     """
     _validate(strategy, chunk_size, chunk_overlap, count_tokens, max_tokens)
     drafts: list[ChunkDraft] = []
     for section in sections:
         drafts.extend(_chunk_section(section, strategy, chunk_size, chunk_overlap, count_tokens, max_tokens))
+        if max_chunks is not None and len(drafts) > max_chunks:
+            raise LimitExceeded(
+                f"it would make {len(drafts):,} chunks or more", max_chunks, "max_chunks", "chunks"
+            )
     return drafts
 
 

@@ -25,6 +25,17 @@ import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import PurePath
 
+from knowledge.ingestion.limits import (
+    DEFAULT_LIMITS,
+    IngestLimits,
+    TextBudget,
+    check_pdf_pages,
+    html_elements_check,
+    json_loads_bounded,
+    text_size_check,
+    yaml_load_bounded,
+    zip_members_checked,
+)
 from knowledge.ingestion.types import ExtractionError, Section
 
 FORMATS = ("pdf", "docx", "pptx", "xlsx", "csv", "html", "markdown", "text", "openapi")
@@ -38,6 +49,9 @@ SUPPORTED_DESCRIPTION = (
 # Rows of a table or sheet per paragraph: small enough that the paragraph
 # chunker can split a big sheet, large enough to keep related rows together.
 ROWS_PER_PARAGRAPH = 20
+
+# Characters of a CSV given to csv.Sniffer (see _sniff_sample).
+CSV_SNIFF_CHARS = 4096
 
 # A DOCX paragraph styled as a heading but longer than this is body text that
 # was styled by mistake; using it as a heading would lose its text.
@@ -74,14 +88,16 @@ _CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 # --------------------------------------------------------------------------
 
 
-def detect_format(filename: str, data: bytes) -> str:
+def detect_format(filename: str, data: bytes, *, limits: IngestLimits = DEFAULT_LIMITS) -> str:
     """Name the format of ``data``, trusting content over the extension.
 
     Content wins where it is unambiguous (``%PDF`` magic, the part names
     inside an Office zip, an HTML doctype in a ``.txt``) because uploads are
     often misnamed; the extension decides between the text formats and tells
     which extractor should report a damaged binary file. JSON/YAML files are
-    parsed here so a non-OpenAPI or malformed one is rejected before any work.
+    parsed here so a non-OpenAPI or malformed one is rejected before any work,
+    and an Office zip whose directory announces a zip bomb is refused before
+    any of its parts is read (``limits``).
     """
     if not _strip_bom(data).strip(b" \t\r\n\f\v\x00"):
         raise ExtractionError("the file is empty")
@@ -91,7 +107,7 @@ def detect_format(filename: str, data: bytes) -> str:
     if b"%PDF-" in data[:1024]:
         return "pdf"
     if data.startswith(b"PK\x03\x04"):
-        return _detect_zip(filename, data, hinted)
+        return _detect_zip(filename, data, hinted, limits)
     if data.startswith(_OLE_MAGIC):
         raise ExtractionError(
             f"unsupported file type: {filename} is a legacy Office file (.doc/.xls/.ppt); "
@@ -105,32 +121,45 @@ def detect_format(filename: str, data: bytes) -> str:
             f"supported: {SUPPORTED_DESCRIPTION}"
         )
     if hinted == "openapi":
-        _check_openapi(filename, ext, data)
+        _check_openapi(filename, ext, data, limits)
         return "openapi"
     if hinted in ("text", "markdown") and _looks_like_html(data):
         return "html"
     return hinted
 
 
-def extract_sections(filename: str, data: bytes) -> list[Section]:
+def extract_sections(filename: str, data: bytes, *, limits: IngestLimits = DEFAULT_LIMITS) -> list[Section]:
     """Extract the non-empty sections of a document, in document order.
 
     Raises :class:`ExtractionError` for unsupported, empty, encrypted or
     corrupt files, and when the file holds no text at all (a scanned PDF
     without a text layer, a deck of pictures...), because indexing it would
-    silently produce nothing to cite.
+    silently produce nothing to cite. Raises its subclass ``LimitExceeded`` as
+    soon as the document breaks one of ``limits`` (text, sections, pages...).
     """
-    fmt = detect_format(filename, data)
-    if fmt == "openapi":
-        from knowledge.ingestion.openapi import extract_openapi
-
-        sections = list(extract_openapi(filename, data))
-    else:
-        sections = _EXTRACTORS[fmt](filename, data)
+    fmt = detect_format(filename, data, limits=limits)
+    budget = TextBudget(limits)
+    try:
+        sections = _extract_format(fmt, filename, data, budget)
+    except RecursionError:
+        # Markup nested thousands of levels deep (HTML, XML parts) outruns the recursive walkers.
+        raise ExtractionError(f"{filename} is nested too deeply to be read") from None
     sections = [s for s in sections if s.text.strip()]
     if not sections:
         hint = " (it may be a scanned PDF without a text layer)" if fmt == "pdf" else ""
         raise ExtractionError(f"no text could be extracted from {filename}{hint}")
+    return sections
+
+
+def _extract_format(fmt: str, filename: str, data: bytes, budget: TextBudget) -> list[Section]:
+    if fmt != "openapi":
+        return _EXTRACTORS[fmt](filename, data, budget)
+    from knowledge.ingestion.openapi import extract_openapi
+
+    sections = list(extract_openapi(filename, data, limits=budget.limits))
+    budget.add_section(len(sections))
+    for section in sections:
+        budget.charge(section.text)
     return sections
 
 
@@ -139,11 +168,10 @@ def extract_sections(filename: str, data: bytes) -> list[Section]:
 # --------------------------------------------------------------------------
 
 
-def _detect_zip(filename: str, data: bytes, hinted: str | None) -> str:
-    """Tell DOCX/PPTX/XLSX apart by the part folders inside the zip."""
+def _detect_zip(filename: str, data: bytes, hinted: str | None, limits: IngestLimits) -> str:
+    """Tell DOCX/PPTX/XLSX apart by the part folders inside the zip (after the zip-bomb checks)."""
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            names = archive.namelist()
+        names = zip_members_checked(data, limits)
     except (zipfile.BadZipFile, ValueError, OSError):
         if hinted in ("docx", "pptx", "xlsx"):
             return hinted  # the extractor reports the damaged container
@@ -168,13 +196,13 @@ def _looks_like_html(data: bytes) -> bool:
     return head.startswith((b"<!doctype html", b"<html"))
 
 
-def _check_openapi(filename: str, ext: str, data: bytes) -> None:
-    """Parse JSON/YAML and require a top-level ``openapi: 3.x`` or ``swagger: 2.0``."""
+def _check_openapi(filename: str, ext: str, data: bytes, limits: IngestLimits) -> None:
+    """Parse JSON/YAML within the nesting and alias limits; require ``openapi: 3.x`` or ``swagger: 2.0``."""
     kind = "JSON" if ext == ".json" else "YAML"
     text = _decode_text(data)
     if kind == "JSON":
         try:
-            document = json.loads(text)
+            document = json_loads_bounded(text, limits)
         except json.JSONDecodeError as exc:
             raise ExtractionError(
                 f"{filename} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
@@ -183,7 +211,7 @@ def _check_openapi(filename: str, ext: str, data: bytes) -> None:
         import yaml
 
         try:
-            document = yaml.safe_load(text)
+            document = yaml_load_bounded(text, limits)
         except yaml.YAMLError as exc:
             raise ExtractionError(f"{filename} is not valid YAML: {_yaml_error(exc)}") from exc
     if not _is_openapi(document):
@@ -271,7 +299,12 @@ def _cell_text(value: object) -> str:
     return _collapse(str(value))
 
 
-def _render_rows(rows: Iterable[Sequence[object]], *, header_needs_two_cells: bool = False) -> str:
+def _render_rows(
+    rows: Iterable[Sequence[object]],
+    *,
+    header_needs_two_cells: bool = False,
+    budget: TextBudget | None = None,
+) -> str:
     """Render table rows as self-describing lines ``Header1: v1; Header2: v2``.
 
     The first non-empty row is the header, so every chunk of a big table still
@@ -279,6 +312,8 @@ def _render_rows(rows: Iterable[Sequence[object]], *, header_needs_two_cells: bo
     every ``ROWS_PER_PARAGRAPH`` rows lets the paragraph chunker split. With
     ``header_needs_two_cells`` (document tables) a first row with a single
     filled cell is a caption, not a header, and the rows are rendered plainly.
+    Sheets pass their ``budget``: rows are charged as they stream in, so a
+    huge sheet stops at the text limit instead of being rendered whole.
     """
     header: list[str] | None = None
     lines: list[str] = []
@@ -293,6 +328,8 @@ def _render_rows(rows: Iterable[Sequence[object]], *, header_needs_two_cells: bo
                 lines.append("; ".join(c for c in cells if c))
             continue
         lines.append(_render_row(header, cells))
+        if budget is not None:
+            budget.charge(lines[-1])
     if header and not lines:
         lines.append("; ".join(c for c in header if c))  # a table that is only a header
     blocks = [lines[i : i + ROWS_PER_PARAGRAPH] for i in range(0, len(lines), ROWS_PER_PARAGRAPH)]
@@ -317,7 +354,8 @@ class _HeadingSections:
     (document title or filename stem) so it is still citable.
     """
 
-    def __init__(self, default_heading: str, key: str = "heading") -> None:
+    def __init__(self, default_heading: str, budget: TextBudget, key: str = "heading") -> None:
+        self.budget = budget
         self.key = key
         self.default_heading = _collapse(default_heading)
         self.stack: list[tuple[int, str]] = []
@@ -335,7 +373,7 @@ class _HeadingSections:
 
     def add(self, text: str) -> None:
         if text and text.strip():
-            self.paragraphs.append(text)
+            self.paragraphs.append(self.budget.charge(text))
 
     def flush(self) -> None:
         text = _clean_text("\n\n".join(self.paragraphs))
@@ -343,6 +381,7 @@ class _HeadingSections:
         if not text:
             return
         path = tuple(h for _, h in self.stack) or (self.default_heading,)
+        self.budget.add_section()
         self.sections.append(Section(source_ref=f"{self.key}={path[-1]}", text=text, heading_path=path))
 
     def finish(self) -> list[Section]:
@@ -358,7 +397,7 @@ _BULLET_START = re.compile(r"^(?:[•●○◦▪▫■□‣–]\s|-\s)")
 _SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*$")
 
 
-def _extract_pdf(filename: str, data: bytes) -> list[Section]:
+def _extract_pdf(filename: str, data: bytes, budget: TextBudget) -> list[Section]:
     """One section per page (``page=N``, 1-based) so citations point at a page."""
     import pypdf
 
@@ -366,10 +405,12 @@ def _extract_pdf(filename: str, data: bytes) -> list[Section]:
         reader = pypdf.PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
             _decrypt_pdf(reader)
+        check_pdf_pages(len(reader.pages), budget.limits)
         sections = []
         for number, page in enumerate(reader.pages, start=1):
-            text = _pdf_page_text(page.extract_text() or "")
+            text = _pdf_page_text(budget.charge(page.extract_text() or ""))
             if text:
+                budget.add_section()
                 sections.append(Section(source_ref=f"page={number}", text=text, page=number))
         return sections
     except ExtractionError:
@@ -409,23 +450,27 @@ def _pdf_page_text(raw: str) -> str:
 
 
 def _reflow(lines: list[str]) -> Iterator[str]:
-    current = ""
+    # Pieces are joined once per paragraph: growing one string line by line is
+    # quadratic, and a hostile page can hold one paragraph of 100,000 lines.
+    pieces: list[str] = []
     for index, line in enumerate(lines):
-        if not current:
-            current = line
-        elif _is_hyphenated_break(current, line):
-            current = current[:-1] + line
-        elif re.search(r"\w-$", current):  # "PaSa-" + "GPT-4o": a compound, keep the hyphen
-            current += line
+        tail = "".join(pieces[-3:])[-2:]
+        if not pieces:
+            pieces.append(line)
+        elif _is_hyphenated_break(tail, line):
+            pieces[-1] = pieces[-1][:-1]
+            pieces.append(line)
+        elif re.search(r"\w-$", tail):  # "PaSa-" + "GPT-4o": a compound, keep the hyphen
+            pieces.append(line)
         else:
-            current = f"{current} {line}"
+            pieces.extend((" ", line))
         previous = lines[index - 1] if index > 0 else ""
         following = lines[index + 1] if index + 1 < len(lines) else ""
         if following and _ends_paragraph(line, previous, following):
-            yield current
-            current = ""
-    if current:
-        yield current
+            yield "".join(pieces)
+            pieces = []
+    if pieces:
+        yield "".join(pieces)
 
 
 def _is_hyphenated_break(current: str, line: str) -> bool:
@@ -457,7 +502,7 @@ def _ends_paragraph(line: str, previous: str, following: str) -> bool:
 _DOCX_HEADING = re.compile(r"^Heading ([1-9])$")
 
 
-def _extract_docx(filename: str, data: bytes) -> list[Section]:
+def _extract_docx(filename: str, data: bytes, budget: TextBudget) -> list[Section]:
     """Sections follow Title / Heading N styles; tables stay where they are in the body."""
     import docx
     from docx.table import Table
@@ -467,7 +512,7 @@ def _extract_docx(filename: str, data: bytes) -> list[Section]:
     except Exception as exc:
         raise ExtractionError(f"the file is not a valid DOCX document: {exc}") from exc
     title = _collapse(document.core_properties.title or "") or _stem(filename)
-    builder = _HeadingSections(title)
+    builder = _HeadingSections(title, budget)
     for block in document.iter_inner_content():  # paragraphs and tables in body order
         if isinstance(block, Table):
             builder.add(_render_rows(_docx_table_rows(block), header_needs_two_cells=True))
@@ -508,7 +553,7 @@ def _docx_table_rows(table) -> Iterator[list[str]]:
 # --------------------------------------------------------------------------
 
 
-def _extract_pptx(filename: str, data: bytes) -> list[Section]:
+def _extract_pptx(filename: str, data: bytes, budget: TextBudget) -> list[Section]:
     """One section per slide (``slide=N``): all shape text, then the speaker notes."""
     import pptx
 
@@ -516,15 +561,17 @@ def _extract_pptx(filename: str, data: bytes) -> list[Section]:
         presentation = pptx.Presentation(io.BytesIO(data))
     except Exception as exc:
         raise ExtractionError(f"the file is not a valid PPTX presentation: {exc}") from exc
+    budget.check_sections(len(presentation.slides), "slides")
     sections = []
     for number, slide in enumerate(presentation.slides, start=1):
-        parts = list(_pptx_shape_texts(slide.shapes))
+        parts = [budget.charge(part) for part in _pptx_shape_texts(slide.shapes)]
         notes = _pptx_notes(slide)
         if notes:
             parts.append(f"Notes: {notes}")
         text = _clean_text("\n\n".join(parts))
         if not text:
             continue
+        budget.add_section()
         title = slide.shapes.title
         title_text = _collapse(title.text_frame.text) if title is not None else ""
         sections.append(
@@ -565,7 +612,7 @@ def _pptx_notes(slide) -> str:
 # --------------------------------------------------------------------------
 
 
-def _extract_xlsx(filename: str, data: bytes) -> list[Section]:
+def _extract_xlsx(filename: str, data: bytes, budget: TextBudget) -> list[Section]:
     """One section per worksheet (``sheet=NAME``); cached values, not formulas."""
     import openpyxl
 
@@ -574,29 +621,48 @@ def _extract_xlsx(filename: str, data: bytes) -> list[Section]:
     except Exception as exc:
         raise ExtractionError(f"the file is not a valid XLSX workbook: {exc}") from exc
     try:
+        budget.check_sections(len(workbook.worksheets), "worksheets")
         return [
-            _sheet_section(sheet.title, sheet.iter_rows(values_only=True)) for sheet in workbook.worksheets
+            _sheet_section(sheet.title, sheet.iter_rows(values_only=True), budget)
+            for sheet in workbook.worksheets
         ]
+    except ExtractionError:
+        raise
+    except Exception as exc:  # sheet XML is parsed while rows stream: bad or hostile XML surfaces here
+        raise ExtractionError(f"the XLSX workbook could not be read: {exc}") from exc
     finally:
         workbook.close()
 
 
-def _extract_csv(filename: str, data: bytes) -> list[Section]:
+def _extract_csv(filename: str, data: bytes, budget: TextBudget) -> list[Section]:
     """A CSV is one sheet named after the file; the delimiter is sniffed."""
     text = _decode_text(data)
     try:
-        dialect = csv.Sniffer().sniff(text[:65536], delimiters=",;\t|")
+        dialect = csv.Sniffer().sniff(_sniff_sample(text), delimiters=",;\t|")
     except csv.Error:
         dialect = csv.excel_tab if filename.lower().endswith(".tsv") else csv.excel
     try:
-        rows = list(csv.reader(io.StringIO(text, newline=""), dialect))
+        # Rows stream into the renderer so the text budget stops a huge file early.
+        return [_sheet_section(_stem(filename), csv.reader(io.StringIO(text, newline=""), dialect), budget)]
     except csv.Error as exc:
         raise ExtractionError(f"the CSV could not be read: {exc}") from exc
-    return [_sheet_section(_stem(filename), rows)]
 
 
-def _sheet_section(name: str, rows: Iterable[Sequence[object]]) -> Section:
-    return Section(source_ref=f"sheet={name}", text=_render_rows(rows), sheet=name)
+def _sniff_sample(text: str) -> str:
+    """The first lines of a CSV, at most CSV_SNIFF_CHARS, for csv.Sniffer.
+
+    The sniffer's quote-guessing regex is worse than quadratic in its sample:
+    64 KB of ``,"`` took minutes; 4 KB of it takes well under a second, and a
+    few dozen rows are plenty to tell the delimiter.
+    """
+    sample = text[:CSV_SNIFF_CHARS]
+    cut = sample.rfind("\n")
+    return sample[:cut] if cut > 0 and len(text) > CSV_SNIFF_CHARS else sample
+
+
+def _sheet_section(name: str, rows: Iterable[Sequence[object]], budget: TextBudget) -> Section:
+    budget.add_section()
+    return Section(source_ref=f"sheet={name}", text=_render_rows(rows, budget=budget), sheet=name)
 
 
 # --------------------------------------------------------------------------
@@ -615,8 +681,9 @@ _HTML_BLOCKS = frozenset(
 _SECTIONING = ("article", "main", "section")
 
 
-def _extract_html(filename: str, data: bytes) -> list[Section]:
+def _extract_html(filename: str, data: bytes, budget: TextBudget) -> list[Section]:
     """Sections by h1-h6 after removing page chrome (scripts, menus, page header/footer)."""
+    html_elements_check(data, budget.limits)
     soup = _parse_html(data)
     title_tag = soup.find("title")
     title = _collapse(title_tag.get_text()) if title_tag else ""
@@ -624,7 +691,7 @@ def _extract_html(filename: str, data: bytes) -> list[Section]:
     # <main> holds the page's own content by definition; skip links, site
     # banners and sidebars outside it are chrome even when not marked up as such.
     root = soup.find("main") or soup.find(attrs={"role": "main"}) or soup.body or soup
-    builder = _HeadingSections(title or _stem(filename))
+    builder = _HeadingSections(title or _stem(filename), budget)
     walker = _HtmlWalker(builder)
     walker.walk(root)
     walker.end_paragraph()
@@ -739,17 +806,19 @@ _MD_INLINE = (
 )
 
 
-def _extract_markdown(filename: str, data: bytes) -> list[Section]:
+def _extract_markdown(filename: str, data: bytes, budget: TextBudget) -> list[Section]:
     """Sections by ATX (``#``) and setext (underlined) headings.
 
     Lines inside code fences and YAML front matter are never headings. A
     setext heading is the single paragraph line right above the ``===`` /
     ``---`` underline; ``---`` after a blank line or a list item is a rule.
     """
-    builder = _HeadingSections(_stem(filename))
+    builder = _HeadingSections(_stem(filename), budget)
+    text = _decode_text(data)
+    text_size_check(text, budget.limits)
     body: list[str] = []
     fence = ""
-    for number, line in enumerate(_decode_text(data).splitlines()):
+    for number, line in enumerate(text.splitlines()):
         if fence:
             fence = "" if line.strip().startswith(fence) else fence
             body.append(line)
@@ -796,7 +865,7 @@ _RST_INLINE = (
 )
 
 
-def _extract_text(filename: str, data: bytes) -> list[Section]:
+def _extract_text(filename: str, data: bytes, budget: TextBudget) -> list[Section]:
     """Plain text, cut at section titles when it has recognisable ones.
 
     The rule, in order:
@@ -814,8 +883,10 @@ def _extract_text(filename: str, data: bytes) -> list[Section]:
     under the filename stem. Title lines and their adornments are removed;
     inline markup (roles, literals, links) is stripped from rST titles.
     """
-    lines = _decode_text(data).splitlines()
-    builder = _HeadingSections(_stem(filename), key="section")
+    text = _decode_text(data)
+    text_size_check(text, budget.limits)
+    lines = text.splitlines()
+    builder = _HeadingSections(_stem(filename), budget, key="section")
     titles = _rst_titles(lines) or _caps_titles(lines)
     adornments = set().union(*(used for _, _, used in titles.values()))
     body: list[str] = []

@@ -22,6 +22,7 @@ from urllib.parse import unquote
 
 import yaml
 
+from knowledge.ingestion.limits import DEFAULT_LIMITS, IngestLimits, json_loads_bounded, yaml_load_bounded
 from knowledge.ingestion.types import ExtractionError, Section
 
 __all__ = ["extract_openapi"]
@@ -55,6 +56,7 @@ MAX_COMBINATION_MEMBERS = 12
 PROPERTY_EXAMPLE_CHARS = 120
 SCHEMA_EXAMPLE_CHARS = 400
 EXAMPLE_VALUE_CHARS = 1500
+NON_TEXT_PREVIEW_CHARS = 1500  # a description or title that is not text
 MAX_LABEL_DEPTH = 3
 MAX_INLINE_FIELDS = 15
 COMPONENT_PROPERTY_DEPTH = 2  # nested inline objects shown below a component's properties
@@ -100,7 +102,8 @@ _ANY_WS = re.compile(r"\s+")
 # --------------------------------------------------------------------------- parsing
 
 
-def _parse(filename: str, data: bytes) -> Any:
+def _parse(filename: str, data: bytes, limits: IngestLimits) -> Any:
+    """JSON or YAML within the nesting and YAML-alias limits (see knowledge.ingestion.limits)."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         encoding = "utf-16"
     else:
@@ -111,16 +114,13 @@ def _parse(filename: str, data: bytes) -> Any:
         raise ExtractionError(f"{filename}: not valid UTF-8 text (byte {exc.start})") from None
     if text.lstrip().startswith("{"):
         try:
-            return json.loads(text)
+            return json_loads_bounded(text, limits)
         except json.JSONDecodeError as exc:
             raise ExtractionError(
                 f"{filename}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
             ) from None
-        except RecursionError:
-            raise ExtractionError(f"{filename}: JSON is nested too deeply") from None
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader
+        return yaml_load_bounded(text, limits)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -128,18 +128,24 @@ def _parse(filename: str, data: bytes) -> Any:
         raise ExtractionError(f"{filename}: invalid YAML{where}: {problem}") from None
     except yaml.YAMLError as exc:
         raise ExtractionError(f"{filename}: invalid YAML: {exc}") from None
-    except RecursionError:
-        raise ExtractionError(f"{filename}: YAML is nested too deeply") from None
 
 
 # --------------------------------------------------------------------------- text helpers
+
+
+def _as_text(value: Any) -> str:
+    """Text fields that hold a list or mapping (a malformed spec, or YAML aliases) get a bounded preview:
+    ``str()`` of an aliased structure can be billions of characters."""
+    if isinstance(value, (dict, list, tuple)):
+        return _preview(value, NON_TEXT_PREVIEW_CHARS)
+    return str(value)
 
 
 def _normalize_block(text: Any) -> str:
     """Keep a description as written, collapsing whitespace runs inside lines."""
     if text is None:
         return ""
-    lines = str(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    lines = _as_text(text).replace("\r\n", "\n").replace("\r", "\n").split("\n")
     out: list[str] = []
     for line in lines:
         stripped = line.rstrip()
@@ -159,7 +165,7 @@ def _normalize_block(text: Any) -> str:
 def _one_line(text: Any) -> str:
     if text is None:
         return ""
-    return _ANY_WS.sub(" ", str(text)).strip()
+    return _ANY_WS.sub(" ", _as_text(text)).strip()
 
 
 def _preview(value: Any, limit: int) -> str:
@@ -1037,14 +1043,14 @@ def _scope_lines(scopes: Any) -> list[str]:
 # --------------------------------------------------------------------------- entry point
 
 
-def extract_openapi(filename: str, data: bytes) -> list[Section]:
+def extract_openapi(filename: str, data: bytes, *, limits: IngestLimits = DEFAULT_LIMITS) -> list[Section]:
     """Sections for every operation and component of an OpenAPI/Swagger document.
 
     Accepts OpenAPI 3.0/3.1 and Swagger 2.0, JSON or YAML. Raises
     ``ExtractionError`` for unparsable input (with the parser's line and column)
     and for documents that are not OpenAPI/Swagger specs.
     """
-    root = _parse(filename, data)
+    root = _parse(filename, data, limits)
     if not isinstance(root, dict):
         raise ExtractionError(f"{filename}: not an OpenAPI document (the top level is not a mapping)")
     if "openapi" not in root and "swagger" not in root:

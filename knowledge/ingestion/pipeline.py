@@ -4,19 +4,29 @@ extract (pure) -> chunk (pure) -> embed -> summarise -> one transaction that
 replaces the document's chunk set for the chunk profile and its summary. Running it twice, or again after a
 worker died half-way, leaves exactly one complete chunk set: nothing is written
 until the last step, and that step deletes and inserts atomically.
+
+Every progress write doubles as a heartbeat (``updated_at``), and a thread
+beats while a long step (extraction, an LLM summary) writes nothing, so a
+``processing`` document that stops beating belongs to a dead worker
+(``knowledge.documents.documents_fail_stale``). A progress write that finds
+the row gone means the document was deleted: the run stops there and writes
+nothing more.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
+from knowledge.documents import documents_fail_stale
 from knowledge.ingestion.chunking import chunk_sections
 from knowledge.ingestion.embedding import MAX_CONTENT_TOKENS, count_tokens, embed_texts
 from knowledge.ingestion.extract import extract_sections
@@ -30,12 +40,31 @@ _WRITE_BATCH = 500
 _PROGRESS_INTERVAL_S = 0.5
 
 
+class DocumentGone(Exception):
+    """The document was deleted while it was being processed."""
+
+
 def document_process(*, document_id: int, chunk_profile_id: int | None = None) -> None:
+    # A worker that died before this one left its documents `processing`; say so now.
+    documents_fail_stale(documents=Document.objects.all())
     document = Document.objects.select_related("collection").filter(pk=document_id).first()
     if document is None:
         logger.info("Document %s no longer exists; nothing to process", document_id)
         return
     profile = ChunkProfile.objects.get(pk=chunk_profile_id or document.collection.chunk_profile_id)
+    try:
+        with _heartbeat(document.pk):
+            _process(document, profile)
+    except DocumentGone:
+        logger.info(
+            "Document %s was deleted while processing; stopped after %s of %s chunks, writing nothing",
+            document_id,
+            document.chunks_done,
+            document.chunks_total,
+        )
+
+
+def _process(document: Document, profile: ChunkProfile) -> None:
     _update(
         document,
         status=Document.Status.PROCESSING,
@@ -52,8 +81,10 @@ def document_process(*, document_id: int, chunk_profile_id: int | None = None) -
         _write_chunks(document, profile, drafts, vectors, summary)
     except ExtractionError as exc:
         _update(document, status=Document.Status.FAILED, error=str(exc))
+    except DocumentGone:
+        raise
     except Exception as exc:
-        logger.exception("Processing document %s failed", document_id)
+        logger.exception("Processing document %s failed", document.pk)
         _update(document, status=Document.Status.FAILED, error=f"processing failed: {exc}")
         raise
 
@@ -62,7 +93,8 @@ def document_chunk_drafts(document: Document, profile: ChunkProfile) -> list[Chu
     """Extract and chunk the stored original (pure steps; nothing is written but progress)."""
     with document.file.open("rb") as handle:
         data = handle.read()
-    sections = extract_sections(document.filename, data)
+    limits = settings.KNOWLEDGE_INGEST_LIMITS
+    sections = extract_sections(document.filename, data, limits=limits)
     _update(document, sections_total=len(sections))
     drafts = chunk_sections(
         sections,
@@ -71,6 +103,7 @@ def document_chunk_drafts(document: Document, profile: ChunkProfile) -> list[Chu
         chunk_overlap=profile.chunk_overlap,
         count_tokens=count_tokens,
         max_tokens=MAX_CONTENT_TOKENS,
+        max_chunks=limits.max_chunks,
     )
     if not drafts:
         raise ExtractionError(f"no text could be extracted from {document.filename}")
@@ -123,8 +156,7 @@ def _write_chunks(document, profile, drafts, vectors, summary) -> None:
         # Lock the row: a concurrent run of the same task waits here, then replaces our set.
         locked = Document.objects.select_for_update().filter(pk=document.pk).first()
         if locked is None:
-            logger.info("Document %s was deleted while processing", document.pk)
-            return
+            raise DocumentGone(document.pk)
         Chunk.objects.filter(document=document, chunk_profile=profile).delete()
         chunks = [
             _chunk_row(document, profile, index, draft, vector)
@@ -196,7 +228,42 @@ def _finish_pending_reindex(collection_id: int, profile: ChunkProfile) -> None:
 
 
 def _update(document: Document, **fields) -> None:
-    """Write progress/status straight to the row, so other processes see it at once."""
-    Document.objects.filter(pk=document.pk).update(updated_at=timezone.now(), **fields)
+    """Write progress/status straight to the row, so other processes see it at once.
+
+    Raises DocumentGone when the row was deleted, which stops the run.
+    """
+    if not Document.objects.filter(pk=document.pk).update(updated_at=timezone.now(), **fields):
+        raise DocumentGone(document.pk)
     for name, value in fields.items():
         setattr(document, name, value)
+
+
+def _heartbeat_interval() -> float:
+    """Several beats per stale period, so one slow beat never makes a live run look dead."""
+    return settings.KNOWLEDGE_PROCESSING_STALE_SECONDS / 5
+
+
+@contextlib.contextmanager
+def _heartbeat(document_id: int) -> Iterator[None]:
+    """Touch ``updated_at`` from a thread while the run is alive, even in steps that write no progress."""
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=_beat, args=(document_id, stop, _heartbeat_interval()), name=f"heartbeat-{document_id}"
+    )
+    thread.daemon = True  # never keeps a dying worker alive
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _beat(document_id: int, stop: threading.Event, interval: float) -> None:
+    try:
+        while not stop.wait(interval):
+            Document.objects.filter(pk=document_id, status=Document.Status.PROCESSING).update(
+                updated_at=timezone.now()
+            )
+    finally:
+        connection.close()  # this thread's own connection; never leave it open

@@ -33,6 +33,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
+from rest_framework import serializers
 
 from knowledge.api.errors import error_body_for
 from knowledge.errors import NotFoundError
@@ -40,6 +41,7 @@ from knowledge.mcp import tools
 from knowledge.mcp.identity import Identity
 from knowledge.mcp.resources import collection_summary
 from knowledge.mcp.throttle import throttle_check
+from knowledge.validation import nul_location
 
 logger = logging.getLogger(__name__)
 
@@ -141,9 +143,17 @@ def _as_caller(identity: Identity, ctx: Context, function, base_url: str, thrott
     try:
         user = identity.user(ctx)
         throttle_check(user=user, scope=throttle)
+        _refuse_nul(arguments)
         return function(user=user, base_url=base_url, **arguments)
     finally:
         close_old_connections()
+
+
+def _refuse_nul(arguments: dict) -> None:
+    """PostgreSQL cannot hold NUL in text: refused anywhere in the arguments, as the API refuses it."""
+    where = nul_location(arguments, name="arguments")
+    if where:
+        raise serializers.ValidationError({where: ["contains a NUL character"]})
 
 
 def _add_tools(server: MCPServer, identity: Identity) -> None:

@@ -1,5 +1,5 @@
 from knowledge.models.chat import ChatSession, ChatTurn
-from knowledge.models.collections import ChunkProfile, Collection, Subscription
+from knowledge.models.collections import ChunkProfile, Collection, LinkGrant, Subscription
 from knowledge.models.documents import Chunk, Document, DocumentSummary
 from knowledge.models.profiles import Profile, ProfileCollection
 from knowledge.models.settings import KnowledgeSetting
@@ -13,6 +13,7 @@ __all__ = [
     "Document",
     "DocumentSummary",
     "KnowledgeSetting",
+    "LinkGrant",
     "Profile",
     "ProfileCollection",
     "Subscription",

@@ -1,3 +1,5 @@
+import secrets
+
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.core.exceptions import ValidationError
@@ -50,12 +52,17 @@ class ChunkProfile(models.Model):
             raise ValidationError({"chunk_overlap": "The overlap must be smaller than the chunk size."})
 
 
+def new_share_token() -> str:
+    """An unguessable share-link secret (256 bits): unlisted must mean "only with the link"."""
+    return secrets.token_urlsafe(32)
+
+
 class Collection(models.Model):
     """A named set of documents. No owner means admin-owned (readable by all users)."""
 
     class Visibility(models.TextChoices):
         PRIVATE = "private", "Private (owner only)"
-        UNLISTED = "unlisted", "Unlisted (anyone with its id)"
+        UNLISTED = "unlisted", "Unlisted (anyone with the share link)"
         PUBLIC = "public", "Public (all signed-in users)"
 
     owner = models.ForeignKey(
@@ -71,6 +78,13 @@ class Collection(models.Model):
     tags = ArrayField(models.CharField(max_length=50), default=list, blank=True)
     visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PRIVATE)
     listed = models.BooleanField(default=False, help_text="Shown in the marketplace.")
+    share_token = models.CharField(
+        max_length=64,
+        unique=True,
+        default=new_share_token,
+        editable=False,
+        help_text="The secret in the share link of an unlisted collection; rotating it drops its holders.",
+    )
     embedding_model = models.CharField(max_length=200, editable=False)
     chunk_profile = models.ForeignKey(
         ChunkProfile,
@@ -111,12 +125,31 @@ class Collection(models.Model):
         return self.owner_id is None
 
 
+class LinkGrant(models.Model):
+    """``user`` opened the share link: they read the collection while unlisted and the link unchanged."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="link_grants")
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="link_grants")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "collection"], name="one_link_grant_per_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} holds the link of {self.collection}"
+
+
 class Subscription(models.Model):
     """A user's marketplace subscription to a listed collection."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="subscriptions")
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="subscriptions")
     is_active = models.BooleanField(default=True)
+    revoked_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Set when the owner revokes it: no subscribing again until the owner reinstates the user.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -126,5 +159,5 @@ class Subscription(models.Model):
         ]
 
     def __str__(self) -> str:
-        state = "active" if self.is_active else "ended"
+        state = "active" if self.is_active else "revoked" if self.revoked_at else "ended"
         return f"{self.user} -> {self.collection} ({state})"

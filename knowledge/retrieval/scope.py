@@ -50,7 +50,8 @@ def search_scope(
     """
     allowed = readable_collections(user)
     if collection_ids is not None:
-        allowed = allowed.filter(pk__in=list(collection_ids))
+        # An empty list would make Django refuse to compile the subquery (EmptyResultSet); id 0 never exists.
+        allowed = allowed.filter(pk__in=list(collection_ids) or [0])
     pairs = allowed.order_by()
     if chunk_profile_id is None:
         pairs = pairs.values("pk", "chunk_profile_id")

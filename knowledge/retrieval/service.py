@@ -24,6 +24,7 @@ from knowledge.retrieval.intent import intent_filter_sql, query_intent
 from knowledge.retrieval.rerank import rerank
 from knowledge.retrieval.scope import Scope, search_scope
 from knowledge.retrieval.scoring import Candidate, select
+from knowledge.validation import text_clean
 
 MAX_QUESTION_CHARS = 4000
 MIN_CANDIDATES = 50
@@ -150,7 +151,7 @@ def retrieve(
 
 def question_clean(question: str) -> str:
     """The question stripped, or KnowledgeError when it is empty or too long."""
-    question = (question or "").strip()
+    question = text_clean(question, field="the question")
     if not question:
         raise KnowledgeError("the question is empty")
     if len(question) > MAX_QUESTION_CHARS:
@@ -174,6 +175,10 @@ def search_collections(profile, collection_ids) -> tuple[list[int] | None, set[i
         ids = [cid for cid, _ in links]
         if collection_ids is not None:
             ids = [cid for cid in ids if cid in set(collection_ids)]
+            if not ids:
+                raise KnowledgeError("none of the requested collections is in the profile; ask them directly")
+        if not ids:
+            raise KnowledgeError("the profile has no collections to search; add a collection to it first")
         return ids, {cid for cid, wanted in links if wanted}
     if collection_ids is None:
         raise KnowledgeError("choose a profile or at least one collection to search")

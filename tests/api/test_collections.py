@@ -31,8 +31,9 @@ def test_detail_follows_readability_and_hides_existence(bearer, charlie, world):
     assert assert_error(private, 404, "not_found") == assert_error(missing, 404, "not_found")
     assert "secret plans" not in private.content.decode()
 
+    # Unlisted means "only with the share link": by id alone it is as missing as the rest.
     unlisted = client.get(f"{URL}{world['unlisted'].pk}/")
-    assert unlisted.status_code == 200 and unlisted.json()["visibility"] == "unlisted"
+    assert assert_error(unlisted, 404, "not_found") == assert_error(missing, 404, "not_found")
     admin = client.get(f"{URL}{world['admin'].pk}/").json()
     assert admin["is_admin_owned"] is True and admin["owner"] is None and admin["can_write"] is False
 

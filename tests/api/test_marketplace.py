@@ -93,6 +93,7 @@ def test_subscribing_grants_access_and_unsubscribing_ends_it(bearer, alice, bob,
         "collection_name": "Odd places",
         "user": "bob",
         "is_active": True,
+        "revoked_at": None,
         "created_at": "",
         "updated_at": "",
     }
@@ -200,3 +201,72 @@ def test_marketplace_search_and_public_listing(bearer, alice, bob, charlie, worl
     subscribed = [r["name"] for r in as_charlie.get(MARKET).json()["results"] if r["subscribed"]]
     assert subscribed == ["alice public"]
     assert as_charlie.post(subscribe_url(world["admin"].pk)).status_code == 201  # admin-owned: allowed
+
+
+@pytest.mark.security
+@pytest.mark.django_db
+def test_a_revoked_subscriber_stays_out_until_the_owner_reinstates_them(bearer, alice, bob, charlie, world):
+    listed = collection_update(collection=world["private"], listed=True)
+    as_alice, as_bob, as_charlie = bearer(alice), bearer(bob), bearer(charlie)
+    detail, subscriptions = (
+        f"/api/v1/collections/{listed.pk}/",
+        f"/api/v1/collections/{listed.pk}/subscriptions/",
+    )
+    subscription_id = as_bob.post(subscribe_url(listed.pk)).json()["id"]
+    assert as_bob.get(detail).status_code == 200
+    assert as_alice.delete(f"{subscriptions}{subscription_id}/").status_code == 204
+    assert_error(as_bob.get(detail), 404)
+
+    # Subscribing again is refused, and says why; it changes nothing.
+    assert "revoked" in assert_error(as_bob.post(subscribe_url(listed.pk)), 403)["message"]
+    assert_error(as_bob.get(detail), 404)
+    # Unlisting and listing again does not let him back in either.
+    for flag in (False, True):
+        assert as_alice.patch(detail, {"listed": flag}, format="json").status_code == 200
+    assert_error(as_bob.post(subscribe_url(listed.pk)), 403)
+    assert_error(as_bob.get(detail), 404)
+    listing = next(r for r in as_bob.get(MARKET).json()["results"] if r["id"] == listed.pk)
+    assert listing["subscribed"] is False
+    row = as_alice.get(subscriptions).json()["results"][0]
+    assert row["is_active"] is False and row["revoked_at"]
+
+    # Only the owner lets him back in.
+    reinstate = f"{subscriptions}{subscription_id}/reinstate/"
+    assert_error(as_bob.post(reinstate), 404)
+    assert_error(as_charlie.post(reinstate), 404)
+    assert_error(as_alice.post(f"{subscriptions}987654/reinstate/"), 404)
+    back = as_alice.post(reinstate)
+    assert back.status_code == 200 and back.json()["is_active"] is True and back.json()["revoked_at"] is None
+    assert as_bob.get(detail).status_code == 200
+    assert as_bob.post(subscribe_url(listed.pk)).status_code == 200  # already active
+
+
+@pytest.mark.security
+@pytest.mark.django_db
+def test_unlisting_ends_subscriptions_and_relisting_does_not_restore_them(bearer, alice, bob, world):
+    listed = collection_update(collection=world["private"], listed=True)
+    as_alice, as_bob = bearer(alice), bearer(bob)
+    detail = f"/api/v1/collections/{listed.pk}/"
+    assert as_bob.post(subscribe_url(listed.pk)).status_code == 201
+    assert as_alice.patch(detail, {"listed": False}, format="json").status_code == 200
+    assert as_alice.patch(detail, {"listed": True}, format="json").status_code == 200
+    assert_error(as_bob.get(detail), 404)
+    assert Subscription.objects.get(user=bob).is_active is False
+    # Not revoked, only ended: he may subscribe again now that it is listed.
+    assert as_bob.post(subscribe_url(listed.pk)).status_code == 201
+    assert as_bob.get(detail).status_code == 200
+
+
+@pytest.mark.security
+@pytest.mark.django_db
+def test_revoking_also_drops_the_share_link_grant(bearer, alice, bob, world):
+    shared = collection_update(collection=world["unlisted"], listed=True)
+    as_alice, as_bob = bearer(alice), bearer(bob)
+    detail = f"/api/v1/collections/{shared.pk}/"
+    token = as_alice.get(detail).json()["share_token"]
+    assert as_bob.get(f"/api/v1/collections/link/{token}/").status_code == 200
+    subscription_id = as_bob.post(subscribe_url(shared.pk)).json()["id"]
+    assert as_alice.delete(f"{detail}subscriptions/{subscription_id}/").status_code == 204
+    assert_error(as_bob.get(detail), 404)
+    assert "revoked" in assert_error(as_bob.get(f"/api/v1/collections/link/{token}/"), 403)["message"]
+    assert_error(as_bob.get(detail), 404)

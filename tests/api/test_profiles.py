@@ -84,7 +84,7 @@ def test_operator_profiles_are_listed_read_only(bearer, charlie):
 
 def test_only_readable_collections_can_be_added(bearer, alice, charlie, world):
     client = bearer(charlie)
-    for collection_id in [world["private"].pk, 987654]:
+    for collection_id in [world["private"].pk, world["unlisted"].pk, 987654]:
         refused = client.post(
             URL, {"name": "p", "tag": "p", "collections": [{"collection": collection_id}]}, format="json"
         )
@@ -94,7 +94,7 @@ def test_only_readable_collections_can_be_added(bearer, alice, charlie, world):
         {
             "name": "p",
             "tag": "p",
-            "collections": [{"collection": world["unlisted"].pk}, {"collection": world["public"].pk}],
+            "collections": [{"collection": world["admin"].pk}, {"collection": world["public"].pk}],
         },
         format="json",
     )

@@ -68,12 +68,14 @@ def test_charlie_gets_404_for_alices_private_collection_and_profile(bearer, alic
     )
 
 
-def test_unlisted_and_admin_owned_collections_are_searchable_by_id(bearer, charlie, world, corpus):
+def test_admin_owned_and_opened_unlisted_collections_are_searchable_by_id(bearer, charlie, world, corpus):
     ingest(world["unlisted"], corpus / "text" / "gravity_hill.md")
     ingest(world["admin"], corpus / "office" / "dummy.docx")
-    response = bearer(charlie).post(
-        URL, {"question": QUESTION, "collections": [world["unlisted"].pk, world["admin"].pk]}, format="json"
-    )
+    as_charlie = bearer(charlie)
+    body = {"question": QUESTION, "collections": [world["unlisted"].pk, world["admin"].pk]}
+    assert_error(as_charlie.post(URL, body, format="json"), 404)  # unlisted: not by id alone
+    assert as_charlie.get(f"/api/v1/collections/link/{world['unlisted'].share_token}/").status_code == 200
+    response = as_charlie.post(URL, body, format="json")
     assert response.status_code == 200
     assert response.json()["results"][0]["collection_id"] == world["unlisted"].pk
 

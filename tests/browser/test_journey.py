@@ -100,11 +100,8 @@ def test_upload_ask_and_follow_a_citation_to_the_pdf_page(browser, live_server, 
     page.select_option("select[name=collections]", label="Papers")
     page.fill("textarea[name=question]", QUESTION)
     page.click("#ask button[type=submit]")
-    page.wait_for_function(
-        "document.querySelector('.turn .answer') && "
-        "document.querySelector('.turn .answer').textContent.includes('AutoScholarQuery')",
-        timeout=120_000,
-    )
+    # A selector, not wait_for_function: the Content-Security-Policy refuses evaluating strings.
+    page.wait_for_selector(".turn .answer:has-text('AutoScholarQuery')", timeout=120_000)
     citation = page.wait_for_selector(".turn .answer a.citation", timeout=120_000)
     assert "33,511 query-paper pairs" in page.inner_text(".turn .answer")
     assert any(request.streamed for request in llm_env.requests)

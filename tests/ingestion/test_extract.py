@@ -208,7 +208,7 @@ def test_openapi_is_delegated_to_the_openapi_module(monkeypatch):
     calls = []
     fake_section = Section(source_ref="operation=GET /pets", text="List pets")
 
-    def fake_extract_openapi(filename, data):
+    def fake_extract_openapi(filename, data, **options):
         calls.append((filename, data))
         return [fake_section]
 

@@ -6,6 +6,7 @@ tasks run synchronously in the test process (settings_test).
 
 from __future__ import annotations
 
+import datetime
 import io
 import json
 import os
@@ -19,10 +20,11 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.db.models import F
 from pypdf import PdfReader, PdfWriter
 
 from knowledge.collections import collection_create, collection_reindex
-from knowledge.documents import document_retry, document_upload
+from knowledge.documents import PROCESSING_INTERRUPTED, document_retry, document_upload
 from knowledge.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.ingestion.embedding import MAX_CONTENT_TOKENS, count_tokens
 from knowledge.models import Chunk, ChunkProfile, Document
@@ -145,8 +147,12 @@ def test_task_run_twice_leaves_exactly_one_chunk_set(collection, corpus):
     assert Chunk.objects.filter(document=document).count() == len(before)
 
 
-def test_a_worker_killed_mid_document_then_rerun_leaves_one_complete_set(collection, corpus):
-    """A real worker process is killed while embedding; the re-delivered task completes the set."""
+@pytest.mark.security
+def test_a_worker_killed_mid_document_is_reported_interrupted_and_retry_completes_one_set(
+    collection, corpus, client, alice, settings
+):
+    """A real worker process is killed while embedding: nothing is half-written, the document is
+    reported failed ("processing was interrupted") once its heartbeat is stale, and retry completes it."""
     document = upload(collection, corpus / "pdf" / "pasa.pdf")
     expected = chunks_of(document).count()
     Chunk.objects.filter(document=document).delete()
@@ -158,13 +164,23 @@ def test_a_worker_killed_mid_document_then_rerun_leaves_one_complete_set(collect
     finally:
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait()
-    document.refresh_from_db()
-    assert document.status == Document.Status.PROCESSING
     assert chunks_of(document).count() == 0  # nothing half-written
+    client.force_login(alice)  # the API accepts the session too
+    url = f"/api/v1/documents/{document.pk}/"
+    assert client.get(url).json()["status"] == "processing"  # a recent heartbeat: maybe still alive
 
-    process_document(document.pk)  # django-q2 re-delivers the unacknowledged task
+    # What the clock does to a dead worker's document: its last heartbeat recedes into the past.
+    stale_for = datetime.timedelta(seconds=settings.KNOWLEDGE_PROCESSING_STALE_SECONDS + 1)
+    Document.objects.filter(pk=document.pk).update(updated_at=F("updated_at") - stale_for)
+    body = client.get(url).json()
+    assert (body["status"], body["error"]) == ("failed", PROCESSING_INTERRUPTED)
+    assert body["error"].startswith("processing was interrupted")
+    listed = client.get(f"/api/v1/collections/{collection.pk}/documents/").json()["results"]
+    assert [(d["id"], d["status"]) for d in listed] == [(document.pk, "failed")]
+
+    assert client.post(f"{url}retry/").status_code == 202
     document.refresh_from_db()
-    assert document.status == Document.Status.READY
+    assert document.status == Document.Status.READY, document.error
     assert chunks_of(document).count() == expected
     assert sorted(chunks_of(document).values_list("index", flat=True)) == list(range(expected))
 

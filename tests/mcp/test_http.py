@@ -243,6 +243,7 @@ def test_bad_arguments_are_tool_errors_and_the_server_stays_up(live_mcp, alice, 
             "no chunk profile named 'nope'",
         ),
         ("reindex_collection", {}, "collection"),
+        ("list_collections", {"search": "a\x00b"}, "arguments.search: contains a NUL character"),
         ("no_such_tool", {}, "Unknown tool"),
     ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
+from rest_framework.test import APIClient
 
 from knowledge.collections import collection_create
 from knowledge.documents import document_upload
@@ -68,7 +69,7 @@ def test_citation_opens_the_pdf_at_the_cited_page_with_the_passage(client, alice
     page = client.get(source["url"].split("#")[0])
     html = page.content.decode()
     assert page.status_code == 200
-    assert f"file/#page={source['page']}" in html
+    assert f"file/?inline=1#page={source['page']}" in html
     assert 'class="chunk cited"' in html
     document = Document.objects.get(collection=pasa)
     pdf = client.get(f"/documents/{document.pk}/file/")
@@ -88,12 +89,43 @@ def test_other_users_cannot_read_sessions_documents_or_ask_foreign_collections(
     assert other.get(f"/chat/?session={session.pk}").status_code == 404
     assert other.get(f"/documents/{document.pk}/view/").status_code == 404
     assert other.get(f"/documents/{document.pk}/file/").status_code == 404
-    events = _ask(
-        other, question="How many query-paper pairs are in AutoScholarQuery?", collections=[pasa.pk]
+    response = other.post(
+        "/chat/ask/",
+        {"question": "How many query-paper pairs are in AutoScholarQuery?", "collections": [pasa.pk]},
     )
-    assert next(e for e in events if e.name == "final_answer").data["mode"] == "no_results"
+    assert response.status_code == 404
     response = other.post("/chat/ask/", {"question": "What is PaSa?", "session": session.pk})
     assert response.status_code == 404
+
+
+@pytest.mark.security
+def test_the_chat_page_refuses_collections_the_user_may_not_read_like_the_api(alice, charlie):
+    """The page used to answer "nothing found" over a foreign collection id; the API said 404."""
+    foreign = collection_create(name="alice only", owner=alice)
+    mine = collection_create(name="charlie's", owner=charlie)
+    page = Client()
+    page.force_login(charlie)
+    before = ChatSession.objects.count()
+    for accept in ("text/event-stream", "application/json"):
+        response = page.post(
+            "/chat/ask/",
+            {"question": "What is in it?", "collections": [mine.pk, foreign.pk]},
+            HTTP_ACCEPT=accept,
+        )
+        assert response.status_code == 404, response.status_code
+        assert response.json() == {"error": f"no such collection: {foreign.pk}"}
+    api = APIClient()
+    api.force_authenticate(charlie)
+    from_api = api.post(
+        "/api/v1/query/", {"question": "What is in it?", "collections": [mine.pk, foreign.pk]}, format="json"
+    )
+    assert from_api.status_code == 404 and from_api.json()["error"]["message"] == response.json()["error"]
+    for bad in (["abc"], ["99999999999999999999999"], ["-1"]):
+        response = page.post(
+            "/chat/ask/", {"question": "What is in it?", "collections": bad}, HTTP_ACCEPT="application/json"
+        )
+        assert response.status_code in (400, 404), (bad, response.status_code)
+    assert ChatSession.objects.count() == before  # nothing was started for a refused question
 
 
 def test_bad_questions_get_a_clear_error(client, alice, pasa):

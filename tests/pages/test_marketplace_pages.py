@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 
 from knowledge.collections import collection_create
 from knowledge.documents import document_upload
-from knowledge.models import Collection, Document
+from knowledge.models import Collection, Document, Subscription
 
 
 @pytest.fixture
@@ -91,3 +92,62 @@ def test_owner_toggles_listing(client, alice, bob):
     client.post(f"/collections/{collection.pk}/listing/", {"listed": "0"})
     collection.refresh_from_db()
     assert collection.listed is False
+
+
+@pytest.mark.security
+@pytest.mark.django_db
+def test_owner_revokes_and_reinstates_a_subscriber_from_the_collection_page(alice, bob, charlie):
+    collection = collection_create(name="Shared notes", owner=alice, description="for subscribers")
+    Collection.objects.filter(pk=collection.pk).update(listed=True)
+    as_alice, as_bob, as_charlie = Client(), Client(), Client()
+    login(as_alice, alice), login(as_bob, bob), login(as_charlie, charlie)
+    assert as_bob.post(f"/marketplace/{collection.pk}/subscribe/").status_code == 302
+    assert as_bob.get(f"/collections/{collection.pk}/").status_code == 200
+    subscription = Subscription.objects.get(user=bob, collection=collection)
+    base = f"/collections/{collection.pk}/subscriptions/{subscription.pk}"
+
+    page = as_alice.get(f"/collections/{collection.pk}/").content.decode()
+    assert 'id="subscribers"' in page and f'action="{base}/revoke/"' in page
+    assert 'id="subscribers"' not in as_bob.get(f"/collections/{collection.pk}/").content.decode()
+    assert as_bob.post(f"{base}/revoke/").status_code == 403  # he reads it, he does not own it
+    assert as_charlie.post(f"{base}/revoke/").status_code == 404
+    assert as_alice.post(f"{base}/revoke/").status_code == 302
+    assert as_bob.get(f"/collections/{collection.pk}/").status_code == 404
+    assert as_bob.post(f"/marketplace/{collection.pk}/subscribe/").status_code == 403
+    assert "Access revoked by the owner" in as_bob.get("/marketplace/").content.decode()
+    assert as_bob.get(f"/collections/{collection.pk}/").status_code == 404
+
+    assert f'action="{base}/reinstate/"' in as_alice.get(f"/collections/{collection.pk}/").content.decode()
+    assert as_alice.post(f"{base}/unknown/").status_code == 404
+    assert as_alice.post(f"{base}/reinstate/").status_code == 302
+    assert as_bob.get(f"/collections/{collection.pk}/").status_code == 200
+
+
+@pytest.mark.security
+@pytest.mark.django_db
+def test_owner_sees_and_rotates_the_share_link_on_the_collection_page(alice, bob):
+    collection = collection_create(name="By link", owner=alice, visibility="unlisted")
+    as_alice, as_bob = login(Client(), alice), login(Client(), bob)
+    page = as_alice.get(f"/collections/{collection.pk}/").content.decode()
+    old_link = f"/collections/link/{collection.share_token}/"
+    assert old_link in page
+    assert collection.share_token not in as_bob.get("/marketplace/").content.decode()
+    assert as_bob.get(f"/collections/{collection.pk}/").status_code == 404
+    assert as_bob.get(old_link)["Location"] == f"/collections/{collection.pk}/"
+    page = as_bob.get(f"/collections/{collection.pk}/").content.decode()
+    assert "By link" in page and collection.share_token not in page  # readers do not see the link
+
+    response = as_alice.post(f"/collections/{collection.pk}/settings/", {"action": "rotate_link"})
+    assert response.status_code == 302
+    collection.refresh_from_db()
+    assert (
+        f"/collections/link/{collection.share_token}/"
+        in as_alice.get(f"/collections/{collection.pk}/").content.decode()
+    )
+    assert as_bob.get(f"/collections/{collection.pk}/").status_code == 404
+    assert as_bob.get(old_link).status_code == 404
+    assert (
+        as_bob.post(f"/collections/{collection.pk}/settings/", {"action": "rotate_link"}).status_code == 404
+    )
+    anonymous = Client().get(f"/collections/link/{collection.share_token}/")
+    assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]

@@ -2,6 +2,7 @@
 
 knowledge_bench ingest [--files PATH...] [--backend torch|onnx|onnx-int8]
 knowledge_bench lexical [--chunks N] [--queries N]
+knowledge_bench load [--clients C] [--seconds S] [--url URL] [--sse N]
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ class Command(BaseCommand):
         lexical = benchmarks.add_parser("lexical", help="BM25 lexical search vs references.")
         lexical.add_argument("--chunks", type=int, default=100_000)
         lexical.add_argument("--queries", type=int, default=50)
+        load = benchmarks.add_parser("load", help="Concurrent clients against a live server.")
+        load.add_argument("--url", default="http://127.0.0.1:8000")
+        load.add_argument("--clients", type=int, default=20)
+        load.add_argument("--seconds", type=float, default=60)
+        load.add_argument("--query-share", type=float, default=0.2, help="Share of requests to /query/.")
+        load.add_argument("--sse", type=int, default=0, metavar="N", help="Then N answer streams at once.")
+        load.add_argument("--token", help="Use this API token (a remote server; with --collection-id).")
+        load.add_argument("--collection-id", type=int)
 
     def handle(self, *args, **options):
         handler = getattr(self, f"_{options['benchmark']}")
@@ -63,3 +72,26 @@ class Command(BaseCommand):
         from knowledge.benchmarks import lexical
 
         lexical.run(self.stdout, chunks=options["chunks"], queries=options["queries"])
+
+    def _load(self, options):
+        from urllib.parse import urlsplit
+
+        from knowledge.benchmarks import load
+
+        target = urlsplit(options["url"])
+        if target.scheme != "http" or not target.hostname:
+            raise CommandError("--url must be an http:// URL, e.g. http://127.0.0.1:8000")
+        if options["clients"] < 1 or options["seconds"] <= 0 or not 0 <= options["query_share"] <= 1:
+            raise CommandError("--clients must be >= 1, --seconds > 0 and --query-share within 0-1")
+        if (options["token"] is None) != (options["collection_id"] is None):
+            raise CommandError("--token and --collection-id go together")
+        load.run(
+            self.stdout,
+            url=options["url"],
+            clients=options["clients"],
+            seconds=options["seconds"],
+            query_share=options["query_share"],
+            sse=options["sse"],
+            token=options["token"],
+            collection_id=options["collection_id"],
+        )

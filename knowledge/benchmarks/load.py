@@ -1,0 +1,284 @@
+"""knowledge_bench load: concurrent clients against a live server, over HTTP.
+
+Each client keeps one HTTP connection and asks questions from the development
+set (the documents it is about are put in a "bench-load" collection once, and
+reused), mostly through ``/api/v1/retrieve/`` and a share through
+``/api/v1/query/``, until the time is up. While it runs, the database's
+connections are sampled: a server that leaks connections shows a rising count.
+``--sse N`` then opens N answer streams at once and checks that each ends with
+its final answer.
+
+The server must use the same database as this command (the default with
+``make run``), unless ``--token`` and ``--collection-id`` name what to use.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import CommandError
+from django.db import connection
+
+from accounts.models import ApiToken
+from accounts.tokens import token_create
+from knowledge.benchmarks.common import median, percentile
+from knowledge.collections import collection_create
+from knowledge.documents import document_upload
+from knowledge.evaluation.questions import load_questions
+from knowledge.models import Collection, Document
+
+LOAD_USER = "bench-load"
+LOAD_COLLECTION = "bench-load"
+LOAD_FILES = (
+    "pdf/pasa.pdf",
+    "office/dummy.docx",
+    "office/dummy.pptx",
+    "html/flag_day.html",
+    "text/gravity_hill.md",
+    "openapi/petstore-expanded-3.0.json",
+    "django-docs/topics/signals.txt",
+)
+REQUEST_TIMEOUT = 120
+
+
+@dataclass
+class Sample:
+    endpoint: str
+    status: int  # 0: no HTTP answer (connection refused, reset, timeout)
+    seconds: float
+
+
+@dataclass
+class Results:
+    samples: list[Sample] = field(default_factory=list)
+    connections: list[int] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, sample: Sample) -> None:
+        with self.lock:
+            self.samples.append(sample)
+
+
+def run(
+    stdout,
+    *,
+    url: str,
+    clients: int,
+    seconds: float,
+    query_share: float,
+    sse: int,
+    token: str | None,
+    collection_id: int | None,
+) -> dict:
+    if token is None or collection_id is None:
+        token, collection_id = _prepare(stdout)
+    questions = _questions()
+    target = urlsplit(url)
+    stdout.write(
+        f"{clients} clients for {seconds:.0f} s against {url} ({len(questions)} questions, "
+        f"{query_share:.0%} answered through /query/)\n"
+    )
+    _warm_up(target, token, collection_id, questions[0])
+    results = Results()
+    deadline = time.monotonic() + seconds
+    workers = [
+        threading.Thread(
+            target=_client,
+            args=(target, token, collection_id, questions, query_share, deadline, results, random.Random(n)),
+            daemon=True,
+        )
+        for n in range(clients)
+    ]
+    started = time.monotonic()
+    for worker in workers:
+        worker.start()
+    _sample_connections(results, deadline, stdout)
+    for worker in workers:
+        worker.join(timeout=REQUEST_TIMEOUT)
+    elapsed = time.monotonic() - started
+    figures = _figures(results, clients=clients, seconds=elapsed)
+    if sse:
+        figures["sse"] = _sse_streams(target, token, collection_id, questions, sse)
+    _print(stdout, figures)
+    stdout.write(json.dumps(figures) + "\n")
+    return figures
+
+
+def _prepare(stdout) -> tuple[str, int]:
+    """The load user, a fresh token and the load collection with its documents (made once)."""
+    user, _ = get_user_model().objects.get_or_create(username=LOAD_USER)
+    ApiToken.objects.filter(user=user, name="load", revoked_at__isnull=True).delete()
+    _, secret = token_create(user=user, name="load")
+    collection = Collection.objects.filter(owner=user, name=LOAD_COLLECTION).first()
+    if collection is None:
+        collection = collection_create(name=LOAD_COLLECTION, owner=user)
+    corpus = Path(settings.BASE_DIR).parent / "shared" / "corpus"
+    for name in LOAD_FILES:
+        path = corpus / name
+        if not collection.documents.filter(filename=path.name, status=Document.Status.READY).exists():
+            stdout.write(f"  processing {name} for the load collection (once)\n")
+            document_upload(
+                collection=collection, filename=path.name, data=path.read_bytes(), uploaded_by=user, sync=True
+            )
+    return secret, collection.pk
+
+
+def _questions() -> list[str]:
+    """Development-set questions about the load documents, and its questions with no answer."""
+    path = Path(settings.BASE_DIR) / "tests" / "data" / "dev_questions.jsonl"
+    names = {Path(name).name.lower() for name in LOAD_FILES}
+    return [
+        q.question
+        for q in load_questions(path).questions
+        if {document for document, _ in q.expected} <= names  # no-answer questions expect nothing
+    ]
+
+
+def _warm_up(target, token, collection_id, question: str) -> None:
+    """One request per endpoint before the clock starts: the server loads its model on first use."""
+    conn = http.client.HTTPConnection(target.hostname, target.port or 80, timeout=REQUEST_TIMEOUT)
+    try:
+        for endpoint in ("retrieve", "query"):
+            status, text = _post(
+                conn, f"/api/v1/{endpoint}/", token, {"question": question, "collections": [collection_id]}
+            )
+            if status != 200:
+                raise CommandError(f"{endpoint}: the server answered {status}: {text[:300]!r}")
+    except (OSError, http.client.HTTPException) as exc:
+        raise CommandError(f"cannot reach the server: {exc}") from exc
+    finally:
+        conn.close()
+
+
+def _client(target, token, collection_id, questions, query_share, deadline, results, rng) -> None:
+    conn = None
+    while time.monotonic() < deadline:
+        endpoint = "query" if rng.random() < query_share else "retrieve"
+        body = {"question": rng.choice(questions), "collections": [collection_id]}
+        conn = conn or http.client.HTTPConnection(target.hostname, target.port or 80, timeout=REQUEST_TIMEOUT)
+        started = time.monotonic()
+        try:
+            status, _ = _post(conn, f"/api/v1/{endpoint}/", token, body)
+        except (OSError, http.client.HTTPException):
+            status, conn = 0, None
+        results.add(Sample(endpoint, status, time.monotonic() - started))
+
+
+def _post(conn, path: str, token: str, body: dict, accept: str = "application/json") -> tuple[int, bytes]:
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json", "Accept": accept}
+    conn.request("POST", path, body=json.dumps(body), headers=headers)
+    response = conn.getresponse()
+    return response.status, response.read()
+
+
+def _sample_connections(results: Results, deadline: float, stdout) -> None:
+    """Count the database's client connections every two seconds until the run ends."""
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+            )
+            results.connections.append(cursor.fetchone()[0])
+            with results.lock:
+                done = len(results.samples)
+            stdout.write(f"\r  {done} requests, {results.connections[-1]} database connections   ")
+            stdout.flush()
+            time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
+    stdout.write("\n")
+    connection.close()
+
+
+def _figures(results: Results, *, clients: int, seconds: float) -> dict:
+    figures = {"benchmark": "load", "clients": clients, "seconds": round(seconds, 1)}
+    for endpoint in ("retrieve", "query", "all"):
+        samples = [s for s in results.samples if endpoint in ("all", s.endpoint)]
+        figures[endpoint] = _endpoint_figures(samples, seconds)
+    counts = results.connections or [0]
+    figures["db_connections"] = {
+        "first": counts[0],
+        "last": counts[-1],
+        "min": min(counts),
+        "max": max(counts),
+    }
+    return figures
+
+
+def _endpoint_figures(samples: list[Sample], seconds: float) -> dict:
+    ok = [s.seconds * 1000 for s in samples if 200 <= s.status < 300]
+    errors = Counter(str(s.status) for s in samples if not 200 <= s.status < 300)
+    return {
+        "requests": len(samples),
+        "requests_per_s": round(len(samples) / seconds, 1) if seconds else 0.0,
+        "p50_ms": round(median(ok), 1),
+        "p95_ms": round(percentile(ok, 95), 1) if ok else 0.0,
+        "max_ms": round(max(ok), 1) if ok else 0.0,
+        "errors": sum(errors.values()),
+        "errors_by_status": dict(errors),
+    }
+
+
+def _sse_streams(target, token, collection_id, questions, count: int) -> dict:
+    """``count`` answer streams at once; each must end with its final answer."""
+    outcomes: list[tuple[bool, float]] = []
+    lock = threading.Lock()
+
+    def stream(n: int) -> None:
+        conn = http.client.HTTPConnection(target.hostname, target.port or 80, timeout=REQUEST_TIMEOUT)
+        started = time.monotonic()
+        try:
+            body = {"question": questions[n % len(questions)], "collections": [collection_id]}
+            status, text = _post(conn, "/api/v1/query/", token, body, accept="text/event-stream")
+            complete = status == 200 and b"event: final_answer" in text and b"event: error" not in text
+        except (OSError, http.client.HTTPException):
+            complete = False
+        finally:
+            conn.close()
+        with lock:
+            outcomes.append((complete, time.monotonic() - started))
+
+    threads = [threading.Thread(target=stream, args=(n,), daemon=True) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=REQUEST_TIMEOUT * 2)
+    durations = [seconds * 1000 for _, seconds in outcomes]
+    return {
+        "streams": count,
+        "completed": sum(1 for complete, _ in outcomes if complete),
+        "p50_ms": round(median(durations), 1),
+        "max_ms": round(max(durations), 1) if durations else 0.0,
+    }
+
+
+def _print(stdout, figures: dict) -> None:
+    stdout.write(
+        f"{'endpoint':<10} {'requests':>8} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} "
+        f"{'max ms':>8} {'errors':>6}\n"
+    )
+    for endpoint in ("retrieve", "query", "all"):
+        f = figures[endpoint]
+        stdout.write(
+            f"{endpoint:<10} {f['requests']:>8} {f['requests_per_s']:>7} {f['p50_ms']:>8} "
+            f"{f['p95_ms']:>8} {f['max_ms']:>8} {f['errors']:>6}\n"
+        )
+    db = figures["db_connections"]
+    stdout.write(
+        f"database connections: first {db['first']}, last {db['last']}, min {db['min']}, max {db['max']}\n"
+    )
+    if "sse" in figures:
+        s = figures["sse"]
+        stdout.write(
+            f"answer streams: {s['completed']} of {s['streams']} complete, "
+            f"p50 {s['p50_ms']} ms, max {s['max_ms']} ms\n"
+        )

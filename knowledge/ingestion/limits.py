@@ -1,0 +1,314 @@
+"""Limits that keep a small hostile file from becoming a huge amount of work.
+
+A 1 MB spreadsheet can hold a 1 GiB string, a 600-byte YAML file can expand
+through nested aliases into hundreds of millions of characters, a 120 KB PDF
+can list one page 20,000 times. Every limit here is checked as early as the
+input allows: Office zips from their directory before any part is parsed,
+YAML and JSON while they are parsed, extracted text and sections while they
+are produced, chunks while they are cut. Breaking a limit raises
+:class:`LimitExceeded`, an :class:`ExtractionError` whose message names the
+limit and the setting that raises it, so the document ends ``failed`` with
+that reason (or the upload is refused) within seconds.
+
+Pure: no Django. The pipeline and the upload path pass the limits built from
+settings (``config/settings.py``, ``KNOWLEDGE_INGEST_LIMITS``); callers that
+pass nothing get the defaults below.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+import yaml.cyaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+from yaml.resolver import Resolver
+
+from knowledge.ingestion.types import ExtractionError
+
+_MIB = 1024 * 1024
+# Office parts smaller than this may compress as well as they like: they cannot hurt.
+_RATIO_CHECK_FROM_BYTES = _MIB
+_ZIP_CENTRAL_ENTRY = b"PK\x01\x02"
+
+
+@dataclass(frozen=True)
+class IngestLimits:
+    """Per-document limits; each field has the environment variable named in ``SETTINGS``."""
+
+    max_uncompressed_bytes: int = 200 * _MIB
+    max_compression_ratio: int = 100
+    max_zip_members: int = 20_000
+    max_text_chars: int = 10_000_000
+    max_sections: int = 10_000
+    max_chunks: int = 10_000
+    max_pdf_pages: int = 2_000
+    max_html_elements: int = 100_000
+    max_nesting_depth: int = 64
+    max_yaml_alias_expansion: int = 1_000_000
+
+
+# Field -> environment variable, for settings and for the messages users see.
+SETTINGS = {
+    "max_uncompressed_bytes": "KNOWLEDGE_MAX_UNCOMPRESSED_MB",
+    "max_compression_ratio": "KNOWLEDGE_MAX_COMPRESSION_RATIO",
+    "max_zip_members": "KNOWLEDGE_MAX_ZIP_MEMBERS",
+    "max_text_chars": "KNOWLEDGE_MAX_TEXT_CHARS",
+    "max_sections": "KNOWLEDGE_MAX_SECTIONS",
+    "max_chunks": "KNOWLEDGE_MAX_CHUNKS",
+    "max_pdf_pages": "KNOWLEDGE_MAX_PDF_PAGES",
+    "max_html_elements": "KNOWLEDGE_MAX_HTML_ELEMENTS",
+    "max_nesting_depth": "KNOWLEDGE_MAX_NESTING_DEPTH",
+    "max_yaml_alias_expansion": "KNOWLEDGE_MAX_YAML_ALIAS_EXPANSION",
+}
+
+DEFAULT_LIMITS = IngestLimits()
+
+
+class LimitExceeded(ExtractionError):
+    """The document breaks one of the ingestion limits; the message says which."""
+
+    def __init__(self, what: str, limit: int, field: str, unit: str = "") -> None:
+        unit = f" {unit}" if unit else ""
+        super().__init__(
+            f"the document exceeds a processing limit: {what} "
+            f"(the limit is {limit:,}{unit}, set by {SETTINGS[field]})"
+        )
+
+
+# --------------------------------------------------------------------------
+# Extracted text and sections, counted while they are produced
+# --------------------------------------------------------------------------
+
+
+class TextBudget:
+    """Counts extracted characters and sections and stops extraction at the first excess."""
+
+    def __init__(self, limits: IngestLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
+        self.chars = 0
+        self.sections = 0
+
+    def charge(self, text: str) -> str:
+        self.chars += len(text)
+        if self.chars > self.limits.max_text_chars:
+            raise LimitExceeded(
+                "it holds more extracted text than allowed",
+                self.limits.max_text_chars,
+                "max_text_chars",
+                "characters",
+            )
+        return text
+
+    def add_section(self, count: int = 1) -> None:
+        self.sections += count
+        self.check_sections(self.sections)
+
+    def check_sections(self, count: int, what: str = "sections") -> None:
+        if count > self.limits.max_sections:
+            raise LimitExceeded(
+                f"it has {count:,} {what} or more", self.limits.max_sections, "max_sections", "sections"
+            )
+
+
+def check_pdf_pages(count: int, limits: IngestLimits) -> None:
+    if count > limits.max_pdf_pages:
+        raise LimitExceeded(f"the PDF has {count:,} pages", limits.max_pdf_pages, "max_pdf_pages", "pages")
+
+
+def html_elements_check(data: bytes, limits: IngestLimits) -> None:
+    """Refuse HTML with more elements than allowed, before BeautifulSoup builds its tree.
+
+    Every element costs about a kilobyte and tens of microseconds in the
+    parsed tree, so 50 MB of ``<b>x</b>`` would take gigabytes and most of an
+    hour. Opening tags are counted from the raw bytes ("<" not followed by "/").
+    """
+    elements = data.count(b"<") - data.count(b"</")
+    if elements > limits.max_html_elements:
+        raise LimitExceeded(
+            f"the page has about {elements:,} HTML elements", limits.max_html_elements, "max_html_elements"
+        )
+
+
+def text_size_check(text: str, limits: IngestLimits) -> None:
+    """Plain text and Markdown are their own extracted text: refuse an oversize one before splitting it."""
+    if len(text) > limits.max_text_chars:
+        raise LimitExceeded(
+            f"it holds {len(text):,} characters of text",
+            limits.max_text_chars,
+            "max_text_chars",
+            "characters",
+        )
+
+
+# --------------------------------------------------------------------------
+# Office zips: judged from the central directory, before any part is parsed
+# --------------------------------------------------------------------------
+
+
+def zip_members_checked(data: bytes, limits: IngestLimits) -> list[str]:
+    """The part names of an Office zip whose directory promises a bounded amount of work.
+
+    The sizes in the directory can be trusted as upper bounds: Python's zipfile
+    (used by python-docx, python-pptx and openpyxl) stops inflating a part at
+    its declared size and then fails its CRC check. The member count is
+    estimated from the raw bytes first, because reading a directory of a
+    million entries is itself the attack.
+    """
+    if data.count(_ZIP_CENTRAL_ENTRY) > limits.max_zip_members:
+        raise LimitExceeded(
+            "the archive has too many parts", limits.max_zip_members, "max_zip_members", "parts"
+        )
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        members = archive.infolist()
+    total = 0
+    for member in members:
+        total += member.file_size
+        _check_member_ratio(member, limits)
+    if total > limits.max_uncompressed_bytes:
+        raise LimitExceeded(
+            f"its parts unpack to {total / _MIB:,.0f} MB",
+            limits.max_uncompressed_bytes // _MIB,
+            "max_uncompressed_bytes",
+            "MB",
+        )
+    return [member.filename for member in members]
+
+
+def _check_member_ratio(member: zipfile.ZipInfo, limits: IngestLimits) -> None:
+    if member.file_size < _RATIO_CHECK_FROM_BYTES:
+        return
+    ratio = member.file_size / max(member.compress_size, 1)
+    if ratio > limits.max_compression_ratio:
+        raise LimitExceeded(
+            f"the part {member.filename} expands {ratio:,.0f} times when unpacked (a zip bomb)",
+            limits.max_compression_ratio,
+            "max_compression_ratio",
+            "times",
+        )
+
+
+# --------------------------------------------------------------------------
+# JSON and YAML: bounded nesting, bounded alias expansion
+# --------------------------------------------------------------------------
+
+
+def nesting_depth_check(value: Any, max_depth: int, what: str = "the document") -> None:
+    """Raise LimitExceeded when lists/mappings nest deeper than ``max_depth`` (iteratively)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > max_depth:
+            raise _too_deep(what, max_depth)
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _too_deep(what: str, max_depth: int) -> LimitExceeded:
+    return LimitExceeded(f"{what} is nested too deeply", max_depth, "max_nesting_depth", "levels")
+
+
+def json_loads_bounded(text: str, limits: IngestLimits = DEFAULT_LIMITS, what: str = "the JSON") -> Any:
+    """json.loads with a nesting limit.
+
+    The C decoder raises RecursionError at Python's recursion limit (about
+    1,000 levels), which is turned into the same limit error as a document
+    nested more than ``max_nesting_depth`` levels; ValueError passes through.
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise _too_deep(what, limits.max_nesting_depth) from None
+    nesting_depth_check(value, limits.max_nesting_depth, what)
+    return value
+
+
+class _BoundedComposer(Composer):
+    """PyYAML's composer with two bounds checked while the node graph is built.
+
+    Depth: the C composer of CSafeLoader recurses without limit and crashes
+    the process (SIGSEGV) on 100,000 nested brackets, and libyaml slows
+    quadratically with depth, so composing stops at the first node below
+    ``max_nesting_depth``. Aliases: PyYAML shares an aliased node instead of
+    copying it, so a "billion laughs" file loads small but becomes enormous
+    when walked; each node's expanded size (scalars by length) is computed as
+    it completes, and the sizes that aliases add are capped.
+    """
+
+    limits: IngestLimits
+
+    def compose_node(self, parent, index):
+        self._depth += 1
+        try:
+            if self._depth > self.limits.max_nesting_depth:
+                raise _too_deep("the YAML", self.limits.max_nesting_depth)
+            is_alias = self.check_event(yaml.AliasEvent)
+            node = super().compose_node(parent, index)
+            if is_alias:
+                self._charge_alias(node)
+            return node
+        finally:
+            self._depth -= 1
+
+    def compose_scalar_node(self, anchor):
+        node = super().compose_scalar_node(anchor)
+        self._sizes[id(node)] = max(len(node.value), 1)
+        return node
+
+    def compose_sequence_node(self, anchor):
+        node = super().compose_sequence_node(anchor)
+        self._sizes[id(node)] = 1 + sum(self._size(item) for item in node.value)
+        return node
+
+    def compose_mapping_node(self, anchor):
+        node = super().compose_mapping_node(anchor)
+        self._sizes[id(node)] = 1 + sum(self._size(key) + self._size(value) for key, value in node.value)
+        return node
+
+    def _size(self, node: ScalarNode | SequenceNode | MappingNode) -> int:
+        # An alias to a node that is still open (a recursive alias) has no size yet: count it as one.
+        return self._sizes.get(id(node), 1)
+
+    def _charge_alias(self, node: ScalarNode | SequenceNode | MappingNode) -> None:
+        self._alias_expansion += self._size(node)
+        if self._alias_expansion > self.limits.max_yaml_alias_expansion:
+            raise LimitExceeded(
+                "its YAML aliases expand too much (a 'billion laughs' file)",
+                self.limits.max_yaml_alias_expansion,
+                "max_yaml_alias_expansion",
+                "characters",
+            )
+
+
+class BoundedYamlLoader(_BoundedComposer, yaml.cyaml.CParser, SafeConstructor, Resolver):
+    """A safe loader: libyaml's fast scanner and parser, the bounded Python composer, safe types only."""
+
+    def __init__(self, stream, limits: IngestLimits = DEFAULT_LIMITS) -> None:
+        yaml.cyaml.CParser.__init__(self, stream)
+        Composer.__init__(self)
+        SafeConstructor.__init__(self)
+        Resolver.__init__(self)
+        self.limits = limits
+        self._depth = 0
+        self._sizes: dict[int, int] = {}
+        self._alias_expansion = 0
+
+
+def yaml_load_bounded(text: str, limits: IngestLimits = DEFAULT_LIMITS) -> Any:
+    """Load one YAML document safely within the nesting and alias limits (YAMLError passes through)."""
+    loader = BoundedYamlLoader(text, limits)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()

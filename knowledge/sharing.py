@@ -1,0 +1,38 @@
+"""Share links of unlisted collections: opening one (a grant), rotating one (dropping every grant).
+
+Who may read what is decided in knowledge.access; these services only write
+the grants that rule reads.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.urls import reverse
+
+from knowledge.access import collection_for_link, collection_is_readable
+from knowledge.models import Collection, LinkGrant
+from knowledge.models.collections import new_share_token
+
+
+def collection_link_open(*, user, share_token: str) -> Collection:
+    """Record that ``user`` holds the link, so the collection opens by id from now on; returns it."""
+    collection = collection_for_link(user=user, share_token=share_token)
+    if collection_is_readable(user=user, collection=collection):
+        return collection  # the owner, a subscriber, a public collection: nothing to record
+    LinkGrant.objects.get_or_create(user=user, collection=collection)
+    return collection
+
+
+@transaction.atomic
+def collection_link_rotate(*, collection: Collection) -> Collection:
+    """A new share link; whoever opened the old one loses access at once (their grants are dropped)."""
+    collection = Collection.objects.select_for_update().get(pk=collection.pk)
+    collection.share_token = new_share_token()
+    collection.save(update_fields=["share_token", "updated_at"])
+    LinkGrant.objects.filter(collection=collection).delete()
+    return collection
+
+
+def collection_share_path(*, collection: Collection) -> str:
+    """The page address of the share link (the API opens the same token under /api/v1/collections/link/)."""
+    return reverse("knowledge:collection_link", kwargs={"share_token": collection.share_token})

@@ -1,0 +1,20 @@
+// Behaviour every page shares, kept out of the HTML so the Content-Security-Policy
+// can forbid inline script and inline event handlers everywhere.
+(function () {
+  "use strict";
+  // <form data-confirm="Delete X?">: ask before submitting.
+  document.addEventListener("submit", function (event) {
+    const message = event.target.dataset && event.target.dataset.confirm;
+    if (message && !window.confirm(message)) event.preventDefault();
+  });
+  document.addEventListener("click", function (event) {
+    // <input data-select-on-click>: one click selects a secret for copying.
+    if (event.target.matches("[data-select-on-click]")) event.target.select();
+    // <a data-history-back>: back to the previous page when there is one.
+    const back = event.target.closest("[data-history-back]");
+    if (back && window.history.length > 1) {
+      event.preventDefault();
+      window.history.back();
+    }
+  });
+})();

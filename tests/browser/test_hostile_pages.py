@@ -1,0 +1,241 @@
+"""Hostile content in a real headless Chromium: no script of an upload runs on our origin,
+and every page works under a strict Content-Security-Policy without a single violation.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from playwright.sync_api import Error as PlaywrightError
+from rest_framework.test import APIClient
+
+from accounts.models import ApiToken
+from accounts.tokens import token_create
+from knowledge.collections import collection_create
+from knowledge.models import Document
+from tests.browser.test_journey import browser  # noqa: F401  (the Chromium fixture)
+from tests.conftest import CORPUS
+
+pytestmark = [pytest.mark.browser, pytest.mark.security, pytest.mark.django_db(transaction=True)]
+pytest_plugins = ["tests.synthesis.openai_server"]
+
+# What an attacker's script does in a victim's session: show it ran, and mint an API token for itself.
+PAYLOAD = (
+    "<script>alert('xss');fetch('/api/v1/tokens/',{method:'POST',credentials:'same-origin',"
+    "headers:{'Content-Type':'application/json','X-CSRFToken':"
+    "(document.cookie.match(/csrftoken=([^;]+)/)||[])[1]},body:JSON.stringify({name:'pwned'})})</script>"
+)
+HOSTILE_PAGE_UPLOADS = [
+    ("evil.html", "text/html", f"<!doctype html><html><body><h1>Notes</h1>{PAYLOAD}</body></html>"),
+    ("page.md", "text/html", f"# Page\n\nMeeting notes.\n\n{PAYLOAD}\n"),
+    (
+        "pic.txt",
+        "image/svg+xml",
+        f'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)">{PAYLOAD}<text>hi</text></svg>',
+    ),
+]
+EXTENSIONLESS = f"<html><body><p>Release notes.</p>{PAYLOAD}</body></html>"
+
+# Any of these in the console means the policy blocked something a page needs.
+CSP_CONSOLE = re.compile(r"Content Security Policy|Content-Security-Policy", re.I)
+RECORD_VIOLATIONS = """
+window.__violations = [];
+document.addEventListener("securitypolicyviolation", function (e) {
+  window.__violations.push(e.violatedDirective + " " + (e.blockedURI || "inline") + " " + e.sourceFile);
+});
+"""
+
+
+def log_in(page, base: str, username: str, password: str) -> None:
+    page.goto(f"{base}/accounts/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(r".*/collections/$"))
+
+
+def _api_upload(user, collection, name: str, data: bytes, declared: str) -> Document:
+    _, secret = token_create(user=user, name="uploads")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    upload = SimpleUploadedFile(name, data, content_type=declared)
+    response = api.post(
+        f"/api/v1/collections/{collection.pk}/documents/", {"file": upload}, format="multipart"
+    )
+    assert response.status_code == 201, response.content
+    return Document.objects.get(pk=response.json()["id"])
+
+
+def test_uploaded_script_never_runs_in_another_users_session(browser, live_server, alice, bob, no_llm):  # noqa: F811
+    base = live_server.url
+    collection = collection_create(name="Shared notes", owner=bob, visibility="public")
+    uploader = browser.new_context().new_page()
+    log_in(uploader, base, "bob", "pw-bob")
+    uploader.goto(f"{base}/collections/{collection.pk}/")
+    uploader.set_input_files(
+        "#file-input",
+        [
+            {"name": name, "mimeType": declared, "buffer": text.encode()}
+            for name, declared, text in HOSTILE_PAGE_UPLOADS
+        ],
+    )
+    # Sent one after the other: the third row's state changes last. (No wait_for_function here:
+    # it evaluates strings, which the Content-Security-Policy rightly refuses.)
+    uploader.wait_for_selector("#uploads li:nth-child(3) .state:has-text('processing')", timeout=120_000)
+    _api_upload(bob, collection, "notes", EXTENSIONLESS.encode(), "text/html")
+    documents = list(Document.objects.filter(collection=collection))
+    assert {d.filename for d in documents} == {"evil.html", "page.md", "pic.txt", "notes"}
+
+    victim = browser.new_context(accept_downloads=True).new_page()
+    dialogs: list[str] = []
+    victim.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    log_in(victim, base, "alice", "pw-alice")
+    rendered = []
+    for document in documents:
+        viewer = f"{base}/documents/{document.pk}/view/"
+        victim.goto(viewer)
+        assert victim.query_selector("iframe") is None  # only PDFs are embedded
+        link = victim.get_attribute("text=Download the original", "href")
+        for url in (link, f"/documents/{document.pk}/file/?inline=1"):
+            if not opens_as_download(victim, base + url):
+                rendered.append(url)
+    victim.wait_for_timeout(500)  # a script that had been rendered would have run by now
+    assert dialogs == []
+    assert not ApiToken.objects.filter(name="pwned").exists()
+    assert rendered == []  # every original was a download, never a page of ours showing the upload
+
+
+def opens_as_download(page, url: str) -> bool:
+    """Navigate to ``url``: True when the browser downloads it, False when it renders it."""
+    try:
+        page.goto(url)
+    except PlaywrightError as exc:  # Playwright's way of saying a navigation became a download
+        if "Download is starting" not in str(exc):
+            raise
+        return True
+    return False
+
+
+class PolicyWatch:
+    """Every page's policy header and every violation Chromium reports, in the console or as an event."""
+
+    def __init__(self, page):
+        self.page = page
+        self.policies: dict[str, str | None] = {}
+        self.violations: list[str] = []
+        page.add_init_script(RECORD_VIOLATIONS)
+        page.on("response", self._response)
+        page.on("console", self._console)
+
+    def _response(self, response) -> None:
+        if response.request.resource_type == "document" and response.request.frame == self.page.main_frame:
+            self.policies[response.url] = response.headers.get("content-security-policy")
+
+    def _console(self, message) -> None:
+        if CSP_CONSOLE.search(message.text):
+            self.violations.append(f"{self.page.url}: {message.text}")
+
+    def visit(self, url: str, ready: str = "body") -> None:
+        self.page.goto(url)
+        self.page.wait_for_selector(ready)
+        self.collect()
+
+    def collect(self) -> None:
+        self.page.wait_for_timeout(200)  # violation events are dispatched asynchronously
+        found = self.page.evaluate("window.__violations || []")
+        self.violations.extend(f"{self.page.url}: {v}" for v in found)
+
+    def assert_strict_and_clean(self) -> None:
+        assert self.violations == [], "\n".join(self.violations)
+        assert self.policies
+        for url, policy in self.policies.items():
+            assert policy, f"{url} has no Content-Security-Policy"
+            directives = dict(part.strip().split(" ", 1) for part in policy.split(";") if part.strip())
+            assert directives["script-src"] == "'self'", url
+            assert "'unsafe-inline'" not in policy, url
+            assert directives["object-src"] == "'none'" and directives["base-uri"] == "'none'", url
+
+
+def test_every_page_works_under_a_strict_content_security_policy(
+    browser,  # noqa: F811
+    live_server,
+    alice,
+    django_user_model,
+    no_llm,
+):
+    base = live_server.url
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    watch = PolicyWatch(page)
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    log_in(page, base, "alice", "pw-alice")
+    watch.collect()
+
+    page.fill("#new-collection input[name=name]", "Sieges")
+    page.click("#new-collection button[type=submit]")
+    page.wait_for_url(re.compile(r".*/collections/\d+/$"))
+    page.set_input_files("#file-input", str(CORPUS / "pdf" / "Seige_of_Vicksburg_Sample_OCR.pdf"))
+    page.wait_for_selector("#uploads li .state:has-text('processing')", timeout=60_000)
+    page.wait_for_selector("#documents .badge.status-ready", timeout=180_000)
+    bar = page.eval_on_selector("#uploads li .progress > span", "e => e.style.width")
+    assert bar == "100%"  # the upload's progress bar, drawn by the page's script
+    page.reload()  # rows added by the script have no actions until the page is reloaded
+    page.click("#documents button.danger")  # the confirmation, now from a script file
+    assert dialogs and dialogs[-1].startswith("Delete Seige_of_Vicksburg_Sample_OCR.pdf")
+    watch.collect()
+    page.reload()
+    assert page.query_selector("#documents .badge.status-ready") is not None  # dismissed: kept
+    watch.collect()
+
+    document = Document.objects.get(filename="Seige_of_Vicksburg_Sample_OCR.pdf")
+    chunk = document.chunks.order_by("index")[3]
+    with page.expect_response(lambda r: "/file/?inline=1" in r.url) as embedded:
+        watch.visit(f"{base}/documents/{document.pk}/view/?chunk={chunk.pk}", "iframe#pdf")
+    assert page.get_attribute("iframe#pdf", "src").endswith(f"?inline=1#page={chunk.page}")
+    pdf = embedded.value  # the viewer's frame receives the PDF itself, to be shown inline
+    assert pdf.status == 200 and pdf.headers["content-type"] == "application/pdf"
+    assert pdf.headers["content-disposition"].startswith("inline;")
+    assert any(frame.url.endswith(f"?inline=1#page={chunk.page}") for frame in page.frames)
+    cited_top = page.eval_on_selector("#cited", "e => e.getBoundingClientRect().top")
+    assert 0 <= cited_top < 900  # scrolled into view by the page's script file
+
+    watch.visit(f"{base}/chat/", "#ask")
+    page.select_option("select[name=collections]", label="Sieges")
+    page.fill("textarea[name=question]", "What happened at the siege of Vicksburg?")
+    page.click("#ask button[type=submit]")
+    page.wait_for_selector(".turn .answer a.citation", timeout=120_000)
+    watch.collect()
+
+    watch.visit(f"{base}/accounts/tokens/", "#new-token-form")
+    page.fill("#new-token-form input[name=name]", "laptop")
+    page.click("#new-token-form button[type=submit]")
+    page.click("#new-secret")
+    selected = page.evaluate(
+        "(() => { const e = document.getElementById('new-secret'); "
+        "return e.selectionEnd - e.selectionStart; })()"
+    )
+    assert selected == len(page.input_value("#new-secret"))
+    watch.collect()
+    for path in ("/marketplace/", "/profiles/", "/accounts/password/change/", "/collections/"):
+        watch.visit(base + path)
+    watch.visit(f"{base}/api/v1/docs/", ".swagger-ui .opblock")
+
+    django_user_model.objects.create_superuser("operator", "op@example.com", "pw-operator")
+    page.context.clear_cookies()
+    watch.visit(f"{base}/admin/login/", "#login-form")
+    page.fill("input[name=username]", "operator")
+    page.fill("input[name=password]", "pw-operator")
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{base}/admin/")
+    for path in (
+        "/admin/",
+        "/admin/knowledge/document/",
+        "/admin/knowledge/document/add/",
+        f"/admin/knowledge/document/{document.pk}/change/",
+        f"/admin/knowledge/collection/{document.collection_id}/change/",
+        f"/admin/auth/user/{alice.pk}/change/",
+    ):
+        watch.visit(base + path, "#content")
+    watch.assert_strict_and_clean()

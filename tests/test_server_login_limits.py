@@ -1,0 +1,65 @@
+"""The served application (scripts/serve.sh, what `make run` starts) counts log-in failures by the
+connection's address: a rotating X-Forwarded-For header sent to the real server resets nothing."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests.conftest import REPO_ROOT, test_database_url
+from tests.test_server import _free_port, _wait_for_port
+
+pytestmark = [pytest.mark.security]
+
+FAILURE_LIMIT = 3
+
+
+@pytest.fixture
+def served_with_login_limit(transactional_db, tmp_path):
+    port = _free_port()
+    log = tmp_path / "server.log"
+    env = {
+        **os.environ,
+        "PORT": str(port),
+        "DATABASE_URL": test_database_url(),
+        "DB_POOL_MAX_SIZE": "2",
+        "LOGIN_FAILURE_LIMIT": str(FAILURE_LIMIT),
+        "API_THROTTLE_AUTH": "1000/minute",  # the log-in limit, not the request throttle, is under test
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+    }
+    env.pop("TRUSTED_PROXY_COUNT", None)
+    with log.open("w") as out:
+        process = subprocess.Popen([str(REPO_ROOT / "scripts" / "serve.sh")], env=env, stdout=out, stderr=out)
+    try:
+        _wait_for_port(port, process, log)
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _token_request(port: int, username: str, password: str, forwarded_for: str) -> int:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    body = json.dumps({"username": username, "password": password})
+    headers = {"Content-Type": "application/json", "X-Forwarded-For": forwarded_for}
+    connection.request("POST", "/api/v1/auth/token/", body=body, headers=headers)
+    status = connection.getresponse().status
+    connection.close()
+    return status
+
+
+def test_rotating_forwarded_for_does_not_reset_the_served_log_in_limit(served_with_login_limit, make_user):
+    make_user("dave")
+    port = served_with_login_limit
+    # Every request claims another client address; guesses spread over usernames so that only
+    # the per-address count can stop them.
+    statuses = [
+        _token_request(port, f"guess{n}", "wrong", f"203.0.113.{n}") for n in range(FAILURE_LIMIT + 1)
+    ]
+    assert statuses[: FAILURE_LIMIT - 1] == [400] * (FAILURE_LIMIT - 1)
+    assert statuses[FAILURE_LIMIT - 1 :] == [429, 429]
+    assert _token_request(port, "dave", "pw-dave", "198.51.100.99") == 429  # the right password too
