@@ -15,8 +15,9 @@ differs (``Identity``): over HTTP the user of the request's API token
 (knowledge.mcp.http), over stdio the user named on the command line.
 
 Database work runs in a worker thread (``sync_to_async``), never on the event
-loop, and each call ends the way a Django request does: connections that are
-broken or past CONN_MAX_AGE are closed, so no call leaks one.
+loop, and each call starts and ends the way a Django request does
+(``close_old_connections``): its connection goes back to the pool (or is closed
+when broken or past CONN_MAX_AGE), so no call leaks one.
 """
 
 from __future__ import annotations

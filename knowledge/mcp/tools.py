@@ -44,6 +44,17 @@ def absolute(base_url: str, url: str) -> str:
     return base_url.rstrip("/") + url if base_url and url.startswith("/") else url
 
 
+class CallerRequest:
+    """What the API's serializers read from their request: the user, and absolute links (share links)."""
+
+    def __init__(self, *, user, base_url: str) -> None:
+        self.user = user
+        self.base_url = base_url
+
+    def build_absolute_uri(self, location: str) -> str:
+        return absolute(self.base_url, location)
+
+
 def list_collections(*, user, base_url: str, search: str = "") -> dict:
     queryset = with_counts(listed_collections(user)).order_by("name", "pk")
     term = search.strip()
@@ -53,7 +64,7 @@ def list_collections(*, user, base_url: str, search: str = "") -> dict:
     subscribed = set(
         Subscription.objects.filter(user=user, is_active=True).values_list("collection_id", flat=True)
     )
-    context = {"request": SimpleNamespace(user=user)}  # what CollectionSerializer reads from a request
+    context = {"request": CallerRequest(user=user, base_url=base_url)}
     rows = [
         {**CollectionSerializer(c, context=context).data, "subscribed": c.pk in subscribed}
         for c in collections[:MAX_LISTED]

@@ -89,6 +89,8 @@ def test_every_tool_answers_for_its_user(live_mcp, alice, bob, token_for, hills)
     names = {c["name"]: c for c in listed["collections"]}
     assert set(names) == {"hills", "bob shared"}  # bob's private collection is not listed
     assert names["hills"]["document_count"] == 1 and names["hills"]["can_write"] is True
+    assert names["hills"]["share_url"].startswith(f"http://127.0.0.1:{live_mcp.port}/")
+    assert names["bob shared"]["share_url"] is None  # only the owner sees the share link
     assert names["bob shared"]["subscribed"] is False and names["bob shared"]["visibility"] == "public"
 
     top = found["results"][0]
@@ -308,5 +310,5 @@ def test_many_concurrent_calls_hold_a_bounded_number_of_database_connections(
             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
         others = cursor.fetchone()[0]
-    # Worker threads keep at most one connection each (CONN_MAX_AGE); 40 calls must not mean 40 connections.
+    # Each call hands its connection back when it ends: 40 concurrent calls must not mean 40 connections.
     assert others <= 12, others
