@@ -22,7 +22,7 @@ from __future__ import annotations
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from knowledge.errors import ForbiddenError, NotFoundError
-from knowledge.models import Collection, Document, LinkGrant, Profile, Subscription
+from knowledge.models import Chunk, Collection, Document, LinkGrant, Profile, Subscription
 
 SHARE_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
@@ -137,6 +137,18 @@ def document_for_reader(*, user, document_id) -> Document:
     if document is None:
         raise NotFoundError("no such document")
     return document
+
+
+def chunk_for_reader(*, user, chunk_id) -> Chunk:
+    """The chunk (with its document) if ``user`` may read its collection; otherwise NotFound."""
+    chunk = (
+        Chunk.objects.filter(pk=chunk_id, collection__in=readable_collections(user))
+        .select_related("document")
+        .first()
+    )
+    if chunk is None:
+        raise NotFoundError("no such passage")
+    return chunk
 
 
 def readable_documents(*, user, collection_ids=None) -> QuerySet[Document]:

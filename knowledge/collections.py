@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
-from knowledge.documents import document_files_delete_on_commit
+from knowledge.documents import document_files_delete_on_commit, document_reindex
 from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.marketplace import subscriptions_end_all
 from knowledge.models import ChunkProfile, Collection, Document
@@ -129,6 +129,24 @@ def collection_reindex(*, collection: Collection, chunk_profile: ChunkProfile) -
         collection.pending_chunk_profile = None
         collection.save(update_fields=["chunk_profile", "pending_chunk_profile", "updated_at"])
     return len(document_ids)
+
+
+@transaction.atomic
+def collection_reprocess(*, collection: Collection) -> int:
+    """Re-chunk and re-embed every document under the current profile (after an extractor or model change).
+
+    Each document's chunks are replaced in one step by the pipeline, so search
+    keeps working meanwhile. Failed documents are left for "retry". Returns the
+    number of documents queued.
+    """
+    documents = list(
+        Document.objects.filter(collection=collection)
+        .exclude(status=Document.Status.FAILED)
+        .select_related("collection")
+    )
+    for document in documents:
+        document_reindex(document=document)
+    return len(documents)
 
 
 def collection_find(name: str, *, owner=None, any_owner: bool = False) -> Collection:

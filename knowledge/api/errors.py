@@ -69,6 +69,17 @@ def api_exception_handler(exc, context):
     return response
 
 
+def error_body_for(exc: Exception) -> dict | None:
+    """The API's error body for an application or validation error; None for anything else (a bug).
+
+    For callers outside DRF's request cycle (the MCP tools), so their errors read exactly as the API's.
+    """
+    exc = _as_api_exception(exc)
+    if not isinstance(exc, exceptions.APIException):
+        return None
+    return _body_for(exc, exc.status_code)
+
+
 def _as_api_exception(exc):
     if isinstance(exc, KnowledgeError):
         return ApplicationError(str(exc), exc.status_code)

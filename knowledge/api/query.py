@@ -75,14 +75,18 @@ class QueryView(ApiView):
     )
     def post(self, request):
         data = validated(QueryRequestSerializer, request.data)
-        kwargs = _chat_arguments(request.user, data)
+        kwargs = chat_arguments(request.user, data)
         if "text/event-stream" in request.headers.get("Accept", ""):
             return event_stream_response(sse_stream(chat_stream(**kwargs)), request=request)
-        turn = chat_ask(**kwargs)
-        return Response({**turn_summary(turn), "sources": turn.retrieved})
+        return Response(query_response(chat_ask(**kwargs)))
 
 
-def _chat_arguments(user, data: dict) -> dict:
+def query_response(turn) -> dict:
+    """The response body for an answered turn (the MCP answer tools answer with it too)."""
+    return {**turn_summary(turn), "sources": turn.retrieved}
+
+
+def chat_arguments(user, data: dict) -> dict:
     """Resolve ids to what the user may use; anything else is "not found"."""
     kwargs = {"user": user, "question": data["question"], "profile": None, "collection_ids": None}
     if "profile" in data:

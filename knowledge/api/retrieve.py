@@ -84,29 +84,30 @@ class RetrieveView(ApiView):
     )
     def post(self, request):
         data = validated(RetrieveRequestSerializer, request.data)
-        profile = None
-        if "profile" in data:
-            profile = profile_for_reader(user=request.user, profile_id=data["profile"])
-        collection_ids = None
-        if "collections" in data:
-            collection_ids = readable_collection_ids_checked(
-                user=request.user, collection_ids=data["collections"]
-            )
-        context = retrieve(
-            user=request.user,
-            question=data["question"],
-            profile=profile,
-            collection_ids=collection_ids,
-            k=data.get("k"),
-            overrides=data["overrides"],
-        )
-        return Response(
-            {
-                "question": context.question,
-                "results": [chunk.as_dict() for chunk in context.primary_chunks],
-                "references": [chunk.as_dict() for chunk in context.referenced_chunks],
-                "total_tokens": context.total_tokens,
-                "timings_ms": context.timings_ms,
-                "stats": context.stats,
-            }
-        )
+        return Response(retrieve_response(user=request.user, data=data))
+
+
+def retrieve_response(*, user, data: dict) -> dict:
+    """The response body for validated retrieve input (the MCP search tool answers with it too)."""
+    profile = None
+    if "profile" in data:
+        profile = profile_for_reader(user=user, profile_id=data["profile"])
+    collection_ids = None
+    if "collections" in data:
+        collection_ids = readable_collection_ids_checked(user=user, collection_ids=data["collections"])
+    context = retrieve(
+        user=user,
+        question=data["question"],
+        profile=profile,
+        collection_ids=collection_ids,
+        k=data.get("k"),
+        overrides=data.get("overrides") or {},
+    )
+    return {
+        "question": context.question,
+        "results": [chunk.as_dict() for chunk in context.primary_chunks],
+        "references": [chunk.as_dict() for chunk in context.referenced_chunks],
+        "total_tokens": context.total_tokens,
+        "timings_ms": context.timings_ms,
+        "stats": context.stats,
+    }

@@ -107,6 +107,7 @@ def retrieve(
     overrides: dict | None = None,
     chunk_profile_id: int | None = None,
     document_ids: Iterable[int] | None = None,
+    rerank_enabled: bool = True,
 ) -> KnowledgeContext:
     """Retrieve for ``question`` from what ``user`` may read within the profile's (or given) collections.
 
@@ -114,11 +115,13 @@ def retrieve(
     values (evaluation runs) applied above the profile but below admin locks;
     ``chunk_profile_id`` searches that chunk profile instead of the active ones;
     ``document_ids`` narrows the search to those documents inside the SQL
-    (multi-step retrieval), within what access allows.
+    (multi-step retrieval), within what access allows; ``rerank_enabled=False``
+    skips the profile's LLM reranking (to measure what it changes).
     """
     question = question_clean(question)
     config = resolved_config(profile, overrides, k)
     scope_ids, rerank_ids = search_collections(profile, collection_ids)
+    rerank_ids = rerank_ids if rerank_enabled else set()
     scope = search_scope(user=user, collection_ids=scope_ids, chunk_profile_id=chunk_profile_id)
     if document_ids is not None:
         scope = scope.restricted_to(document_ids)

@@ -1,0 +1,221 @@
+"""What each MCP tool does, as plain synchronous functions of (user, arguments).
+
+Every tool is a thin caller of what the REST API calls: the API's request
+serializers validate the arguments (same rules, same messages), the
+functions of knowledge.access resolve ids (unreadable is "not found"), and
+the same services answer (retrieve, chat, passages, reindexing). Results are
+the API's response bodies, with links made absolute so a client can open them.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from django.db.models import Q
+from rest_framework import serializers
+
+from knowledge.access import (
+    collection_for_writer,
+    listed_collections,
+    profile_for_reader,
+    profiles_for_user,
+    readable_collection_ids_checked,
+    readable_collections,
+)
+from knowledge.api.base import MAX_ID, StrictSerializer, validated
+from knowledge.api.collections import CollectionSerializer, with_counts
+from knowledge.api.query import QueryRequestSerializer, chat_arguments, query_response
+from knowledge.api.retrieve import MAX_COLLECTIONS, RetrieveRequestSerializer, retrieve_response
+from knowledge.chat import chat_stream
+from knowledge.collections import chunk_profile_get, collection_reindex, collection_reprocess
+from knowledge.models import Subscription
+from knowledge.passages import MAX_NEIGHBOURS, passage_get
+from knowledge.retrieval.compare import MAX_QUERIES, search_compare
+from knowledge.retrieval.service import MAX_QUESTION_CHARS
+from knowledge.synthesis import events as ev
+from knowledge.synthesis.citations import source_url
+
+MAX_LISTED = 500
+AGENTIC_ON = {"agentic.enabled": True}
+
+
+def absolute(base_url: str, url: str) -> str:
+    """A product link made absolute for clients outside the browser (relative when no base is known)."""
+    return base_url.rstrip("/") + url if base_url and url.startswith("/") else url
+
+
+class CallerRequest:
+    """What the API's serializers read from their request: the user, and absolute links (share links)."""
+
+    def __init__(self, *, user, base_url: str) -> None:
+        self.user = user
+        self.base_url = base_url
+
+    def build_absolute_uri(self, location: str) -> str:
+        return absolute(self.base_url, location)
+
+
+def list_collections(*, user, base_url: str, search: str = "") -> dict:
+    queryset = with_counts(listed_collections(user)).order_by("name", "pk")
+    term = search.strip()
+    if term:
+        queryset = queryset.filter(Q(name__icontains=term) | Q(description__icontains=term))
+    collections = list(queryset[: MAX_LISTED + 1])
+    subscribed = set(
+        Subscription.objects.filter(user=user, is_active=True).values_list("collection_id", flat=True)
+    )
+    context = {"request": CallerRequest(user=user, base_url=base_url)}
+    rows = [
+        {**CollectionSerializer(c, context=context).data, "subscribed": c.pk in subscribed}
+        for c in collections[:MAX_LISTED]
+    ]
+    return {
+        "collections": rows,
+        "truncated": len(collections) > MAX_LISTED,
+        "profiles": _profiles(user),
+    }
+
+
+def _profiles(user) -> list[dict]:
+    readable = set(readable_collections(user).values_list("pk", flat=True))
+    profiles = profiles_for_user(user).prefetch_related("profile_collections").order_by("name", "pk")
+    return [
+        {
+            "id": profile.pk,
+            "name": profile.name,
+            "tag": profile.tag,
+            "owned_by_you": profile.owner_id == user.pk,
+            "collections": [
+                link.collection_id
+                for link in profile.profile_collections.all()
+                if link.collection_id in readable
+            ],
+        }
+        for profile in profiles
+    ]
+
+
+def search_knowledge(*, user, base_url: str, **arguments) -> dict:
+    data = validated(RetrieveRequestSerializer, _given(arguments))
+    body = retrieve_response(user=user, data=data)
+    for item in body["results"] + body["references"]:
+        item["url"] = absolute(base_url, source_url(_place(item)))
+    return body
+
+
+def _place(item: dict) -> SimpleNamespace:
+    """What source_url reads from a chunk, taken from a retrieved chunk's dict."""
+    return SimpleNamespace(
+        pk=item["chunk_id"], document_id=item["document_id"], page=item["page"], source_ref=item["source_ref"]
+    )
+
+
+def answer_research_question(*, user, base_url: str, **arguments) -> dict:
+    data = validated(QueryRequestSerializer, _given(arguments))
+    stream = chat_stream(**chat_arguments(user, data))
+    for _event in stream:
+        pass
+    return _with_absolute_links(query_response(stream.turn), base_url)
+
+
+def agentic_research_question(*, user, base_url: str, **arguments) -> dict:
+    data = validated(QueryRequestSerializer, _given(arguments))
+    stream = chat_stream(**chat_arguments(user, data), overrides=AGENTIC_ON)
+    for _event in stream:
+        pass
+    body = _with_absolute_links(query_response(stream.turn), base_url)
+    body["agentic"] = stream.agentic
+    if not stream.agentic:
+        body["fallback"] = "agentic retrieval is switched off by the operator; this is the standard answer"
+    body["steps"] = [e["data"] for e in stream.turn.events if e["event"] == ev.AGENT_STEP]
+    body["trace"] = next(
+        (e["data"].get("agentic") for e in stream.turn.events if e["event"] == ev.LLM_STEP), None
+    )
+    return body
+
+
+def _with_absolute_links(body: dict, base_url: str) -> dict:
+    for item in body["citations"] + body["sources"]:
+        if item.get("url"):
+            item["url"] = absolute(base_url, item["url"])
+    return body
+
+
+class PassageRequestSerializer(StrictSerializer):
+    chunk = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
+    document = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
+    source_ref = serializers.CharField(max_length=1000, required=False)
+    neighbours = serializers.IntegerField(min_value=0, max_value=MAX_NEIGHBOURS, default=1)
+
+
+def get_passage(*, user, base_url: str, **arguments) -> dict:
+    data = validated(PassageRequestSerializer, _given(arguments))
+    passage = passage_get(
+        user=user,
+        chunk_id=data.get("chunk"),
+        document_id=data.get("document"),
+        source_ref=data.get("source_ref", ""),
+        neighbours=data["neighbours"],
+    )
+    passage["url"] = absolute(base_url, passage["url"])
+    return passage
+
+
+class OptimizeRequestSerializer(StrictSerializer):
+    queries = serializers.ListField(
+        child=serializers.CharField(max_length=MAX_QUESTION_CHARS), min_length=1, max_length=MAX_QUERIES
+    )
+    profile = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
+    collections = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
+        min_length=1,
+        max_length=MAX_COLLECTIONS,
+        required=False,
+    )
+    k = serializers.IntegerField(min_value=1, max_value=100, required=False)
+
+    def validate(self, attrs):
+        if "profile" not in attrs and "collections" not in attrs:
+            raise serializers.ValidationError({"collections": ["give a profile or at least one collection"]})
+        return attrs
+
+
+def optimize_search(*, user, base_url: str, **arguments) -> dict:
+    data = validated(OptimizeRequestSerializer, _given(arguments))
+    profile = profile_for_reader(user=user, profile_id=data["profile"]) if "profile" in data else None
+    collection_ids = None
+    if "collections" in data:
+        collection_ids = readable_collection_ids_checked(user=user, collection_ids=data["collections"])
+    return search_compare(
+        user=user, queries=data["queries"], profile=profile, collection_ids=collection_ids, k=data.get("k")
+    )
+
+
+class ReindexRequestSerializer(StrictSerializer):
+    collection = serializers.IntegerField(min_value=1, max_value=MAX_ID)
+    chunk_profile = serializers.CharField(max_length=100, required=False)
+
+
+def reindex_collection(*, user, base_url: str, **arguments) -> dict:
+    data = validated(ReindexRequestSerializer, _given(arguments))
+    collection = collection_for_writer(user=user, collection_id=data["collection"])
+    target = collection.chunk_profile
+    if data.get("chunk_profile"):
+        target = chunk_profile_get(name=data["chunk_profile"])
+    if target.pk == collection.chunk_profile_id:
+        queued = collection_reprocess(collection=collection)
+    else:
+        queued = collection_reindex(collection=collection, chunk_profile=target)
+    collection.refresh_from_db()
+    return {
+        "collection": collection.pk,
+        "chunk_profile": target.name,
+        "documents_queued": queued,
+        "switching_from": collection.chunk_profile.name if collection.pending_chunk_profile_id else None,
+        "note": "the current chunks stay searchable until each document's new set is ready",
+    }
+
+
+def _given(arguments: dict) -> dict:
+    """The arguments the client gave: unset optional ones are left out, as in an API request body."""
+    return {name: value for name, value in arguments.items() if value is not None}

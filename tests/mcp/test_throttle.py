@@ -1,0 +1,75 @@
+"""MCP tool calls count against the REST API's rate limits (one counter per user and scope)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from django.core.cache import cache
+from django.db import connections
+from mcp import Client
+from rest_framework.test import APIClient
+
+from config.api_settings import REST_FRAMEWORK
+from knowledge.collections import collection_create
+from knowledge.mcp.identity import NamedUserIdentity
+from knowledge.mcp.server import build_server
+from tests.mcp.conftest import error_text, payload, run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def no_persistent_connections():
+    """Tool calls run in worker threads, which keep their connection for CONN_MAX_AGE; here each call
+    closes it, so the test database can be dropped at the end (a server process would simply exit)."""
+    database = connections.settings["default"]  # the dict every thread's connection is made from
+    saved = database["CONN_MAX_AGE"]
+    database["CONN_MAX_AGE"] = 0
+    yield
+    database["CONN_MAX_AGE"] = saved
+
+
+@pytest.fixture
+def two_per_minute(settings):
+    rest = copy.deepcopy(REST_FRAMEWORK)
+    rest["DEFAULT_THROTTLE_RATES"] = {**rest["DEFAULT_THROTTLE_RATES"], "retrieve": "2/minute"}
+    settings.REST_FRAMEWORK = rest
+    cache.clear()  # throttle counters live in the cache
+    yield
+    cache.clear()
+
+
+def test_searches_through_mcp_and_the_api_share_one_rate_limit(
+    alice, token_for, two_per_minute, no_persistent_connections
+):
+    notes = collection_create(name="notes", owner=alice)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token_for(alice)}")
+    assert (
+        api.post(
+            "/api/v1/retrieve/", {"question": "hi", "collections": [notes.pk]}, format="json"
+        ).status_code
+        == 200
+    )
+    server = build_server(NamedUserIdentity(user_id=alice.pk))
+    arguments = {"question": "hi", "collections": [notes.pk]}
+
+    async def scenario():
+        async with Client(server) as client:  # in-process: the same server definition, no transport
+            allowed = await client.call_tool("search_knowledge", arguments)
+            refused = await client.call_tool("answer_research_question", arguments)
+            unthrottled = await client.call_tool("list_collections", {})
+            return allowed, refused, unthrottled
+
+    allowed, refused, unthrottled = run(scenario)
+    assert payload(allowed)["results"] == []
+    assert error_text(refused).startswith("Request was throttled.")
+    assert refused.structured_content["error"]["status"] == 429
+    assert payload(unthrottled)["collections"][0]["name"] == "notes"
+    assert (
+        api.post(
+            "/api/v1/retrieve/", {"question": "hi", "collections": [notes.pk]}, format="json"
+        ).status_code
+        == 429
+    )
