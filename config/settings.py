@@ -7,6 +7,7 @@ PostgreSQL under KNOWLEDGE_DATA_DIR, no LLM configured answers extractively.
 from __future__ import annotations
 
 import secrets
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -96,7 +97,11 @@ TEMPLATES = [
 DATABASES = {
     "default": database_config(
         data_dir=DATA_DIR,
-        pool_max_size=env_int("DB_POOL_MAX_SIZE", 20, minimum=0),
+        # The worker (django-q2's qcluster) forks its processes after the settings
+        # are loaded, and a pool's sockets and threads cannot cross a fork: two
+        # processes would talk over one connection. The worker connects plainly
+        # and closes its connection after every task.
+        pool_max_size=0 if sys.argv[1:2] == ["qcluster"] else env_int("DB_POOL_MAX_SIZE", 20, minimum=0),
         conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0),
     )
 }
