@@ -236,7 +236,8 @@ class ChatStream:
         deltas: bool = True,
         label: str | None = None,
     ):
-        if not context.sources:
+        # Nothing retrieved, or the answerability verdict says the chunks do not answer (no LLM call).
+        if not context.sources or not context.answerable:
             return self._no_results(context)
         if llm is None or not llm.configured:
             label = label or (LABEL_LLM_FAILED if self._errors and llm is None else LABEL_NO_LLM)
@@ -438,6 +439,7 @@ class ChatStream:
         documents = {s["document_id"]: {"id": s["document_id"], "title": s["title"]} for s in sources}
         return {
             "results_count": len(context.primary_chunks),
+            "answerable": context.answerability.as_dict() if context.answerability else None,
             "documents": list(documents.values()),
             "sources": sources,
             "context_tokens": context.total_tokens,

@@ -103,6 +103,9 @@ def test_overrides_and_k_apply_per_call(bearer, alice, hills):
         format="json",
     ).json()
     assert len(narrow["results"]) == 1 and narrow["results"][0]["scores"]["lexical_rank"] is None
+    assert isinstance(narrow["answerable"], bool)
+    assert narrow["answerability"]["answerable"] is narrow["answerable"]
+    assert set(narrow["answerability"]["evidence"]) == {"best_similarity", "margin", "coverage", "agreement"}
     nothing = client.post(
         URL,
         {
@@ -113,6 +116,9 @@ def test_overrides_and_k_apply_per_call(bearer, alice, hills):
         format="json",
     ).json()
     assert nothing["results"] == []
+    # minRelevanceScore is honoured by the verdict too: nothing passes it, so nothing answers.
+    assert nothing["answerable"] is False
+    assert nothing["answerability"]["reason"] == "no chunk reaches minRelevanceScore"
 
 
 @pytest.mark.django_db
