@@ -219,13 +219,14 @@ class ChatStream:
         return answer if answer is not None else self._direct()
 
     def _retrieve(self, question: str) -> KnowledgeContext:
-        return retrieve(
+        context = retrieve(
             user=self.user,
             question=question,
             profile=self.profile,
             collection_ids=self.collection_ids,
             overrides=self.overrides,
         )
+        return answerable_only(context)
 
     def _answer(
         self,
@@ -236,8 +237,7 @@ class ChatStream:
         deltas: bool = True,
         label: str | None = None,
     ):
-        # Nothing retrieved, or the answerability verdict says the chunks do not answer (no LLM call).
-        if not context.sources or not context.answerable:
+        if not context.sources:
             return self._no_results(context)
         if llm is None or not llm.configured:
             label = label or (LABEL_LLM_FAILED if self._errors and llm is None else LABEL_NO_LLM)
@@ -461,6 +461,18 @@ class ChatStream:
             "error": turn.error,
             "agentic": self._trace,
         }
+
+
+def answerable_only(context: KnowledgeContext) -> KnowledgeContext:
+    """The context, emptied when the answerability verdict says its chunks do not answer.
+
+    The chat then gives the honest "nothing on this" answer without an LLM call; the verdict and its
+    evidence stay on the context for the retrieval event.
+    """
+    if context.answerability is not None and not context.answerability.answerable:
+        context.primary_chunks, context.referenced_chunks, context.blocks = [], [], []
+        context.total_tokens = 0
+    return context
 
 
 def _final_payload(answer: Answer) -> dict:

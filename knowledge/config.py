@@ -156,7 +156,7 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter(
             "semanticWeight",
             float,
-            0.7,
+            0.3,
             "Weight of the semantic ranking in Reciprocal Rank Fusion.",
             0.0,
             1.0,

@@ -28,7 +28,7 @@ SEED_DEFAULTS = {
     "freshnessDecayRate": 0.005,
     "synthesisPromptOverride": "",
     "hybrid": True,
-    "semanticWeight": 0.4,
+    "semanticWeight": 0.3,
     "rrfK": 60,
     # Multi-step retrieval (seeds 002, 003): off by default.
     "agentic.enabled": False,

@@ -34,7 +34,16 @@ def test_retrieve_from_collections(bearer, alice, hills):
     )
     assert response.status_code == 200, response.content
     body = response.json()
-    assert set(body) == {"question", "results", "references", "total_tokens", "timings_ms", "stats"}
+    assert set(body) == {
+        "question",
+        "results",
+        "references",
+        "total_tokens",
+        "timings_ms",
+        "stats",
+        "answerable",
+        "answerability",
+    }
     assert body["question"] == QUESTION
     assert 1 <= len(body["results"]) <= 2
     first = body["results"][0]

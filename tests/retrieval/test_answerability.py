@@ -49,3 +49,10 @@ def test_the_verdict_reports_its_evidence():
         "agreement": 1.0,
     }
     assert reported["threshold"] == 0.2 and 0.0 < reported["score"] < 1.0
+
+
+def test_a_best_chunk_unlike_the_question_is_refused_whatever_else_agrees():
+    unlike = Evidence(best_similarity=0.2, margin=0.3, coverage=1.0, agreement=1.0)
+    refused = verdict_for(unlike, min_answerability=0.2, min_relevance=0.0)
+    assert not refused.answerable and refused.reason == "the best chunk is unlike the question"
+    assert verdict_for(unlike, min_answerability=0.0, min_relevance=0.0).answerable
