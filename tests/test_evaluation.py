@@ -56,7 +56,6 @@ def test_ranking_metrics_on_a_worked_example():
     )
 
 
-@pytest.mark.django_db(transaction=True)
 def test_the_first_quote_is_traced_to_its_cited_source():
     from knowledge.evaluation.answers import first_quote_source
 
@@ -70,6 +69,7 @@ def test_the_first_quote_is_traced_to_its_cited_source():
     assert first_quote_source('- "Unknown." [Source 9]', cited) is None
 
 
+@pytest.mark.django_db(transaction=True)
 def test_knowledge_eval_on_an_unseen_question_set(alice, corpus, tmp_path, no_llm):
     collection = collection_create(name="hills", owner=alice)
     path = corpus / "text" / "gravity_hill.md"
@@ -108,7 +108,7 @@ def test_knowledge_eval_on_an_unseen_question_set(alice, corpus, tmp_path, no_ll
         "--json",
         "--answers",
         "--set",
-        "minRelevanceScore=0.3",
+        "minRelevanceScore=0.45",
         stdout=out,
         stderr=err,
     )
@@ -138,4 +138,4 @@ def test_knowledge_eval_on_an_unseen_question_set(alice, corpus, tmp_path, no_ll
     assert summary["first_quote_hit_rate"] == 1.0 and summary["answerable_refused"] == 0.0
     assert set(summary["by_kind"]) == {"md", "none"}
     assert {"p50", "p95"} <= set(summary["latency_ms"]["dense"])
-    assert summary["settings"] == {"minRelevanceScore": 0.3}
+    assert summary["settings"] == {"minRelevanceScore": 0.45}
