@@ -220,13 +220,14 @@ class ChatStream:
         return answer if answer is not None else self._direct()
 
     def _retrieve(self, question: str) -> KnowledgeContext:
-        return retrieve(
+        context = retrieve(
             user=self.user,
             question=question,
             profile=self.profile,
             collection_ids=self.collection_ids,
             overrides=self.overrides,
         )
+        return answerable_only(context)
 
     def _answer(
         self,
@@ -439,6 +440,7 @@ class ChatStream:
         documents = {s["document_id"]: {"id": s["document_id"], "title": s["title"]} for s in sources}
         return {
             "results_count": len(context.primary_chunks),
+            "answerable": context.answerability.as_dict() if context.answerability else None,
             "documents": list(documents.values()),
             "sources": sources,
             "context_tokens": context.total_tokens,
@@ -460,6 +462,18 @@ class ChatStream:
             "error": turn.error,
             "agentic": self._trace,
         }
+
+
+def answerable_only(context: KnowledgeContext) -> KnowledgeContext:
+    """The context, emptied when the answerability verdict says its chunks do not answer.
+
+    The chat then gives the honest "nothing on this" answer without an LLM call; the verdict and its
+    evidence stay on the context for the retrieval event.
+    """
+    if context.answerability is not None and not context.answerability.answerable:
+        context.primary_chunks, context.referenced_chunks, context.blocks = [], [], []
+        context.total_tokens = 0
+    return context
 
 
 def _final_payload(answer: Answer) -> dict:

@@ -107,8 +107,17 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter(
             "minRelevanceScore",
             float,
-            0.30,
+            0.0,
             "Minimum cosine similarity (0.0-1.0); chunks below it are discarded.",
+            0.0,
+            1.0,
+        ),
+        Parameter(
+            "minAnswerability",
+            float,
+            0.2,
+            "Answerability score (0.0-1.0: best similarity, its margin, rare-word coverage, search "
+            "agreement) below which the question is judged not covered by the documents; 0 never refuses.",
             0.0,
             1.0,
         ),
@@ -147,7 +156,7 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter(
             "semanticWeight",
             float,
-            0.7,
+            0.3,
             "Weight of the semantic ranking in Reciprocal Rank Fusion.",
             0.0,
             1.0,

@@ -19,14 +19,16 @@ from knowledge.models import KnowledgeSetting, Profile
 
 SEED_DEFAULTS = {
     "maxDocs": 3,
-    "minRelevanceScore": 0.30,
+    # Measured defaults (README, evaluation): no cosine cut before fusion; refuse below 0.2 answerability.
+    "minRelevanceScore": 0.0,
+    "minAnswerability": 0.2,
     "maxTokens": 2000,
     "maxChunksPerDocument": 0,
     "freshnessWeight": 0.0,
     "freshnessDecayRate": 0.005,
     "synthesisPromptOverride": "",
     "hybrid": True,
-    "semanticWeight": 0.4,
+    "semanticWeight": 0.3,
     "rrfK": 60,
     # Multi-step retrieval (seeds 002, 003): off by default.
     "agentic.enabled": False,
@@ -80,7 +82,7 @@ def test_other_parameters_are_unaffected_by_one_lock(db):
 
 
 def test_changes_take_effect_on_the_next_call_without_restart(db):
-    assert effective_config()["minRelevanceScore"].value == 0.30
+    assert effective_config()["minRelevanceScore"].value == 0.0
     global_setting_set(key="minRelevanceScore", value="0.55")
     assert effective_config()["minRelevanceScore"].value == 0.55
 
@@ -161,7 +163,7 @@ def test_knowledge_config_command_refuses_bad_values_and_stores_nothing(db):
     with pytest.raises(CommandError, match="hybrid must be true or false"):
         call_command("knowledge_config", "--set", "maxDocs=9", "--set", "hybrid=nope")
     assert KnowledgeSetting.objects.get(key="maxDocs").value == 3
-    assert KnowledgeSetting.objects.get(key="minRelevanceScore").value == 0.30
+    assert KnowledgeSetting.objects.get(key="minRelevanceScore").value == 0.0
     with pytest.raises(CommandError, match="KEY=VALUE"):
         call_command("knowledge_config", "--set", "maxDocs")
     with pytest.raises(CommandError, match="no profile named"):

@@ -56,6 +56,19 @@ def test_ranking_metrics_on_a_worked_example():
     )
 
 
+def test_the_first_quote_is_traced_to_its_cited_source():
+    from knowledge.evaluation.answers import first_quote_source
+
+    cited = [
+        {"n": 1, "document": "a.pdf", "source_ref": "page=2"},
+        {"n": 2, "document": "B.md", "source_ref": "heading=Gravity  hill"},
+    ]
+    answer = 'Extracted from your documents:\n\n- "It looks uphill." [Source 2]\n- "Cars roll." [Source 1]'
+    assert first_quote_source(answer, cited) == ("b.md", "heading=gravity hill")
+    assert first_quote_source("No quotes here [Source 1].", cited) is None
+    assert first_quote_source('- "Unknown." [Source 9]', cited) is None
+
+
 @pytest.mark.django_db(transaction=True)
 def test_knowledge_eval_on_an_unseen_question_set(alice, corpus, tmp_path, no_llm):
     collection = collection_create(name="hills", owner=alice)
@@ -121,6 +134,8 @@ def test_knowledge_eval_on_an_unseen_question_set(alice, corpus, tmp_path, no_ll
     assert summary["questions"] == 2 and summary["recall@5"] == 1.0
     assert summary["abstention_accuracy"] == 1.0
     assert summary["citation_hit_rate"] == 1.0 and summary["answer_similarity"] > 0.3
+    # Extracted (no LLM): the answer leads with a sentence of the gold section; nothing answerable refused.
+    assert summary["first_quote_hit_rate"] == 1.0 and summary["answerable_refused"] == 0.0
     assert set(summary["by_kind"]) == {"md", "none"}
     assert {"p50", "p95"} <= set(summary["latency_ms"]["dense"])
     assert summary["settings"] == {"minRelevanceScore": 0.45}

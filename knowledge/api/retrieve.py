@@ -71,6 +71,11 @@ class RetrieveResponseSerializer(serializers.Serializer):
     total_tokens = serializers.IntegerField()
     timings_ms = serializers.DictField(child=serializers.FloatField())
     stats = serializers.DictField()
+    answerable = serializers.BooleanField(help_text="Whether the results answer the question (see evidence).")
+    answerability = serializers.DictField(
+        help_text="The verdict's score, threshold, reason and evidence: best_similarity, margin, coverage, "
+        "agreement."
+    )
 
 
 class RetrieveView(ApiView):
@@ -110,4 +115,6 @@ def retrieve_response(*, user, data: dict) -> dict:
         "total_tokens": context.total_tokens,
         "timings_ms": context.timings_ms,
         "stats": context.stats,
+        "answerable": context.answerable,
+        "answerability": context.answerability.as_dict() if context.answerability else {},
     }

@@ -6,6 +6,8 @@ configured, else extractive); the throw-away sessions are deleted afterwards.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from knowledge.chat import chat_ask
@@ -38,6 +40,7 @@ def score_answers(
             result.cited = [
                 (normalise(c["document"]), normalise(c["source_ref"])) for c in turn.cited_sources
             ]
+            result.first_quote = first_quote_source(turn.answer, turn.cited_sources)
             if result.question.answer:
                 result.answer_similarity = answer_similarity(result.question.answer, turn.answer)
     finally:
@@ -63,3 +66,17 @@ def answer_similarity(gold: str, answer: str) -> float:
         return 0.0
     gold_vector, answer_vector = embed_texts([gold, answer])
     return float(np.dot(gold_vector, answer_vector))
+
+
+# An extracted answer's quote line: - "the sentence" [Source N]
+_QUOTE_LINE = re.compile(r'^- ".*" \[Source (\d+)\]\s*$', re.MULTILINE)
+
+
+def first_quote_source(answer: str, cited_sources: list[dict]) -> tuple[str, str] | None:
+    """(document, source_ref) of the answer's first quoted sentence; None if it quotes nothing."""
+    match = _QUOTE_LINE.search(answer or "")
+    if not match:
+        return None
+    number = int(match.group(1))
+    cited = next((c for c in cited_sources if c.get("n") == number), None)
+    return (normalise(cited["document"]), normalise(cited["source_ref"])) if cited else None

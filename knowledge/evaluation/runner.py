@@ -32,6 +32,8 @@ class QuestionResult:
     answer_similarity: float | None = None
     answer_run: dict | None = None  # how the answer was made (knowledge.evaluation.answers.answer_run)
     context: KnowledgeContext | None = None
+    answerable: bool = True  # the retrieval's verdict: do the chunks answer the question?
+    first_quote: tuple[str, str] | None = None  # the source of an extracted answer's first quote
 
 
 def _source(chunk) -> tuple[str, str]:
@@ -46,7 +48,9 @@ def question_result(question: EvalQuestion, context: KnowledgeContext, elapsed_m
         references = expand_references(primaries, scope=context.scope).chunks if primaries else []
         retrieved_at[cut] = {_source(chunk) for chunk in primaries + references}
     timings = {**context.timings_ms, "retrieval": elapsed_ms}
-    return QuestionResult(question, ranked, retrieved_at, timings, len(context.primary_chunks))
+    result = QuestionResult(question, ranked, retrieved_at, timings, len(context.primary_chunks))
+    result.answerable = context.answerable
+    return result
 
 
 def run_retrieval(
@@ -106,10 +110,12 @@ def _metrics(results: list[QuestionResult], *, k: int, with_answers: bool) -> di
     out["ndcg@10"] = _rounded(
         metrics.mean([metrics.ndcg_at(r.question.expected, r.ranked, 10) for r in answerable])
     )
+    # Refused: nothing returned, or the answerability verdict says the chunks do not answer.
     out["abstention_accuracy"] = (
-        _rounded(metrics.mean([1.0 if r.returned == 0 else 0.0 for r in unanswerable]))
-        if unanswerable
-        else None
+        _rounded(metrics.mean([1.0 if _refused(r) else 0.0 for r in unanswerable])) if unanswerable else None
+    )
+    out["answerable_refused"] = (
+        _rounded(metrics.mean([1.0 if _refused(r) else 0.0 for r in answerable])) if answerable else None
     )
     out["embedding_coverage"] = _rounded(
         sum(min(r.returned, k) for r in answerable) / (len(answerable) * k) if answerable else 0.0
@@ -119,12 +125,24 @@ def _metrics(results: list[QuestionResult], *, k: int, with_answers: bool) -> di
     return out
 
 
+def _refused(result: QuestionResult) -> bool:
+    return result.returned == 0 or not result.answerable
+
+
 def _answer_metrics(answerable: list[QuestionResult], out: dict) -> dict:
     hits = metrics.mean([metrics.citation_hit(r.question.expected, r.cited) for r in answerable])
+    # Did the answer lead with a sentence from a gold source? Extracted answers quote; when no answer
+    # quoted anything (LLM answers) the metric is None. A refused or quote-less answer counts as a miss.
+    quoted = any(r.first_quote is not None for r in answerable)
     sims = [r.answer_similarity for r in answerable if r.answer_similarity is not None]
     similarity = metrics.mean(sims)
     return {
         "citation_hit_rate": _rounded(hits),
+        "first_quote_hit_rate": _rounded(
+            metrics.mean([1.0 if r.first_quote in set(r.question.expected) else 0.0 for r in answerable])
+        )
+        if quoted
+        else None,
         "answer_similarity": _rounded(similarity),
         "composite": _rounded(
             metrics.composite(

@@ -20,6 +20,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 import numpy as np
 from django.conf import settings
@@ -30,6 +31,8 @@ from knowledge.documents import documents_fail_stale
 from knowledge.ingestion.chunking import chunk_sections
 from knowledge.ingestion.embedding import MAX_CONTENT_TOKENS, count_tokens, embed_texts
 from knowledge.ingestion.extract import extract_sections
+from knowledge.ingestion.headers import embedding_text, section_header, title_from_filename
+from knowledge.ingestion.limits import LimitExceeded
 from knowledge.ingestion.summary import SummaryDraft, summary_draft
 from knowledge.ingestion.types import ChunkDraft, ExtractionError
 from knowledge.models import Chunk, ChunkProfile, Collection, Document, DocumentSummary
@@ -37,6 +40,8 @@ from knowledge.models import Chunk, ChunkProfile, Collection, Document, Document
 logger = logging.getLogger(__name__)
 
 _WRITE_BATCH = 500
+# A header never takes a chunk's budget below this many tokens (headers are capped well under it).
+MIN_CONTENT_TOKENS = 128
 _PROGRESS_INTERVAL_S = 0.5
 
 
@@ -96,19 +101,41 @@ def document_chunk_drafts(document: Document, profile: ChunkProfile) -> list[Chu
     limits = settings.KNOWLEDGE_INGEST_LIMITS
     sections = extract_sections(document.filename, data, limits=limits)
     _update(document, sections_total=len(sections))
-    drafts = chunk_sections(
-        sections,
-        strategy=profile.strategy,
-        chunk_size=profile.chunk_size,
-        chunk_overlap=profile.chunk_overlap,
-        count_tokens=count_tokens,
-        max_tokens=MAX_CONTENT_TOKENS,
-        max_chunks=limits.max_chunks,
-    )
+    title = document.title or title_from_filename(document.filename)
+    drafts: list[ChunkDraft] = []
+    for section in sections:
+        drafts.extend(_section_drafts(section, profile, title))
+        if len(drafts) > limits.max_chunks:  # stop before the rest of the document is chunked
+            raise LimitExceeded(
+                f"it would make {len(drafts):,} chunks or more", limits.max_chunks, "max_chunks", "chunks"
+            )
     if not drafts:
         raise ExtractionError(f"no text could be extracted from {document.filename}")
     _update(document, sections_done=len(sections), chunks_total=len(drafts))
     return drafts
+
+
+def _section_drafts(section, profile: ChunkProfile, title: str) -> list[ChunkDraft]:
+    """One section's chunks, each with its contextual header, the header's tokens taken from the budget.
+
+    The semantic strategy already opens each chunk with the heading path, so it gets no header.
+    """
+    header = (
+        ""
+        if profile.strategy == "semantic"
+        else section_header(section, title=title, count_tokens=count_tokens)
+    )
+    # The header and its line break are read by the model too: what is left is the chunk's budget.
+    budget = MAX_CONTENT_TOKENS - (count_tokens(header) + 1 if header else 0)
+    drafts = chunk_sections(
+        [section],
+        strategy=profile.strategy,
+        chunk_size=profile.chunk_size,
+        chunk_overlap=profile.chunk_overlap,
+        count_tokens=count_tokens,
+        max_tokens=max(budget, MIN_CONTENT_TOKENS),
+    )
+    return [replace(draft, header=header) for draft in drafts]
 
 
 def _embed_with_progress(document: Document, drafts: Sequence[ChunkDraft]) -> np.ndarray:
@@ -121,7 +148,7 @@ def _embed_with_progress(document: Document, drafts: Sequence[ChunkDraft]) -> np
             _update(document, chunks_done=done)
 
     return embed_texts(
-        [draft.content for draft in drafts],
+        [embedding_text(draft.header, draft.content) for draft in drafts],
         batch_size=settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE,
         on_batch=report,
     )

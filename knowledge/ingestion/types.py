@@ -43,3 +43,5 @@ class ChunkDraft:
     section: Section
     content: str
     token_count: int
+    # Where the chunk sits (heading path or document title), embedded with it; see headers.py.
+    header: str = ""

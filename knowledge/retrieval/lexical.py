@@ -355,3 +355,28 @@ def _bind(sql: str, named: dict, scope_params: list) -> tuple[str, list]:
         return "%s"
 
     return re.sub(r"%%|%\((\w+)\)s|%s", placeholder, sql), params
+
+
+def question_term_weights(*, query: str, scope_sql: str, scope_params: list) -> dict[str, float]:
+    """IDF over the scope of each of the question's terms, a term found nowhere weighing most."""
+    text = sanitise_query(query)
+    if not text:
+        return {}
+    with connection.cursor() as cursor:
+        stats = _scope_statistics(cursor, text, scope_sql, list(scope_params))
+    if not stats.chunks:
+        return {}
+    return {lexeme: idf(df=df, chunks=stats.chunks) for lexeme, df in stats.df.items()}
+
+
+def chunk_lexemes(*, chunk_id: int, lexemes: list[str]) -> set[str]:
+    """Which of ``lexemes`` occur in the chunk's full-text vector."""
+    if not lexemes:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT u.lexeme FROM knowledge_chunk AS c CROSS JOIN LATERAL unnest(c.search_vector) AS u "
+            "WHERE c.id = %s AND u.lexeme = ANY(%s)",
+            [chunk_id, lexemes],
+        )
+        return {row[0] for row in cursor.fetchall()}

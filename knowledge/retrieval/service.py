@@ -18,6 +18,14 @@ from knowledge.errors import KnowledgeError
 from knowledge.ingestion.embedding import embed_query
 from knowledge.models import Chunk, Profile
 from knowledge.retrieval import dense, lexical
+from knowledge.retrieval.answerability import (
+    AGREEMENT_RANK,
+    Evidence,
+    Verdict,
+    coverage_of,
+    margin_of,
+    verdict_for,
+)
 from knowledge.retrieval.context import ContextBlock, assemble
 from knowledge.retrieval.expansion import ExpansionResult, expand_references
 from knowledge.retrieval.intent import intent_filter_sql, query_intent
@@ -68,6 +76,12 @@ class KnowledgeContext:
     scope: Scope | None = None  # what was searched, for follow-up lookups such as evaluation
     # A multi-hop question (agentic loop): an extracted answer quotes every source document.
     cover_documents: bool = False
+    # Whether the retrieved chunks answer the question, with the evidence (None: not assessed).
+    answerability: Verdict | None = None
+
+    @property
+    def answerable(self) -> bool:
+        return self.answerability.answerable if self.answerability else bool(self.primary_chunks)
 
     @property
     def context_text(self) -> str:
@@ -134,6 +148,8 @@ def retrieve(
     pool = {**config, "maxDocs": config["maxDocs"] * 3} if rerank_ids else config
     with timer.stage("score"):
         chosen = select(candidates, config=pool, today=timezone.localdate(), hybrid=config["hybrid"])
+    with timer.stage("answerability"):
+        context.answerability = _answerability(question, candidates, chosen, scope, config)
     primary = _load(chosen)
     if rerank_ids:
         with timer.stage("rerank"):
@@ -241,6 +257,35 @@ def _merge(vector, dense_hits, lexical_hits) -> list[Candidate]:
             )
         )
     return candidates
+
+
+def _answerability(question, candidates: list[Candidate], chosen: list[Candidate], scope, config) -> Verdict:
+    """The verdict on the best chunk chosen, from what both searches found (see answerability.py)."""
+    evidence = answerability_evidence(question, candidates, chosen, scope)
+    return verdict_for(
+        evidence, min_answerability=config["minAnswerability"], min_relevance=config["minRelevanceScore"]
+    )
+
+
+def answerability_evidence(question, candidates: list[Candidate], chosen: list[Candidate], scope) -> Evidence:
+    similarities = [c.similarity for c in candidates if c.dense_rank is not None]
+    if not chosen or not similarities:
+        return Evidence(
+            best_similarity=max(similarities, default=0.0), margin=0.0, coverage=0.0, agreement=0.0
+        )
+    best = chosen[0]
+    weights = lexical.question_term_weights(
+        query=question, scope_sql=scope.sql(), scope_params=scope.params()
+    )
+    present = lexical.chunk_lexemes(chunk_id=best.chunk_id, lexemes=list(weights))
+    top_dense = min((c for c in candidates if c.dense_rank is not None), key=lambda c: c.dense_rank)
+    agree = top_dense.lexical_rank is not None and top_dense.lexical_rank <= AGREEMENT_RANK
+    return Evidence(
+        best_similarity=max(similarities),
+        margin=margin_of(similarities),
+        coverage=coverage_of(weights, present),
+        agreement=1.0 if agree else 0.0,
+    )
 
 
 def _load(chosen: list[Candidate]) -> list[RetrievedChunk]:

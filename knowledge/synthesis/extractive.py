@@ -1,10 +1,13 @@
 """The answer without a language model: the best sentences of the sources, quoted verbatim.
 
-Each retrieved chunk is split into sentences; each sentence is scored against
-the question with the embedding model (cosine of unit vectors) plus a little
-word overlap; the best few are quoted, each with its [Source N]. Nothing is
-written that is not in a source: a quote is the chunk's own text with only its
-line breaks and runs of spaces collapsed.
+Each retrieved chunk is split into sentences; captions, footnotes,
+references, navigation and boilerplate are never quoted. Each sentence is
+scored against the question with the embedding model (cosine of unit vectors),
+plus a little word overlap, the retrieval rank of its chunk, and the kind of
+answer the question asks for (a number for "how many", a date for "when", a
+definition for "what is"). The best few are quoted best first, each with its
+[Source N]. Nothing is written that is not in a source: a quote is the chunk's
+own text with only its line breaks and runs of spaces collapsed.
 """
 
 from __future__ import annotations
@@ -29,14 +32,44 @@ MIN_CHARS, MAX_CHARS, MIN_WORDS = 25, 600, 5
 # Sentences that score this far below the best are not worth quoting.
 KEEP_WITHIN = 0.12
 LEXICAL_WEIGHT = 0.2
-RANK_WEIGHT = 0.03
+# The retrieval ranked whole chunks with their context; a sentence of the first chunk is
+# likelier to answer than an equally similar sentence of the fifth.
+RANK_WEIGHT = 0.2
+# A sentence holding the kind of answer the question asks for (a number, a date, a definition).
+ANSWER_TYPE_WEIGHT = 0.08
+
+# Not answers: figure and table captions, footnotes, citations of references, page furniture.
+_NOT_ANSWER = re.compile(
+    r"^(?:fig(?:ure)?\.?|table|source|photo|image|credit)\s*\d*[.:]"
+    r"|^\[?\d{1,3}\]?\s*(?:\^|↑)"
+    r"|^\^"
+    r"|wikimedia commons|wikiquote|wiktionary|wikisource|has media related to"
+    r"|retrieved (?:on |from )?(?:\d|[a-z]+ \d)|archived from the original"
+    r"|^(?:see also|main article|further information|external links|jump to|edit links)\b"
+    r"|\bet al\.,? \(?\d{4}|\barxiv\b|\bdoi:|\bisbn\b|\bpp\. \d",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"\d")
+_DATE = re.compile(
+    r"\b(?:1[5-9]\d\d|20\d\d)\b|\b(?:january|february|march|april|may|june|july|august|september"
+    r"|october|november|december)\b",
+    re.IGNORECASE,
+)
+_DEFINITION = re.compile(r"\b(?:is|are|was|means|refers to|consists of|is defined as)\b", re.IGNORECASE)
+_ASKS_NUMBER = re.compile(
+    r"\bhow (?:many|much|long|large|big|old|often)\b|\bwhat (?:percentage|share|number)\b", re.IGNORECASE
+)
+_ASKS_DATE = re.compile(
+    r"\bwhen\b|\bwhat (?:year|date|day|month)\b|\bwhich (?:year|date|day)\b", re.IGNORECASE
+)
+_ASKS_DEFINITION = re.compile(r"^\s*(?:what (?:is|are|was|were|does)|define|who (?:is|was))\b", re.IGNORECASE)
 
 # A sentence ends at . ! or ? with any closing quotes, brackets and footnote marks ("1965.[1]"),
 # before white space and a capital or digit.
 _SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?:\[\d+\])*(?=\s+[\"'“‘(\[]?[A-Z0-9])")
 _ENDS_SENTENCE = re.compile(r"[.!?][\"'”’)\]]*(?:\[\d+\])*$")
 _ABBREVIATION = re.compile(
-    r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|vs|etc|e\.g|i\.e|Fig|No|Vol|approx|[A-Z])\.$", re.IGNORECASE
+    r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|vs|etc|al|e\.g|i\.e|Fig|No|Vol|approx|[A-Z])\.$", re.IGNORECASE
 )
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _STOPWORDS = frozenset(
@@ -80,6 +113,10 @@ def extractive_answer(
     if not chosen:
         # Nothing sentence-shaped (a table, a list of names): quote each source's opening.
         chosen = [Sentence(_opening(s.chunk.content), s.source_number, 0, r) for r, s in enumerate(top[:2])]
+    elif not cover_documents and top and not any(c.rank == 0 for c in candidates):
+        # The best source is a table, a spreadsheet row or an API operation: it is the answer, so it leads.
+        chosen = [Sentence(_opening(top[0].chunk.content), top[0].source_number, 0, 0)] + chosen
+        chosen = chosen[:MAX_SENTENCES]
     by_number = {s.source_number: s for s in top}
     lines = [f'- "{s.text}" [Source {s.source_number}]' for s in chosen]
     citations = [citation_for(by_number[n]) for n in sorted({s.source_number for s in chosen})]
@@ -125,7 +162,7 @@ def _is_quotable(sentence: str) -> bool:
     if not _ENDS_SENTENCE.search(sentence):
         return False  # a heading, a table row, or a sentence cut at the chunk's end
     letters = sum(ch.isalpha() for ch in sentence)
-    return letters >= 0.5 * len(sentence)
+    return letters >= 0.5 * len(sentence) and not _NOT_ANSWER.search(sentence)
 
 
 def _choose(question: str, candidates: list[Sentence], documents: dict | None = None) -> list[Sentence]:
@@ -164,7 +201,19 @@ def _scores(question: str, candidates: list[Sentence]) -> np.ndarray:
     terms = _terms(question)
     overlap = np.array([len(terms & _terms(c.text)) / len(terms) if terms else 0.0 for c in candidates])
     rank = np.array([1.0 - c.rank / MAX_SOURCES for c in candidates])
-    return cosine + LEXICAL_WEIGHT * overlap + RANK_WEIGHT * rank
+    wanted = np.array([answer_type_match(question, c.text) for c in candidates])
+    return cosine + LEXICAL_WEIGHT * overlap + RANK_WEIGHT * rank + ANSWER_TYPE_WEIGHT * wanted
+
+
+def answer_type_match(question: str, sentence: str) -> float:
+    """1.0 when the sentence holds what the question asks for: a number, a date or a definition."""
+    if _ASKS_NUMBER.search(question):
+        return 1.0 if _NUMBER.search(sentence) else 0.0
+    if _ASKS_DATE.search(question):
+        return 1.0 if _DATE.search(sentence) else 0.0
+    if _ASKS_DEFINITION.search(question):
+        return 1.0 if _DEFINITION.search(sentence) else 0.0
+    return 0.0
 
 
 def _terms(text: str) -> set[str]:

@@ -34,7 +34,16 @@ def test_retrieve_from_collections(bearer, alice, hills):
     )
     assert response.status_code == 200, response.content
     body = response.json()
-    assert set(body) == {"question", "results", "references", "total_tokens", "timings_ms", "stats"}
+    assert set(body) == {
+        "question",
+        "results",
+        "references",
+        "total_tokens",
+        "timings_ms",
+        "stats",
+        "answerable",
+        "answerability",
+    }
     assert body["question"] == QUESTION
     assert 1 <= len(body["results"]) <= 2
     first = body["results"][0]
@@ -105,6 +114,9 @@ def test_overrides_and_k_apply_per_call(bearer, alice, hills):
         format="json",
     ).json()
     assert len(narrow["results"]) == 1 and narrow["results"][0]["scores"]["lexical_rank"] is None
+    assert isinstance(narrow["answerable"], bool)
+    assert narrow["answerability"]["answerable"] is narrow["answerable"]
+    assert set(narrow["answerability"]["evidence"]) == {"best_similarity", "margin", "coverage", "agreement"}
     nothing = client.post(
         URL,
         {
@@ -115,6 +127,9 @@ def test_overrides_and_k_apply_per_call(bearer, alice, hills):
         format="json",
     ).json()
     assert nothing["results"] == []
+    # minRelevanceScore is honoured by the verdict too: nothing passes it, so nothing answers.
+    assert nothing["answerable"] is False
+    assert nothing["answerability"]["reason"] == "no chunk reaches minRelevanceScore"
 
 
 @pytest.mark.django_db

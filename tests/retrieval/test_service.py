@@ -66,7 +66,7 @@ def test_profiles_merge_collections_and_collections_compete_on_merit(alice, corp
     assert fused == sorted(fused, reverse=True)
     for r in context.primary_chunks:
         assert set(r.scores) >= {"dense_rank", "lexical_rank", "fused", "similarity", "freshness", "adjusted"}
-        assert r.scores["similarity"] >= 0.30
+        assert r.scores["similarity"] >= context.config["minRelevanceScore"]
 
     other = retrieve(user=alice, question="optical illusion of a slope on a road", profile=profile)
     assert sources(other)[0][0] == "gravity_hill.md"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from knowledge.synthesis.extractive import normalise, split_sentences
+from knowledge.synthesis.extractive import answer_type_match, normalise, split_sentences
 
 
 def test_sentences_are_verbatim_runs_of_the_text():
@@ -44,3 +44,22 @@ def test_lines_wrapped_inside_a_sentence_are_joined():
         "Although the slope of gravity hills is an illusion, sites are often accompanied by claims "
         "that magnetic forces are at work."
     ]
+
+
+def test_captions_footnotes_references_and_boilerplate_are_not_quoted():
+    text = (
+        "Figure 1: Architecture of PaSa, with both agents shown.\n\n"
+        "Wikimedia Commons has media related to Flag of Canada Day.\n\n"
+        "Retrieved 15 February 2020 from the Government of Canada website.\n\n"
+        "Smith et al. (2020) describe a similar crawler in detail.\n\n"
+        "PaSa consists of two agents, the Crawler and the Selector."
+    )
+    assert split_sentences(text) == ["PaSa consists of two agents, the Crawler and the Selector."]
+
+
+def test_the_sentence_of_the_kind_asked_for_counts():
+    assert answer_type_match("How many query-paper pairs are there?", "It has 33,511 pairs.") == 1.0
+    assert answer_type_match("How many query-paper pairs are there?", "It has many pairs.") == 0.0
+    assert answer_type_match("When is Flag Day observed?", "It is observed on February 15.") == 1.0
+    assert answer_type_match("What is a gravity hill?", "A gravity hill is a place where...") == 1.0
+    assert answer_type_match("Which agents are there?", "The Crawler and the Selector.") == 0.0

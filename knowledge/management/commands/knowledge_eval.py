@@ -37,6 +37,7 @@ JSON_KEYS = (
     "mrr",
     "ndcg@10",
     "abstention_accuracy",
+    "answerable_refused",
     "embedding_coverage",
     "latency_ms",
     "by_kind",
@@ -143,8 +144,9 @@ class Command(BaseCommand):
 
     def _print_table(self, summary: dict) -> None:
         columns = [f"recall@{c}" for c in RECALL_CUTS] + ["mrr", "ndcg@10", "abstention_accuracy"]
+        columns += ["answerable_refused"]
         if "composite" in summary:
-            columns += ["citation_hit_rate", "answer_similarity", "composite"]
+            columns += ["citation_hit_rate", "first_quote_hit_rate", "answer_similarity", "composite"]
         header = f"{'kind':<14}{'n':>4} " + " ".join(f"{c.replace('_accuracy', ''):>11}" for c in columns)
         self.stdout.write(header)
         rows = [("all", summary)] + list(summary["by_kind"].items())

@@ -1,0 +1,58 @@
+"""The answerability verdict: pure functions over the evidence the searches produce."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.retrieval.answerability import (
+    Evidence,
+    answerability_score,
+    coverage_of,
+    margin_of,
+    verdict_for,
+)
+
+
+def test_margin_is_the_best_similarity_above_the_mean_of_the_next_nine():
+    assert margin_of([0.8, 0.5, 0.5, 0.2]) == pytest.approx(0.8 - 0.4)
+    assert margin_of([0.3] + [0.6] * 12) == pytest.approx(0.0)  # order of the input does not matter
+    assert margin_of([0.7]) == 0.0 and margin_of([]) == 0.0
+
+
+def test_coverage_weighs_rare_terms_most():
+    weights = {"captcha": 8.0, "form": 1.0, "django": 1.0}
+    assert coverage_of(weights, {"form", "django"}) == pytest.approx(0.2)
+    assert coverage_of(weights, {"captcha"}) == pytest.approx(0.8)
+    assert coverage_of({}, {"form"}) == 0.0
+
+
+def test_strong_evidence_answers_and_weak_evidence_refuses():
+    strong = Evidence(best_similarity=0.75, margin=0.3, coverage=0.9, agreement=1.0)
+    weak = Evidence(best_similarity=0.35, margin=0.02, coverage=0.0, agreement=0.0)
+    assert answerability_score(strong) > answerability_score(weak)
+    assert verdict_for(strong, min_answerability=0.2, min_relevance=0.0).answerable
+    refused = verdict_for(weak, min_answerability=0.2, min_relevance=0.0)
+    assert not refused.answerable and refused.reason == "the evidence is below minAnswerability"
+    # 0 never refuses on the score; minRelevanceScore is still honoured first.
+    assert verdict_for(weak, min_answerability=0.0, min_relevance=0.0).answerable
+    cut = verdict_for(strong, min_answerability=0.0, min_relevance=0.8)
+    assert not cut.answerable and cut.reason == "no chunk reaches minRelevanceScore"
+
+
+def test_the_verdict_reports_its_evidence():
+    evidence = Evidence(best_similarity=0.61234, margin=0.1, coverage=0.5, agreement=1.0)
+    reported = verdict_for(evidence, min_answerability=0.2, min_relevance=0.0).as_dict()
+    assert reported["evidence"] == {
+        "best_similarity": 0.6123,
+        "margin": 0.1,
+        "coverage": 0.5,
+        "agreement": 1.0,
+    }
+    assert reported["threshold"] == 0.2 and 0.0 < reported["score"] < 1.0
+
+
+def test_a_best_chunk_unlike_the_question_is_refused_whatever_else_agrees():
+    unlike = Evidence(best_similarity=0.2, margin=0.3, coverage=1.0, agreement=1.0)
+    refused = verdict_for(unlike, min_answerability=0.2, min_relevance=0.0)
+    assert not refused.answerable and refused.reason == "the best chunk is unlike the question"
+    assert verdict_for(unlike, min_answerability=0.0, min_relevance=0.0).answerable
