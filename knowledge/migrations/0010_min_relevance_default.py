@@ -30,5 +30,5 @@ def backwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("knowledge", "0008_agentic")]
+    dependencies = [("knowledge", "0009_share_links_and_revocation")]
     operations = [migrations.RunPython(forwards, backwards)]
