@@ -200,7 +200,7 @@ class AgenticRun:
                 return chunks, "documents"
             similar = self._similar_names(targets)
             if similar:
-                chunks = self._search(step.query, similar).primary_chunks
+                chunks = _answering(self._search(step.query, similar))
                 if chunks:
                     return chunks, "similar_names"
         return self._search(step.query).primary_chunks, "whole_scope" if targets else "none"
@@ -213,8 +213,8 @@ class AgenticRun:
         questions suffer from.
         """
         if len(document_ids) == 1:
-            return self._search(query, document_ids).primary_chunks
-        return interleave([self._search(query, [document_id]).primary_chunks for document_id in document_ids])
+            return _answering(self._search(query, document_ids))
+        return interleave([_answering(self._search(query, [document_id])) for document_id in document_ids])
 
     def _similar_names(self, targets: list[int]) -> list[int]:
         """Readable documents whose core file name matches a target's (seed 002's partial match)."""
@@ -433,3 +433,13 @@ def _core_name(filename: str) -> str:
     """A file name without an id prefix such as "(215066178-180449588)-" and without its extension."""
     name = re.sub(r"^\(\d+-\d+\)-", "", filename.strip().lower())
     return name.rsplit(".", 1)[0] if "." in name else name
+
+
+def _answering(context) -> list:
+    """A restricted search's passages, or none when they do not answer the query.
+
+    With no cosine cut before fusion, a search inside the wrong document still
+    returns its closest passages; the answerability verdict is what says the
+    document holds nothing for this step, so the loop widens the search.
+    """
+    return context.primary_chunks if context.answerable else []
