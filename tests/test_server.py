@@ -13,12 +13,8 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import socket
-import subprocess
 import threading
-import time
-from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -26,7 +22,7 @@ from django.db import connection
 from accounts.tokens import token_create
 from knowledge.collections import collection_create
 from knowledge.documents import document_upload
-from tests.conftest import REPO_ROOT, test_database_url
+from tests.served import served_application
 
 POOL_SIZE = 4
 DOCUMENT_TEXT = (
@@ -36,46 +32,13 @@ DOCUMENT_TEXT = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_for_port(port: int, process: subprocess.Popen, log: Path, seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"the server exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.3)
-    pytest.fail(f"the server did not start within {seconds} s:\n{log.read_text()[-3000:]}")
-
-
 @pytest.fixture
 def served(transactional_db, tmp_path):
-    """scripts/serve.sh on a free port, on the test database, with a small connection pool."""
-    port = _free_port()
-    log = tmp_path / "server.log"
-    env = {
-        **os.environ,
-        "PORT": str(port),
-        "DATABASE_URL": test_database_url(),
-        "DB_POOL_MAX_SIZE": str(POOL_SIZE),
-        "API_THROTTLE_RETRIEVE": "100000/minute",
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-    }
-    with log.open("w") as out:
-        process = subprocess.Popen([str(REPO_ROOT / "scripts" / "serve.sh")], env=env, stdout=out, stderr=out)
-    try:
-        _wait_for_port(port, process, log)
+    """The real server on the test database, with a small connection pool."""
+    with served_application(
+        tmp_path, DB_POOL_MAX_SIZE=str(POOL_SIZE), API_THROTTLE_RETRIEVE="100000/minute"
+    ) as port:
         yield port
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 @pytest.fixture

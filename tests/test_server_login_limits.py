@@ -5,13 +5,10 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import subprocess
 
 import pytest
 
-from tests.conftest import REPO_ROOT, test_database_url
-from tests.test_server import _free_port, _wait_for_port
+from tests.served import served_application
 
 pytestmark = [pytest.mark.security]
 
@@ -20,26 +17,14 @@ FAILURE_LIMIT = 3
 
 @pytest.fixture
 def served_with_login_limit(transactional_db, tmp_path):
-    port = _free_port()
-    log = tmp_path / "server.log"
-    env = {
-        **os.environ,
-        "PORT": str(port),
-        "DATABASE_URL": test_database_url(),
-        "DB_POOL_MAX_SIZE": "2",
-        "LOGIN_FAILURE_LIMIT": str(FAILURE_LIMIT),
-        "API_THROTTLE_AUTH": "1000/minute",  # the log-in limit, not the request throttle, is under test
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-    }
-    env.pop("TRUSTED_PROXY_COUNT", None)
-    with log.open("w") as out:
-        process = subprocess.Popen([str(REPO_ROOT / "scripts" / "serve.sh")], env=env, stdout=out, stderr=out)
-    try:
-        _wait_for_port(port, process, log)
+    with served_application(
+        tmp_path,
+        DB_POOL_MAX_SIZE="2",
+        LOGIN_FAILURE_LIMIT=str(FAILURE_LIMIT),
+        API_THROTTLE_AUTH="1000/minute",  # the log-in limit, not the request throttle, is under test
+        TRUSTED_PROXY_COUNT="",  # none: the address is the connection's
+    ) as port:
         yield port
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def _token_request(port: int, username: str, password: str, forwarded_for: str) -> int:

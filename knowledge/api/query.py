@@ -10,23 +10,16 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
 from knowledge.access import profile_for_reader, readable_collection_ids_checked
-from knowledge.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
-from knowledge.api.retrieve import MAX_COLLECTIONS
+from knowledge.api.base import MAX_ID, ApiView, errors, validated
+from knowledge.api.retrieve import ScopeSerializer
 from knowledge.chat import chat_ask, chat_stream, session_get, sse_stream, turn_summary
 from knowledge.event_stream import event_stream_response
 from knowledge.models import ChatSession
 from knowledge.retrieval.service import MAX_QUESTION_CHARS
 
 
-class QueryRequestSerializer(StrictSerializer):
+class QueryRequestSerializer(ScopeSerializer):
     question = serializers.CharField(max_length=MAX_QUESTION_CHARS)
-    profile = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
-    collections = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
-        min_length=1,
-        max_length=MAX_COLLECTIONS,
-        required=False,
-    )
     session = serializers.IntegerField(
         min_value=1, max_value=MAX_ID, required=False, help_text="Continue this session (follow-ups)."
     )

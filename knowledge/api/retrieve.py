@@ -23,8 +23,9 @@ def overrides_field_validate(value):
         raise serializers.ValidationError(str(exc)) from None
 
 
-class RetrieveRequestSerializer(StrictSerializer):
-    question = serializers.CharField(max_length=MAX_QUESTION_CHARS)
+class ScopeSerializer(StrictSerializer):
+    """What to search: a profile, collections, or both (the profile narrowed to them)."""
+
     profile = serializers.IntegerField(
         min_value=1, max_value=MAX_ID, required=False, help_text="Your profile's id (or an operator one)."
     )
@@ -35,6 +36,17 @@ class RetrieveRequestSerializer(StrictSerializer):
         required=False,
         help_text="Collection ids; with a profile, narrows it to these.",
     )
+
+
+def scope_required(attrs: dict) -> dict:
+    """Searching needs a profile or at least one collection."""
+    if "profile" not in attrs and "collections" not in attrs:
+        raise serializers.ValidationError({"collections": ["give a profile or at least one collection"]})
+    return attrs
+
+
+class RetrieveRequestSerializer(ScopeSerializer):
+    question = serializers.CharField(max_length=MAX_QUESTION_CHARS)
     k = serializers.IntegerField(min_value=1, max_value=100, required=False, help_text="Replaces maxDocs.")
     overrides = serializers.DictField(
         required=False, default=dict, help_text='Knowledge parameters for this call, e.g. {"hybrid": false}.'
@@ -44,10 +56,7 @@ class RetrieveRequestSerializer(StrictSerializer):
         return overrides_field_validate(value)
 
     def validate(self, attrs):
-        attrs = super().validate(attrs)
-        if "profile" not in attrs and "collections" not in attrs:
-            raise serializers.ValidationError({"collections": ["give a profile or at least one collection"]})
-        return attrs
+        return scope_required(super().validate(attrs))
 
 
 class RetrievedChunkSerializer(serializers.Serializer):

@@ -25,7 +25,12 @@ from knowledge.access import (
 from knowledge.api.base import MAX_ID, StrictSerializer, validated
 from knowledge.api.collections import CollectionSerializer, with_counts
 from knowledge.api.query import QueryRequestSerializer, chat_arguments, query_response
-from knowledge.api.retrieve import MAX_COLLECTIONS, RetrieveRequestSerializer, retrieve_response
+from knowledge.api.retrieve import (
+    RetrieveRequestSerializer,
+    ScopeSerializer,
+    retrieve_response,
+    scope_required,
+)
 from knowledge.chat import chat_stream
 from knowledge.collections import chunk_profile_get, collection_reindex, collection_reprocess
 from knowledge.models import Subscription
@@ -161,23 +166,14 @@ def get_passage(*, user, base_url: str, **arguments) -> dict:
     return passage
 
 
-class OptimizeRequestSerializer(StrictSerializer):
+class OptimizeRequestSerializer(ScopeSerializer):
     queries = serializers.ListField(
         child=serializers.CharField(max_length=MAX_QUESTION_CHARS), min_length=1, max_length=MAX_QUERIES
-    )
-    profile = serializers.IntegerField(min_value=1, max_value=MAX_ID, required=False)
-    collections = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=MAX_ID),
-        min_length=1,
-        max_length=MAX_COLLECTIONS,
-        required=False,
     )
     k = serializers.IntegerField(min_value=1, max_value=100, required=False)
 
     def validate(self, attrs):
-        if "profile" not in attrs and "collections" not in attrs:
-            raise serializers.ValidationError({"collections": ["give a profile or at least one collection"]})
-        return attrs
+        return scope_required(super().validate(attrs))
 
 
 def optimize_search(*, user, base_url: str, **arguments) -> dict:

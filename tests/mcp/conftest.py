@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -28,6 +26,7 @@ from accounts.tokens import token_create
 from knowledge.collections import collection_create
 from knowledge.documents import document_upload
 from tests.conftest import CORPUS, REPO_ROOT, test_database_url
+from tests.served import free_port, wait_for_port
 
 TOOLS = {
     "list_collections",
@@ -39,12 +38,6 @@ TOOLS = {
     "reindex_collection",
 }
 STARTUP_SECONDS = 180
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 LLM_ENVIRONMENT = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_API_KEY_FILE", "LLM_MODEL")
@@ -67,7 +60,7 @@ def server_environment() -> dict[str, str]:
 
 class LiveServer:
     def __init__(self) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp/"
         self.log = tempfile.NamedTemporaryFile(prefix="mcp-uvicorn-", suffix=".log", delete=False)  # noqa: SIM115
         command = [sys.executable, "-m", "uvicorn", "config.asgi:application"]
@@ -82,16 +75,7 @@ class LiveServer:
         )
 
     def wait_until_ready(self) -> None:
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                pytest.fail(f"uvicorn exited early:\n{self.output()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.3)
-        pytest.fail(f"uvicorn did not start within {STARTUP_SECONDS} s:\n{self.output()}")
+        wait_for_port(self.port, self.process, self.output, seconds=STARTUP_SECONDS)
 
     def output(self) -> str:
         return Path(self.log.name).read_text(errors="replace")[-5000:]

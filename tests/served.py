@@ -1,0 +1,63 @@
+"""Starting the real web server (scripts/serve.sh, what `make run` serves with) for a test."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT, test_database_url
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for_port(
+    port: int, process: subprocess.Popen, output: Callable[[], str], seconds: float = 90
+) -> None:
+    """Until the server accepts connections; a server that exits or never listens fails the test."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the server exited with {process.returncode}:\n{output()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.3)
+    pytest.fail(f"the server did not start within {seconds} s:\n{output()}")
+
+
+@contextlib.contextmanager
+def served_application(log_dir: Path, **environment: str) -> Iterator[int]:
+    """scripts/serve.sh on a free port against the test database; yields the port.
+
+    ``environment`` adds to (or, with an empty value, removes from) the server's environment.
+    """
+    port = free_port()
+    log = log_dir / "server.log"
+    env = {
+        **os.environ,
+        "PORT": str(port),
+        "DATABASE_URL": test_database_url(),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        **environment,
+    }
+    env = {name: value for name, value in env.items() if value != ""}
+    with log.open("w") as out:
+        process = subprocess.Popen([str(REPO_ROOT / "scripts" / "serve.sh")], env=env, stdout=out, stderr=out)
+    try:
+        wait_for_port(port, process, lambda: log.read_text()[-3000:])
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
