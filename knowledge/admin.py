@@ -9,9 +9,9 @@ from django.contrib import admin, messages
 from django.db.models import OuterRef
 
 from knowledge.collections import chunk_profile_default, collection_reindex
-from knowledge.config import ConfigError, validate_value
 from knowledge.documents import document_delete, document_reindex, document_retry, document_upload
 from knowledge.errors import KnowledgeError
+from knowledge.forms import ProfileCollectionForm
 from knowledge.marketplace import subscriptions_end_all
 from knowledge.models import (
     ChatSession,
@@ -27,6 +27,7 @@ from knowledge.models import (
     ProfileCollection,
     Subscription,
 )
+from knowledge.parameters import ConfigError, validate_value
 from knowledge.queries import count_subquery
 
 
@@ -280,6 +281,7 @@ class ChunkAdmin(admin.ModelAdmin):
 
 class ProfileCollectionInline(admin.TabularInline):
     model = ProfileCollection
+    form = ProfileCollectionForm
     raw_id_fields = ["collection"]
     extra = 1
 

@@ -25,14 +25,14 @@ from django.db.models import F
 from django.utils import timezone
 
 from knowledge.access import profile_is_readable
-from knowledge.config import validate_overrides
+from knowledge.config import resolved_config
 from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.models import ChatSession, ChatTurn, Profile
+from knowledge.parameters import validate_overrides
 from knowledge.retrieval.service import (
     MAX_QUESTION_CHARS,
     KnowledgeContext,
     question_clean,
-    resolved_config,
     retrieve,
     search_collections,
 )

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
-from knowledge.documents import document_files_delete_on_commit, document_reindex
+from knowledge.documents import (
+    document_files_delete_on_commit,
+    document_reindex,
+    enqueue_document_processing,
+)
 from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.marketplace import subscriptions_end_all
 from knowledge.models import ChunkProfile, Collection, Document
@@ -108,8 +112,6 @@ def collection_reindex(*, collection: Collection, chunk_profile: ChunkProfile) -
     then the collection switches profile in one step (see the pipeline).
     Returns the number of documents queued.
     """
-    from knowledge.tasks import enqueue_document_processing
-
     collection = Collection.objects.select_for_update().get(pk=collection.pk)
     if chunk_profile.pk == collection.chunk_profile_id:
         collection.pending_chunk_profile = None

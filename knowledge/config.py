@@ -1,170 +1,21 @@
 """Three-tier knowledge configuration: admin lock > profile override > global default.
 
-The one place that declares the knowledge parameters (type, range, default)
-and resolves the effective value of each for a request. Values are read from
-the database on every call, so a change takes effect on the next request with
-no restart.
+The one place that resolves the value in force of every knowledge parameter
+(declared and validated in knowledge.parameters) for a call: the global rows,
+the admin's locks, the profile's overrides, the call's own overrides and ``k``.
+Values are read from the database on every call, so a change takes effect on
+the next request with no restart.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 
-
-class ConfigError(ValueError):
-    """A parameter name or value was refused; the message says why."""
-
-
-@dataclass(frozen=True)
-class Parameter:
-    key: str
-    kind: type
-    default: Any
-    help_text: str
-    minimum: float | None = None
-    maximum: float | None = None
-    max_length: int | None = None
-
-
-# Multi-step retrieval (seeds 002 and 003): off unless a profile or the operator switches it on.
-AGENTIC_PARAMETERS = (
-    Parameter(
-        "agentic.enabled",
-        bool,
-        False,
-        "Answer with the agentic loop: classify, route, plan, expand, grade, rewrite, check grounding.",
-    ),
-    Parameter(
-        "agentic.maxRetries",
-        int,
-        2,
-        "Rewrites after weak grading, and retries after an ungrounded answer (each at most this).",
-        0,
-        5,
-    ),
-    Parameter("agentic.grading", bool, True, "Grade each retrieved passage's relevance with the LLM."),
-    Parameter("agentic.expansion", bool, True, "Search with two or three rephrasings of the question too."),
-    Parameter(
-        "agentic.decomposition",
-        bool,
-        True,
-        "Multi-hop questions: route to documents by their summaries and plan focused retrieval steps.",
-    ),
-    Parameter(
-        "agentic.hallucinationCheck", bool, True, "Check that every claim of the answer is in its sources."
-    ),
-    Parameter(
-        "agentic.strictCheck",
-        bool,
-        False,
-        "Strict: every claim must be stated in the sources; lenient: reasonable inferences pass.",
-    ),
-    Parameter(
-        "agentic.confidenceThreshold",
-        float,
-        0.5,
-        "Minimum relevance grade (0.0-1.0) for a retrieved passage to be used.",
-        0.0,
-        1.0,
-    ),
-    Parameter(
-        "agentic.minRelevant",
-        int,
-        2,
-        "Fewer passages than this passing the grade triggers a rewrite of the query.",
-        1,
-        20,
-    ),
-    Parameter("agentic.routerTopK", int, 3, "Documents the router picks for a multi-hop question.", 1, 20),
-    Parameter("agentic.maxPlanSteps", int, 4, "Most retrieval steps in a plan.", 1, 8),
-    Parameter(
-        "agentic.timeBudgetSeconds",
-        float,
-        120.0,
-        "Wall-clock budget of one agentic answer; when spent, it answers with what it has.",
-        5.0,
-        1800.0,
-    ),
-    Parameter(
-        "agentic.tokenBudget",
-        int,
-        30000,
-        "LLM tokens (input + output) one agentic answer may spend; when spent, it answers with what it has.",
-        1000,
-        1000000,
-    ),
-)
-
-PARAMETERS: dict[str, Parameter] = {
-    p.key: p
-    for p in (
-        Parameter("maxDocs", int, 3, "Maximum chunks returned after scoring and deduplication.", 1, 100),
-        Parameter(
-            "minRelevanceScore",
-            float,
-            0.0,
-            "Minimum cosine similarity (0.0-1.0); chunks below it are discarded.",
-            0.0,
-            1.0,
-        ),
-        Parameter(
-            "minAnswerability",
-            float,
-            0.2,
-            "Answerability score (0.0-1.0: best similarity, its margin, rare-word coverage, search "
-            "agreement) below which the question is judged not covered by the documents; 0 never refuses.",
-            0.0,
-            1.0,
-        ),
-        Parameter(
-            "maxTokens", int, 2000, "Token budget for the knowledge context sent to the LLM.", 100, 128000
-        ),
-        Parameter(
-            "maxChunksPerDocument", int, 0, "Maximum chunks from one document; 0 means unlimited.", 0, 100
-        ),
-        Parameter(
-            "freshnessWeight",
-            float,
-            0.0,
-            "Blend of relevance and freshness: 0.0 pure relevance, 1.0 pure freshness.",
-            0.0,
-            1.0,
-        ),
-        Parameter(
-            "freshnessDecayRate",
-            float,
-            0.005,
-            "Exponential decay per day of a document's age in the freshness score.",
-            0.0,
-            1.0,
-        ),
-        Parameter(
-            "synthesisPromptOverride",
-            str,
-            "",
-            "Custom system prompt for synthesis; replaces the default when not empty.",
-            max_length=20000,
-        ),
-        Parameter(
-            "hybrid", bool, True, "Fuse lexical (full-text) with semantic search; off = semantic only."
-        ),
-        Parameter(
-            "semanticWeight",
-            float,
-            0.3,
-            "Weight of the semantic ranking in Reciprocal Rank Fusion.",
-            0.0,
-            1.0,
-        ),
-        Parameter("rrfK", int, 60, "Smoothing constant k of Reciprocal Rank Fusion.", 1, 1000),
-        *AGENTIC_PARAMETERS,
-    )
-}
+from knowledge.models import KnowledgeSetting
+from knowledge.parameters import PARAMETERS, parameter, validate_overrides, validate_value
 
 SOURCE_LOCKED = "locked"
 SOURCE_PROFILE = "profile"
@@ -177,120 +28,47 @@ class EffectiveValue:
     source: str
 
 
-def parameter(key: str) -> Parameter:
-    try:
-        return PARAMETERS[key]
-    except KeyError:
-        known = ", ".join(PARAMETERS)
-        raise ConfigError(f"unknown parameter {key!r}; known parameters: {known}") from None
-
-
-def validate_value(key: str, raw: Any) -> Any:
-    """Return ``raw`` as the parameter's type, or raise ConfigError saying what is wrong.
-
-    Strings are parsed (they come from the command line and forms); other
-    values must already have the right JSON type.
-    """
-    spec = parameter(key)
-    value = _coerce(spec, raw)
-    _check_range(spec, value)
-    return value
-
-
-def validate_overrides(overrides: Any) -> dict[str, Any]:
-    if not isinstance(overrides, dict):
-        raise ConfigError("overrides must be an object mapping parameter names to values")
-    return {key: validate_value(key, value) for key, value in overrides.items()}
-
-
-def _coerce(spec: Parameter, raw: Any) -> Any:
-    if spec.kind is str:
-        if not isinstance(raw, str):
-            raise ConfigError(f"{spec.key} must be text, got {json.dumps(raw)}")
-        return raw
-    if spec.kind is bool:
-        return _coerce_bool(spec, raw)
-    if isinstance(raw, bool):
-        raise ConfigError(f"{spec.key} must be a number, got {json.dumps(raw)}")
-    if isinstance(raw, str):
-        raw = _parse_number(spec, raw)
-    if spec.kind is int:
-        if isinstance(raw, float) and raw.is_integer():
-            raw = int(raw)
-        if not isinstance(raw, int):
-            raise ConfigError(f"{spec.key} must be a whole number, got {raw!r}")
-        return raw
-    if not isinstance(raw, (int, float)) or not math.isfinite(raw):
-        raise ConfigError(f"{spec.key} must be a number, got {raw!r}")
-    return float(raw)
-
-
-def _coerce_bool(spec: Parameter, raw: Any) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str) and raw.strip().lower() in {"true", "1", "yes", "on"}:
-        return True
-    if isinstance(raw, str) and raw.strip().lower() in {"false", "0", "no", "off"}:
-        return False
-    raise ConfigError(f"{spec.key} must be true or false, got {raw!r}")
-
-
-def _parse_number(spec: Parameter, raw: str) -> int | float:
-    text = raw.strip()
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        return float(text)
-    except ValueError:
-        raise ConfigError(f"{spec.key} must be a number, got {raw!r}") from None
-
-
-def _check_range(spec: Parameter, value: Any) -> None:
-    if spec.minimum is not None and value < spec.minimum:
-        raise ConfigError(f"{spec.key} must be at least {spec.minimum}, got {value}")
-    if spec.maximum is not None and value > spec.maximum:
-        raise ConfigError(f"{spec.key} must be at most {spec.maximum}, got {value}")
-    if spec.max_length is not None and len(value) > spec.max_length:
-        raise ConfigError(f"{spec.key} must be at most {spec.max_length} characters, got {len(value)}")
-
-
 def global_settings() -> dict[str, tuple[Any, bool]]:
     """Every parameter's global (value, is_locked); defaults for rows not yet stored."""
-    from knowledge.models import KnowledgeSetting
-
     stored = {row.key: (row.value, row.is_locked) for row in KnowledgeSetting.objects.all()}
     return {key: stored.get(key, (spec.default, False)) for key, spec in PARAMETERS.items()}
 
 
-def effective_config(*, overrides: dict[str, Any] | None = None) -> dict[str, EffectiveValue]:
-    """Resolve every parameter: a locked global wins, then the override, then the global value."""
-    overrides = overrides or {}
+def effective_config(
+    *, profile=None, overrides: dict[str, Any] | None = None, k: int | None = None
+) -> dict[str, EffectiveValue]:
+    """Resolve every parameter: a locked global wins, then the call's override (``k`` is its
+    ``maxDocs``), then the profile's override, then the global value.
+
+    The call's overrides and ``k`` are validated here; the profile's were validated when stored.
+    """
+    merged = dict(profile.knowledge_overrides if profile else {})
+    merged.update(validate_overrides(overrides or {}))
+    if k is not None:
+        merged["maxDocs"] = validate_value("maxDocs", k)
     effective = {}
     for key, (global_value, is_locked) in global_settings().items():
         if is_locked:
             effective[key] = EffectiveValue(global_value, SOURCE_LOCKED)
-        elif overrides.get(key) is not None:
-            effective[key] = EffectiveValue(overrides[key], SOURCE_PROFILE)
+        elif merged.get(key) is not None:
+            effective[key] = EffectiveValue(merged[key], SOURCE_PROFILE)
         else:
             effective[key] = EffectiveValue(global_value, SOURCE_GLOBAL)
     return effective
-
-
-def profile_effective_config(profile) -> dict[str, EffectiveValue]:
-    return effective_config(overrides=profile.knowledge_overrides if profile else None)
 
 
 def effective_values(config: dict[str, EffectiveValue]) -> dict[str, Any]:
     return {key: item.value for key, item in config.items()}
 
 
+def resolved_config(profile=None, overrides: dict[str, Any] | None = None, k: int | None = None) -> dict:
+    """Every parameter's value in force for a call (``effective_config`` without the sources)."""
+    return effective_values(effective_config(profile=profile, overrides=overrides, k=k))
+
+
 @transaction.atomic
 def global_setting_set(*, key: str, value: Any = None, lock: bool | None = None):
     """Change a global value and/or its lock, with the same validation as everywhere else."""
-    from knowledge.models import KnowledgeSetting
-
     spec = parameter(key)
     row, _ = KnowledgeSetting.objects.select_for_update().get_or_create(
         key=key, defaults={"value": spec.default, "help_text": spec.help_text}
@@ -306,8 +84,6 @@ def global_setting_set(*, key: str, value: Any = None, lock: bool | None = None)
 
 def global_settings_ensure() -> None:
     """Store a row with the default for every declared parameter that has none."""
-    from knowledge.models import KnowledgeSetting
-
     for key, spec in PARAMETERS.items():
         KnowledgeSetting.objects.get_or_create(
             key=key, defaults={"value": spec.default, "help_text": spec.help_text}

@@ -18,7 +18,6 @@ from knowledge.errors import KnowledgeError, UnsupportedMediaError, UploadTooLar
 from knowledge.ingestion.extract import detect_format
 from knowledge.ingestion.types import ExtractionError
 from knowledge.models import Collection, Document
-from knowledge.tasks import enqueue_document_processing
 
 FORMAT_CONTENT_TYPES = {
     "pdf": "application/pdf",
@@ -147,6 +146,24 @@ def _create_document(*, collection, filename, data, content_hash, **fields) -> D
     document.file.save(filename, ContentFile(data), save=False)
     document.save()
     return document
+
+
+PROCESS_DOCUMENT = "knowledge.tasks.process_document"  # queued by name: services never import the tasks
+
+
+def enqueue_document_processing(
+    *, document_id: int, chunk_profile_id: int | None = None, sync: bool | None = None
+) -> None:
+    """Queue processing once the surrounding transaction commits (the row must be visible)."""
+    from django_q.tasks import async_task  # reads Q_CLUSTER when first imported: at the first enqueue
+
+    def enqueue() -> None:
+        options = {"task_name": f"document-{document_id}", "group": "ingest"}
+        if sync is not None:
+            options["sync"] = sync
+        async_task(PROCESS_DOCUMENT, document_id, chunk_profile_id, q_options=options)
+
+    transaction.on_commit(enqueue)
 
 
 def _enqueue_for_collection(document: Document, *, sync: bool | None) -> None:

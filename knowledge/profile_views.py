@@ -11,8 +11,9 @@ from knowledge.access import (
     profiles_for_user,
     readable_collection_ids_checked,
 )
-from knowledge.config import PARAMETERS, ConfigError, global_settings, validate_overrides
+from knowledge.config import global_settings
 from knowledge.errors import KnowledgeError
+from knowledge.parameters import PARAMETERS, ConfigError, validate_overrides
 from knowledge.profiles import profile_create, profile_update
 from knowledge.views import form_ids, knowledge_page
 

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from knowledge.models import Chunk, ChunkProfile, Collection, Document, KnowledgeSetting
+from knowledge.models import Chunk, ChunkProfile, Collection, Document, KnowledgeSetting, Profile
 
 
 def _collection_with_content(owner, name: str, documents: int, chunks_each: int) -> Collection:
@@ -113,3 +113,34 @@ def test_documents_filter_by_status_and_collection(admin_client, alice):
 )
 def test_every_model_has_a_working_admin_list(admin_client, model):
     assert admin_client.get(f"/admin/knowledge/{model}/").status_code == 200
+
+
+def test_profile_inline_refuses_a_collection_the_owner_cannot_read(admin_client, alice, charlie):
+    private = _collection_with_content(alice, "alice-private", documents=0, chunks_each=0)
+    own = _collection_with_content(charlie, "charlie-own", documents=0, chunks_each=0)
+    profile = Profile.objects.create(owner=charlie, name="charlie's", tag="charlies")
+    url = f"/admin/knowledge/profile/{profile.pk}/change/"
+
+    def post(collection):
+        return admin_client.post(url, _profile_change_form(profile, collection))
+
+    response = post(private)
+    assert response.status_code == 200
+    assert "The profile&#x27;s owner cannot read this collection." in response.content.decode()
+    assert not profile.profile_collections.exists()
+    assert post(own).status_code == 302
+    assert list(profile.profile_collections.values_list("collection", flat=True)) == [own.pk]
+
+
+def _profile_change_form(profile, collection) -> dict:
+    return {
+        "name": profile.name,
+        "tag": profile.tag,
+        "owner": profile.owner_id,
+        "profile_type": profile.profile_type,
+        "knowledge_overrides": "{}",
+        "profile_collections-TOTAL_FORMS": "1",
+        "profile_collections-INITIAL_FORMS": "0",
+        "profile_collections-0-collection": str(collection.pk),
+        "profile_collections-0-profile": str(profile.pk),
+    }

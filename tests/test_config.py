@@ -8,14 +8,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
-from knowledge.config import (
-    PARAMETERS,
-    ConfigError,
-    effective_config,
-    global_setting_set,
-    validate_value,
-)
+from knowledge.config import effective_config, global_setting_set
 from knowledge.models import KnowledgeSetting, Profile
+from knowledge.parameters import PARAMETERS, ConfigError, validate_value
 
 SEED_DEFAULTS = {
     "maxDocs": 3,

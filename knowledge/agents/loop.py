@@ -30,6 +30,7 @@ from knowledge.agents.planner import Plan, PlanStep, plan
 from knowledge.agents.queries import DIRECT, MULTI_HOP, STANDARD, StepResult, classify, expand, rewrite
 from knowledge.agents.router import route
 from knowledge.agents.settings import AgenticSettings
+from knowledge.config import resolved_config
 from knowledge.ingestion.embedding import embed_query
 from knowledge.models import ChatTurn, Document, DocumentSummary
 from knowledge.retrieval.rerank import rerank
@@ -38,7 +39,6 @@ from knowledge.retrieval.service import (
     KnowledgeContext,
     context_from_chunks,
     interleave,
-    resolved_config,
     retrieve,
     search_collections,
 )

@@ -19,8 +19,8 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from knowledge.config import ConfigError
 from knowledge.errors import KnowledgeError
+from knowledge.parameters import ConfigError
 
 logger = logging.getLogger(__name__)
 

@@ -15,8 +15,9 @@ from knowledge.access import (
 )
 from knowledge.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
 from knowledge.api.retrieve import overrides_field_validate
-from knowledge.config import PARAMETERS, effective_config
+from knowledge.config import effective_config
 from knowledge.models import Profile
+from knowledge.parameters import PARAMETERS
 from knowledge.profiles import ignored_overrides, profile_create, profile_delete, profile_update
 
 MAX_PROFILE_COLLECTIONS = 100
@@ -73,7 +74,7 @@ class ProfileSerializer(serializers.ModelSerializer):
     def _config(self, profile):
         cache = self.context.setdefault("_configs", {})
         if profile.pk not in cache:
-            cache[profile.pk] = effective_config(overrides=profile.knowledge_overrides)
+            cache[profile.pk] = effective_config(profile=profile)
         return cache[profile.pk]
 
     def get_owner(self, profile) -> str | None:
@@ -191,4 +192,4 @@ class ProfileEffectiveConfigView(ApiView):
     )
     def get(self, request, profile_id: int):
         profile = profile_for_reader(user=request.user, profile_id=profile_id)
-        return Response(config_body(effective_config(overrides=profile.knowledge_overrides)))
+        return Response(config_body(effective_config(profile=profile)))

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 
 from knowledge.access import profile_for_reader, readable_collection_ids_checked
 from knowledge.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
-from knowledge.config import ConfigError, validate_overrides
+from knowledge.parameters import ConfigError, validate_overrides
 from knowledge.retrieval.service import MAX_QUESTION_CHARS, retrieve
 
 MAX_COLLECTIONS = 100

@@ -27,7 +27,6 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from knowledge.documents import documents_fail_stale
 from knowledge.ingestion.chunking import chunk_sections
 from knowledge.ingestion.embedding import MAX_CONTENT_TOKENS, count_tokens, embed_texts
 from knowledge.ingestion.extract import extract_sections
@@ -50,8 +49,6 @@ class DocumentGone(Exception):
 
 
 def document_process(*, document_id: int, chunk_profile_id: int | None = None) -> None:
-    # A worker that died before this one left its documents `processing`; say so now.
-    documents_fail_stale(documents=Document.objects.all())
     document = Document.objects.select_related("collection").filter(pk=document_id).first()
     if document is None:
         logger.info("Document %s no longer exists; nothing to process", document_id)

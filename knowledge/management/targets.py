@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 from accounts.selectors import user_find
 from knowledge.collections import collection_find
 from knowledge.errors import KnowledgeError
+from knowledge.parameters import validate_overrides
 from knowledge.profiles import profile_find
 
 
@@ -29,8 +30,6 @@ def resolve_target(*, profile: str | None, collection: str | None, username: str
 
 def parse_settings(items: list[str]) -> dict:
     """``--set KEY=VALUE`` options as validated parameter overrides (ConfigError or KnowledgeError)."""
-    from knowledge.config import validate_overrides
-
     raw = {}
     for item in items:
         key, sep, value = item.partition("=")

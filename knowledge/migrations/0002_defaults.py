@@ -4,7 +4,7 @@ from django.db import migrations
 
 
 def create_defaults(apps, schema_editor):
-    from knowledge.config import PARAMETERS
+    from knowledge.parameters import PARAMETERS
 
     ChunkProfile = apps.get_model("knowledge", "ChunkProfile")
     KnowledgeSetting = apps.get_model("knowledge", "KnowledgeSetting")

@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 
 def store_new_parameters(apps, schema_editor):
-    from knowledge.config import AGENTIC_PARAMETERS
+    from knowledge.parameters import AGENTIC_PARAMETERS
 
     KnowledgeSetting = apps.get_model("knowledge", "KnowledgeSetting")
     for spec in AGENTIC_PARAMETERS:
@@ -18,7 +18,7 @@ def store_new_parameters(apps, schema_editor):
 
 
 def remove_new_parameters(apps, schema_editor):
-    from knowledge.config import AGENTIC_PARAMETERS
+    from knowledge.parameters import AGENTIC_PARAMETERS
 
     KnowledgeSetting = apps.get_model("knowledge", "KnowledgeSetting")
     KnowledgeSetting.objects.filter(key__in=[spec.key for spec in AGENTIC_PARAMETERS]).delete()

@@ -11,7 +11,7 @@ from django.db import migrations
 
 
 def forwards(apps, schema_editor):
-    from knowledge.config import PARAMETERS
+    from knowledge.parameters import PARAMETERS
 
     KnowledgeSetting = apps.get_model("knowledge", "KnowledgeSetting")
     KnowledgeSetting.objects.filter(key="minRelevanceScore", value=0.3, is_locked=False).update(value=0.0)

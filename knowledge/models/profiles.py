@@ -3,6 +3,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from knowledge.models.collections import Collection
+from knowledge.parameters import ConfigError, validate_overrides
 
 
 class Profile(models.Model):
@@ -45,8 +46,6 @@ class Profile(models.Model):
         return self.name
 
     def clean(self) -> None:
-        from knowledge.config import ConfigError, validate_overrides
-
         try:
             self.knowledge_overrides = validate_overrides(self.knowledge_overrides or {})
         except ConfigError as exc:
@@ -65,10 +64,3 @@ class ProfileCollection(models.Model):
 
     def __str__(self) -> str:
         return f"{self.profile} / {self.collection}"
-
-    def clean(self) -> None:
-        if self.profile_id and self.collection_id and self.profile.owner_id is not None:
-            from knowledge.access import collection_is_readable
-
-            if not collection_is_readable(user=self.profile.owner, collection=self.collection):
-                raise ValidationError({"collection": "The profile's owner cannot read this collection."})

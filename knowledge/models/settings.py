@@ -1,12 +1,14 @@
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from knowledge.parameters import ConfigError, parameter, validate_value
+
 
 class KnowledgeSetting(models.Model):
     """One global knowledge parameter: its value and whether the admin locked it.
 
     The parameters themselves (type, range, default) are declared once in
-    ``knowledge.config.PARAMETERS``; a row here holds the operator's value.
+    ``knowledge.parameters.PARAMETERS``; a row here holds the operator's value.
     """
 
     key = models.CharField(max_length=64, unique=True)
@@ -25,8 +27,6 @@ class KnowledgeSetting(models.Model):
         return self.key
 
     def clean(self) -> None:
-        from knowledge.config import ConfigError, parameter, validate_value
-
         try:
             spec = parameter(self.key)
             self.value = validate_value(self.key, self.value)

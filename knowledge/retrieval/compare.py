@@ -18,8 +18,9 @@ from __future__ import annotations
 import time
 from statistics import mean
 
+from knowledge.config import resolved_config
 from knowledge.errors import KnowledgeError
-from knowledge.retrieval.service import KnowledgeContext, question_clean, resolved_config, retrieve
+from knowledge.retrieval.service import KnowledgeContext, question_clean, retrieve
 
 MAX_QUERIES = 10
 

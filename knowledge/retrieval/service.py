@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
-from knowledge.config import effective_config, effective_values, validate_overrides
+from knowledge.config import resolved_config
 from knowledge.errors import KnowledgeError
 from knowledge.ingestion.embedding import embed_query
 from knowledge.models import Chunk, Profile
@@ -173,15 +173,6 @@ def question_clean(question: str) -> str:
     if len(question) > MAX_QUESTION_CHARS:
         raise KnowledgeError(f"the question is {len(question)} characters; the limit is {MAX_QUESTION_CHARS}")
     return question
-
-
-def resolved_config(profile, overrides=None, k=None) -> dict:
-    """Every parameter's effective value for a call: admin lock > per-call override > profile > global."""
-    merged = dict(profile.knowledge_overrides if profile else {})
-    merged.update(validate_overrides(overrides or {}))
-    if k is not None:
-        merged["maxDocs"] = validate_overrides({"maxDocs": k})["maxDocs"]
-    return effective_values(effective_config(overrides=merged))
 
 
 def search_collections(profile, collection_ids) -> tuple[list[int] | None, set[int]]:

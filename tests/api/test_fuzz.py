@@ -20,8 +20,8 @@ from schemathesis.checks import not_a_server_error
 
 from accounts.tokens import token_create
 from knowledge.collections import collection_create
-from knowledge.config import PARAMETERS
 from knowledge.documents import document_upload
+from knowledge.parameters import PARAMETERS
 
 MAX_EXAMPLES = 15  # per operation and generation mode
 REQUEST_TIMEOUT = 120

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.config import PARAMETERS, global_setting_set
+from knowledge.config import global_setting_set
 from knowledge.models import Profile
+from knowledge.parameters import PARAMETERS
 from tests.api.conftest import assert_error
 
 pytestmark = pytest.mark.django_db

@@ -11,15 +11,10 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from knowledge.config import (
-    ConfigError,
-    effective_config,
-    global_setting_set,
-    parameter,
-    validate_value,
-)
+from knowledge.config import effective_config, global_setting_set
 from knowledge.errors import KnowledgeError
 from knowledge.models import Profile
+from knowledge.parameters import ConfigError, parameter, validate_value
 from knowledge.profiles import profile_find
 
 
@@ -51,7 +46,7 @@ class Command(BaseCommand):
             for key in lock_keys - changes.keys():
                 global_setting_set(key=key, lock=lock)
             profile = self._profile(options["profile"])
-            config = effective_config(overrides=profile.knowledge_overrides if profile else None)
+            config = effective_config(profile=profile)
         except (ConfigError, KnowledgeError) as exc:
             raise CommandError(str(exc)) from exc
         self._print(config, as_json=options["json"])

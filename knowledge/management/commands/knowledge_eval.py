@@ -22,11 +22,11 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from knowledge.config import ConfigError
 from knowledge.errors import KnowledgeError
 from knowledge.evaluation.questions import load_questions
 from knowledge.evaluation.runner import RECALL_CUTS, run_retrieval, summarise
 from knowledge.management.targets import parse_settings, resolve_target
+from knowledge.parameters import ConfigError
 
 JSON_KEYS = (
     "questions",
