@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.html import format_html
 
+from knowledge.clients.llm import llm_config
 from knowledge.models import LLMSettings
 
 
@@ -62,8 +63,6 @@ class LLMSettingsAdmin(admin.ModelAdmin):
 
     @admin.display(description="In effect now")
     def effective_configuration(self, obj):
-        from knowledge.synthesis.llm import llm_config
-
         try:
             described = llm_config().describe()
         except ImproperlyConfigured as exc:

@@ -25,6 +25,16 @@ from django.db.models import F
 from django.utils import timezone
 
 from knowledge.access import profile_is_readable
+from knowledge.agents.loop import AgenticRun
+from knowledge.clients.llm import (
+    TOKEN_SOURCE_ESTIMATE,
+    TOKEN_SOURCE_USAGE,
+    LLMConfig,
+    LLMError,
+    llm_config,
+    stream_chat,
+)
+from knowledge.clients.tokens import llm_token_count
 from knowledge.config import resolved_config
 from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.models import ChatSession, ChatTurn, Profile
@@ -36,20 +46,11 @@ from knowledge.retrieval.service import (
     retrieve,
     search_collections,
 )
-from knowledge.retrieval.tokens import llm_token_count
 from knowledge.synthesis import events as ev
 from knowledge.synthesis.citations import answer_html, resolve_citations, source_url
 from knowledge.synthesis.events import Event
 from knowledge.synthesis.extractive import LABEL_LLM_FAILED, LABEL_NO_LLM, extractive_answer
 from knowledge.synthesis.followup import PreviousTurn, Resolution, resolve_question
-from knowledge.synthesis.llm import (
-    TOKEN_SOURCE_ESTIMATE,
-    TOKEN_SOURCE_USAGE,
-    LLMConfig,
-    LLMError,
-    llm_config,
-    stream_chat,
-)
 from knowledge.synthesis.prompts import Exchange, prompt_equivalent_tokens, synthesis_messages
 
 logger = logging.getLogger(__name__)
@@ -196,7 +197,6 @@ class ChatStream:
 
     def _agentic_answer(self, resolution: Resolution, llm: LLMConfig | None):
         """The agentic loop (knowledge.agents.loop) with this stream's events and answers."""
-        from knowledge.agents.loop import AgenticRun
 
         def generate(context, step_llm, *, deltas, label=None):
             return self._answer(context, resolution, step_llm, deltas=deltas, label=label)

@@ -14,11 +14,11 @@ from knowledge.access import (
     readable_collection_ids_checked,
 )
 from knowledge.chat import chat_stream, session_get, sse_stream
+from knowledge.clients.llm import llm_config
 from knowledge.documents import SERVED_CONTENT_TYPES
 from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.event_stream import event_stream_response
 from knowledge.models import ChatSession, Chunk, DocumentSummary, Profile
-from knowledge.synthesis.llm import llm_config
 from knowledge.views import form_ids, knowledge_page
 
 

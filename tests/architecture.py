@@ -161,8 +161,8 @@ def layers(root: Path = ROOT) -> list[list[str]]:
 
 
 def _layer_members(layer: str) -> list[str]:
-    layer = layer.strip().strip("()")
-    return [part.strip() for part in layer.replace(":", "|").split("|") if part.strip()]
+    """``"a : (b) | c"`` -> ``["a", "b", "c"]`` (parentheses mark a layer that may not exist yet)."""
+    return [part.strip().strip("()") for part in layer.replace(":", "|").split("|") if part.strip()]
 
 
 def layer_of(name: str, order: list[list[str]]) -> int | None:

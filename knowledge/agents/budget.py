@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
-from knowledge.synthesis.llm import LLMConfig, LLMError, LLMResult, complete, messages_token_count
+from knowledge.clients.llm import LLMConfig, LLMError, LLMResult, complete, messages_token_count
 
 MIN_STEP_SECONDS = 1.0
 

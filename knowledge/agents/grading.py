@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from knowledge.clients.llm import LLMError
 from knowledge.retrieval.rerank import count_instruction, parse_scores
-from knowledge.synthesis.llm import LLMError
 
 PASSAGE_CHARS = 600
 GRADE_PROMPT = (

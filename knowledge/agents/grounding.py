@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from knowledge.clients.json_reply import json_object, text_field
+from knowledge.clients.llm import LLMError
+from knowledge.clients.text import content_terms
 from knowledge.synthesis.extractive import normalise
-from knowledge.synthesis.json_reply import json_object, text_field
-from knowledge.synthesis.llm import LLMError
 
 SOURCE_CHARS = 1500
 STRICT = (
@@ -117,8 +118,6 @@ def supported_only(answer_text: str, unsupported: list[str]) -> tuple[str, int] 
     None when a claim cannot be located in a sentence, or nothing cited is left:
     the caller then answers by extraction instead.
     """
-    from knowledge.agents.queries import content_terms
-
     sentences = [s for s in _SENTENCE.split(answer_text.strip()) if s.strip()]
     drop = set()
     for claim in unsupported:

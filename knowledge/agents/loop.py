@@ -30,8 +30,8 @@ from knowledge.agents.planner import Plan, PlanStep, plan
 from knowledge.agents.queries import DIRECT, MULTI_HOP, STANDARD, StepResult, classify, expand, rewrite
 from knowledge.agents.router import route
 from knowledge.agents.settings import AgenticSettings
+from knowledge.clients.embedding import embed_query
 from knowledge.config import resolved_config
-from knowledge.ingestion.embedding import embed_query
 from knowledge.models import ChatTurn, Document, DocumentSummary
 from knowledge.retrieval.rerank import rerank
 from knowledge.retrieval.scope import search_scope

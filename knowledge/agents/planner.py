@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from knowledge.agents.queries import MAX_QUERY_CHARS
-from knowledge.synthesis.json_reply import json_object, text_field
-from knowledge.synthesis.llm import LLMError
+from knowledge.clients.json_reply import json_object, text_field
+from knowledge.clients.llm import LLMError
 
 PLAN_PROMPT = (
     "Plan the searches that answer the question from the listed documents. Use one step for a "

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from knowledge.synthesis.json_reply import json_object, text_field, text_list
-from knowledge.synthesis.llm import LLMError
+from knowledge.clients.json_reply import json_object, text_field, text_list
+from knowledge.clients.llm import LLMError
+from knowledge.clients.text import content_terms
 
 DIRECT, STANDARD, MULTI_HOP = "direct", "standard", "multi_hop"
 KINDS = (DIRECT, STANDARD, MULTI_HOP)
@@ -59,12 +60,6 @@ class StepResult:
     method: str
     note: str = ""
     detail: dict = field(default_factory=dict)
-
-
-def content_terms(text: str) -> set[str]:
-    from knowledge.synthesis.extractive import _terms
-
-    return _terms(text)
 
 
 def classify_by_rules(question: str) -> str:

@@ -16,9 +16,9 @@ import numpy as np
 from pgvector.django import CosineDistance
 
 from knowledge.access import readable_documents
+from knowledge.clients.json_reply import json_object
+from knowledge.clients.llm import LLMError
 from knowledge.models import DocumentSummary
-from knowledge.synthesis.json_reply import json_object
-from knowledge.synthesis.llm import LLMError
 
 # The LLM sees at most this many summaries: the closest by embedding.
 LLM_CANDIDATES = 40

@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
+from knowledge.clients.embedding import BACKENDS, embed_texts, get_model
 from knowledge.evaluation import metrics
 from knowledge.evaluation.questions import EvalQuestion, normalise
-from knowledge.ingestion.embedding import BACKENDS, embed_texts, get_model
 from knowledge.models import Chunk, Collection
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from django.conf import settings
 
 from knowledge.benchmarks.common import peak_memory_mb, throwaway_collection
+from knowledge.clients.embedding import get_model
 from knowledge.documents import document_upload
-from knowledge.ingestion.embedding import get_model
 from knowledge.models import Document
 
 DEFAULT_FILES = (

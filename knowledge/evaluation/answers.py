@@ -11,8 +11,8 @@ import re
 import numpy as np
 
 from knowledge.chat import chat_ask
+from knowledge.clients.embedding import embed_texts
 from knowledge.evaluation.questions import normalise
-from knowledge.ingestion.embedding import embed_texts
 from knowledge.models import ChatSession
 from knowledge.synthesis import events as ev
 

@@ -16,7 +16,8 @@ from django.db import transaction
 
 from knowledge.evaluation.questions import EvalQuestion as LoadedQuestion
 from knowledge.evaluation.questions import load_questions, parse_question
-from knowledge.models import EvalQuestion, EvalRun, EvalSet
+from knowledge.evaluation.runner import run_retrieval, summarise
+from knowledge.models import Chunk, EvalQuestion, EvalRun, EvalSet
 
 CHART_METRICS = ("recall@1", "recall@3", "recall@5", "recall@10", "mrr", "ndcg@10")
 # Shown when a compared run has them: answer quality, and how the agentic loop worked (all 0-1).
@@ -276,9 +277,6 @@ def eval_chunk_profiles_compare(
     is the size of the chunk set each run searched. Profiles without chunks
     in the collection are skipped.
     """
-    from knowledge.evaluation.runner import run_retrieval, summarise
-    from knowledge.models import Chunk
-
     questions = eval_set_questions(eval_set=eval_set)
     runs = []
     for chunk_profile in dict.fromkeys(chunk_profiles):

@@ -27,8 +27,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from knowledge.clients.embedding import MAX_CONTENT_TOKENS, count_tokens, embed_texts
 from knowledge.ingestion.chunking import chunk_sections
-from knowledge.ingestion.embedding import MAX_CONTENT_TOKENS, count_tokens, embed_texts
 from knowledge.ingestion.extract import extract_sections
 from knowledge.ingestion.headers import embedding_text, section_header, title_from_filename
 from knowledge.ingestion.limits import LimitExceeded

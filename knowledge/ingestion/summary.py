@@ -20,7 +20,13 @@ from pathlib import PurePath
 import numpy as np
 from django.core.exceptions import ImproperlyConfigured
 
+from knowledge.clients.embedding import embed_texts
+from knowledge.clients.json_reply import json_object, text_field, text_list
+from knowledge.clients.llm import LLMError, complete, llm_config
+from knowledge.clients.text import STOPWORDS, WORD, stem
 from knowledge.ingestion.types import ChunkDraft
+from knowledge.models.documents import summary_router_text
+from knowledge.synthesis.extractive import split_sentences
 
 logger = logging.getLogger(__name__)
 
@@ -85,8 +91,6 @@ class SummaryDraft:
     output_tokens: int = 0
 
     def router_text(self) -> str:
-        from knowledge.models.documents import summary_router_text
-
         return summary_router_text(self.document_type, self.summary, self.key_topics, self.use_for)
 
 
@@ -94,8 +98,6 @@ def summary_draft(
     *, filename: str, title: str, drafts: Sequence[ChunkDraft], vectors: np.ndarray
 ) -> SummaryDraft:
     """The LLM's summary when an LLM is configured and answers usably, else the extracted one."""
-    from knowledge.synthesis.llm import LLMError, llm_config
-
     extracted = extractive_summary(filename=filename, title=title, drafts=drafts, vectors=vectors)
     try:
         llm = llm_config()
@@ -157,16 +159,14 @@ def key_topics(drafts: Sequence[ChunkDraft], *, title: str = "") -> list[str]:
 
 def frequent_terms(drafts: Sequence[ChunkDraft], limit: int = 6) -> list[str]:
     """The most frequent words (one spelling per stem), for documents without headings."""
-    from knowledge.synthesis.extractive import _STOPWORDS, _WORD, _stem
-
     counts: Counter[str] = Counter()
     spelling: dict[str, str] = {}
     for draft in drafts:
-        for word in _WORD.findall(plain_text(draft.content).lower()):
-            if len(word) > 3 and word not in _STOPWORDS | URL_WORDS and not word.isdigit():
-                stem = _stem(word)
-                counts[stem] += 1
-                spelling.setdefault(stem, word)
+        for word in WORD.findall(plain_text(draft.content).lower()):
+            if len(word) > 3 and word not in STOPWORDS | URL_WORDS and not word.isdigit():
+                root = stem(word)
+                counts[root] += 1
+                spelling.setdefault(root, word)
     return [spelling[stem] for stem, _ in counts.most_common(limit)]
 
 
@@ -181,9 +181,6 @@ def central_chunk_order(vectors: np.ndarray) -> np.ndarray:
 
 def central_sentences(drafts: Sequence[ChunkDraft], vectors: np.ndarray) -> list[str]:
     """The sentences of the most central chunks that are closest to the centroid, in document order."""
-    from knowledge.ingestion.embedding import embed_texts
-    from knowledge.synthesis.extractive import split_sentences
-
     central = sorted({0, *central_chunk_order(vectors)[:CENTRAL_CHUNKS].tolist()})
     candidates = [
         (index, position, sentence)
@@ -207,9 +204,6 @@ def central_sentences(drafts: Sequence[ChunkDraft], vectors: np.ndarray) -> list
 
 def llm_summary(llm, *, filename, title, drafts, vectors, fallback: SummaryDraft) -> SummaryDraft:
     """The LLM's summary; LLMError or ValueError when the call fails or the reply is unusable."""
-    from knowledge.synthesis.json_reply import json_object, text_field, text_list
-    from knowledge.synthesis.llm import complete
-
     result = complete(
         llm, summary_messages(filename, title, drafts, vectors, fallback), max_tokens=LLM_MAX_TOKENS
     )

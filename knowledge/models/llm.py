@@ -7,7 +7,7 @@ class LLMSettings(models.Model):
 
     Environment: OPENAI_BASE_URL, OPENAI_API_KEY (or OPENAI_API_KEY_FILE),
     LLM_MODEL, LLM_TIMEOUT, LLM_MAX_RETRIES, LLM_TEMPERATURE,
-    LLM_MAX_OUTPUT_TOKENS, LLM_STREAM. See knowledge.synthesis.llm.
+    LLM_MAX_OUTPUT_TOKENS, LLM_STREAM. See knowledge.clients.llm.
     """
 
     SINGLETON_ID = 1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from knowledge.retrieval.tokens import llm_token_count
+from knowledge.clients.tokens import llm_token_count
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import logging
 
+from knowledge.clients.json_reply import json_object
+from knowledge.clients.llm import LLMError, complete, llm_config
+
 logger = logging.getLogger(__name__)
 
 PASSAGE_CHARS = 700
@@ -25,8 +28,6 @@ def rerank(question: str, items: list, *, collection_ids: set[int], ask=None) ->
     ``ask(step, messages, max_tokens=...)`` makes the call within an agentic
     answer's budget; without it, the configured LLM is called directly.
     """
-    from knowledge.synthesis.llm import LLMError, complete, llm_config
-
     positions = [i for i, item in enumerate(items) if item.chunk.collection_id in collection_ids]
     if not positions:
         return items, "skipped: no chunk from a reranking collection"
@@ -73,8 +74,6 @@ def count_instruction(count: int) -> str:
 
 def parse_scores(text: str, *, expected: int) -> list[float]:
     """The scores list from the LLM's reply; ValueError when it is not usable."""
-    from knowledge.synthesis.json_reply import json_object
-
     scores = json_object(text).get("scores")
     if not isinstance(scores, list) or len(scores) != expected:
         raise ValueError(f"expected {expected} scores")

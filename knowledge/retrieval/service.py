@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
+from knowledge.clients.embedding import embed_query
 from knowledge.config import resolved_config
 from knowledge.errors import KnowledgeError
-from knowledge.ingestion.embedding import embed_query
 from knowledge.models import Chunk, Profile
 from knowledge.retrieval import dense, lexical
 from knowledge.retrieval.answerability import (

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from knowledge.clients.embedding import embed_texts
+from knowledge.clients.text import content_terms as _terms
 from knowledge.synthesis.citations import Citation, citation_for
 
 LABEL_NO_LLM = "Extracted from your documents (no language model configured):"
@@ -70,12 +72,6 @@ _SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?:\[\d+\])*(?=\s+[\"'“‘(\
 _ENDS_SENTENCE = re.compile(r"[.!?][\"'”’)\]]*(?:\[\d+\])*$")
 _ABBREVIATION = re.compile(
     r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|vs|etc|al|e\.g|i\.e|Fig|No|Vol|approx|[A-Z])\.$", re.IGNORECASE
-)
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_STOPWORDS = frozenset(
-    """a an and are as at be by can do does did for from has have how i in is it its of on or
-    that the their there these this to was what when where which who why will with you your
-    about into more tell me than then they them those""".split()
 )
 
 
@@ -194,8 +190,6 @@ def _choose(question: str, candidates: list[Sentence], documents: dict | None = 
 
 
 def _scores(question: str, candidates: list[Sentence]) -> np.ndarray:
-    from knowledge.ingestion.embedding import embed_texts
-
     vectors = embed_texts([question] + [c.text for c in candidates])
     cosine = vectors[1:] @ vectors[0]
     terms = _terms(question)
@@ -214,17 +208,6 @@ def answer_type_match(question: str, sentence: str) -> float:
     if _ASKS_DEFINITION.search(question):
         return 1.0 if _DEFINITION.search(sentence) else 0.0
     return 0.0
-
-
-def _terms(text: str) -> set[str]:
-    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
 
 
 def _opening(text: str, limit: int = 300) -> str:

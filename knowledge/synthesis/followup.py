@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from knowledge.clients.llm import LLMConfig, LLMError, LLMResult, complete
 from knowledge.synthesis.citations import MARKER, marker_numbers
-from knowledge.synthesis.llm import LLMConfig, LLMError, LLMResult, complete
+from knowledge.synthesis.extractive import split_sentences
 from knowledge.synthesis.prompts import Exchange, rewrite_messages
 
 RESOLUTION_NONE = "none"
@@ -125,7 +126,5 @@ def _describe(citation: dict) -> str:
 
 def _snippet(text: str) -> str:
     """The source's first whole sentence (its opening words when it has none)."""
-    from knowledge.synthesis.extractive import split_sentences
-
     sentences = split_sentences(text)
     return sentences[0] if sentences else " ".join(text.split()[:SNIPPET_WORDS])

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from knowledge.retrieval.tokens import llm_token_count
+from knowledge.clients.llm import messages_token_count
+from knowledge.clients.tokens import llm_token_count
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are a knowledge assistant. Answer the user's question using ONLY the documents \
@@ -106,7 +107,5 @@ def rewrite_messages(*, history: list[Exchange], cited_titles: list[str], questi
 
 def prompt_equivalent_tokens(*, config: dict, context_text: str, question: str) -> int:
     """What an LLM call would have been sent, for the estimate on paths that make none."""
-    from knowledge.synthesis.llm import messages_token_count
-
     messages = synthesis_messages(config=config, context_text=context_text, history=[], question=question)
     return messages_token_count(messages)

@@ -8,11 +8,11 @@ from knowledge.agents.budget import Budget, ask
 from knowledge.agents.planner import plan
 from knowledge.agents.router import route
 from knowledge.chat import chat_ask
+from knowledge.clients.embedding import embed_query
+from knowledge.clients.llm import llm_config
 from knowledge.collections import collection_create
-from knowledge.ingestion.embedding import embed_query
 from knowledge.retrieval.service import retrieve
 from knowledge.synthesis import events as ev
-from knowledge.synthesis.llm import llm_config
 from tests.agents.conftest import AGENTIC
 from tests.agents.script import AgentModel
 from tests.synthesis.openai_server import Reply

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from knowledge.ingestion.embedding import BACKENDS
+from knowledge.clients.embedding import BACKENDS
 
 
 class Command(BaseCommand):

@@ -23,9 +23,12 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from knowledge.errors import KnowledgeError
+from knowledge.evaluation.answers import score_answers
 from knowledge.evaluation.questions import load_questions
 from knowledge.evaluation.runner import RECALL_CUTS, run_retrieval, summarise
+from knowledge.evaluation.store import eval_run_record, eval_set_import
 from knowledge.management.targets import parse_settings, resolve_target
+from knowledge.models import Collection
 from knowledge.parameters import ConfigError
 
 JSON_KEYS = (
@@ -122,8 +125,6 @@ class Command(BaseCommand):
         )
         bar.close()
         if options["answers"]:
-            from knowledge.evaluation.answers import score_answers
-
             answering = tqdm(
                 total=sum(1 for r in results if r.question.answerable),
                 desc="Answering",
@@ -169,9 +170,6 @@ def _cell(value) -> str:
 
 
 def _store(options, summary, profile, collection_ids, user, overrides):
-    from knowledge.evaluation.store import eval_run_record, eval_set_import
-    from knowledge.models import Collection
-
     eval_set, _ = eval_set_import(name=options["store"], path=Path(options["questions"]))
     collection = Collection.objects.get(pk=collection_ids[0]) if collection_ids else None
     return eval_run_record(

@@ -30,7 +30,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
 from config.env import env_bool, env_int, env_str
-from knowledge.retrieval.tokens import llm_token_count
+from knowledge.clients.tokens import llm_token_count
+from knowledge.models import LLMSettings
 
 logger = logging.getLogger(__name__)
 
@@ -104,8 +105,6 @@ def llm_config() -> LLMConfig:
 
     Raises ImproperlyConfigured for a malformed value, naming it.
     """
-    from knowledge.models import LLMSettings
-
     row = LLMSettings.load()
     values, sources = {}, {}
     for name, admin_value, env_value in _candidates(row):

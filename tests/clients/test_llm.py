@@ -11,9 +11,9 @@ import time
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
+from knowledge.clients.llm import LLMError, complete, llm_config, stream_chat
+from knowledge.clients.tokens import llm_token_count
 from knowledge.models import LLMSettings
-from knowledge.retrieval.tokens import llm_token_count
-from knowledge.synthesis.llm import LLMError, complete, llm_config, stream_chat
 from tests.synthesis.openai_server import Reply
 
 # The loopback LLM server's fixtures: llm_server, llm_env, no_llm.

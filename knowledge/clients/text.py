@@ -1,0 +1,25 @@
+"""Word-level text helpers shared by answer extraction, summaries and query classification."""
+
+from __future__ import annotations
+
+import re
+
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
+STOPWORDS = frozenset(
+    """a an and are as at be by can do does did for from has have how i in is it its of on or
+    that the their there these this to was what when where which who why will with you your
+    about into more tell me than then they them those""".split()
+)
+
+
+def content_terms(text: str) -> set[str]:
+    """The stems of the words of ``text`` that carry meaning (no stop words, no single letters)."""
+    return {stem(w) for w in WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1}
+
+
+def stem(word: str) -> str:
+    """A crude suffix stripper (-ing, -ed, -es, -s), enough to match "planets" with "planet"."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
