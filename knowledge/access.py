@@ -1,7 +1,7 @@
 """The one place that decides which collections (and so documents and chunks) and profiles a user may use.
 
 Pages, the API, retrieval SQL, chat and the admin all call these functions;
-none of them re-implements the rule. Visibility (seed 000):
+none of them re-implements the rule. Visibility (docs/design.md#access):
 
     private   owner only (plus active subscribers while the collection is listed)
     unlisted  owner, and whoever opened its share link (a LinkGrant) while the

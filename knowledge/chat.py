@@ -1,7 +1,7 @@
 """The chat service: question -> follow-up resolution -> retrieval -> synthesis -> saved turn.
 
 One path for pages, the API and the command line. ``chat_stream`` returns an
-iterable of events produced as the work happens (seed 000's order, see
+iterable of events produced as the work happens (docs/design.md#answers, see
 knowledge.synthesis.events), so a view can send them as Server-Sent Events
 with ``sse_stream`` while the answer is being written; ``chat_ask`` runs the
 same stream to the end and returns the saved ChatTurn.

@@ -19,7 +19,7 @@ MAX_TAGS = 50
 
 
 def chunk_profile_default() -> ChunkProfile:
-    """The active chunk profile; recreates seed 000's default if none is active."""
+    """The active chunk profile; recreates the default (paragraph) profile if none is active."""
     active = ChunkProfile.objects.filter(is_active=True).first()
     if active:
         return active

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from knowledge.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.ingestion.extract import detect_format
-from knowledge.ingestion.types import ExtractionError
+from knowledge.ingestion.types import ExtractionError, UnsupportedFormat
 from knowledge.models import Collection, Document
 
 FORMAT_CONTENT_TYPES = {
@@ -124,7 +124,7 @@ def _check_format(filename: str, data: bytes) -> str:
         return detect_format(filename, data, limits=settings.KNOWLEDGE_INGEST_LIMITS)
     except ExtractionError as exc:
         message = str(exc)
-        error = UnsupportedMediaError if "unsupported" in message else KnowledgeError
+        error = UnsupportedMediaError if isinstance(exc, UnsupportedFormat) else KnowledgeError
         raise error(message if filename in message else f"{filename}: {message}") from None
 
 

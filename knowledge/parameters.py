@@ -28,7 +28,7 @@ class Parameter:
     max_length: int | None = None
 
 
-# Multi-step retrieval (seeds 002 and 003): off unless a profile or the operator switches it on.
+# Multi-step retrieval (docs/design.md#agents): off unless a profile or the operator switches it on.
 AGENTIC_PARAMETERS = (
     Parameter(
         "agentic.enabled",

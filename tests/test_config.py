@@ -25,7 +25,7 @@ SEED_DEFAULTS = {
     "hybrid": True,
     "semanticWeight": 0.3,
     "rrfK": 60,
-    # Multi-step retrieval (seeds 002, 003): off by default.
+    # Multi-step retrieval (docs/design.md#agents): off by default.
     "agentic.enabled": False,
     "agentic.maxRetries": 2,
     "agentic.grading": True,

@@ -1,5 +1,5 @@
-"""Multi-step retrieval: document summaries, router and planner (seed 002), and the agentic loop
-(seed 003): classify, route, plan, expand, retrieve, grade, rewrite, rerank, generate, check.
+"""Multi-step retrieval: document summaries, router and planner, and the agentic loop
+(docs/design.md#agents): classify, route, plan, expand, retrieve, grade, rewrite, rerank, generate, check.
 
 Selected per profile with ``agentic.enabled`` (off by default); every step has
 an LLM path and a path without an LLM, emits an ``agent_step`` event, and runs

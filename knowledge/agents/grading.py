@@ -1,4 +1,4 @@
-"""Grading (seed 003): does each retrieved passage help answer the question?
+"""Grading (docs/design.md#agents): does each retrieved passage help answer the question?
 
 One LLM call scores every passage from 0 to 1; a passage passes at the
 profile's confidence threshold. Without an LLM, or when the reply is

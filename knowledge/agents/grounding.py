@@ -1,4 +1,4 @@
-"""The grounding check (seed 003): is every claim of the answer supported by its sources?
+"""The grounding check (docs/design.md#agents): is every claim of the answer supported by its sources?
 
 With an LLM, a separate call lists the answer's claims and whether each is
 supported by the numbered sources: strictly (stated in them) or leniently

@@ -1,4 +1,4 @@
-"""The agentic loop (seed 003) with the router and planner (seed 002), as one answer's steps.
+"""The agentic loop with the router and planner (docs/design.md#agents), as one answer's steps.
 
     classify -> [direct: no search]
     expand -> (multi-hop, decomposition on) route -> plan
@@ -217,7 +217,7 @@ class AgenticRun:
         return interleave([_answering(self._search(query, [document_id])) for document_id in document_ids])
 
     def _similar_names(self, targets: list[int]) -> list[int]:
-        """Readable documents whose core file name matches a target's (seed 002's partial match)."""
+        """Readable documents whose core file name matches a target's (docs/design.md#agents)."""
         candidates = readable_documents(user=self.user, collection_ids=self.scope_ids)
         names = [
             _core_name(n) for n in Document.objects.filter(pk__in=targets).values_list("filename", flat=True)
@@ -243,7 +243,7 @@ class AgenticRun:
         return grades.scores is None or len(self._kept) >= self.settings.min_relevant
 
     def _rewrite(self, titles: list[str], *, after_check: bool = False):
-        """A new query; counted as a rewrite (seed 003's rewrite rate) only when grading asked for it."""
+        """A new query; counted as a rewrite (the rewrite rate) only when grading asked for it."""
         started = time.perf_counter()
         result = rewrite(self.question, tried=self._tried, found=titles, ask=self._ask())
         yield self._step(

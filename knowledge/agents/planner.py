@@ -1,4 +1,4 @@
-"""The planner (seed 002): one or more focused retrieval steps for the question.
+"""The planner (docs/design.md#agents): one or more focused retrieval steps for the question.
 
 A plan step names what it looks for, the documents to search (ids the router
 chose), a focused query and the expected output; ``requires_combination``

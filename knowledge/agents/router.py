@@ -1,4 +1,4 @@
-"""The router (seed 002): which documents can answer the question, chosen from their summaries.
+"""The router (docs/design.md#agents): which documents can answer the question, chosen from their summaries.
 
 Candidates are the ready, summarised documents the user may read in the
 searched collections (knowledge.access decides). With an LLM, it picks from a

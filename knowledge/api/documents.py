@@ -55,7 +55,7 @@ class ProgressSerializer(serializers.Serializer):
 
 
 class SummarySerializer(serializers.Serializer):
-    """What the router reads (seed 002): made at ingestion, by the LLM or extracted."""
+    """What the router reads (docs/design.md#agents): made at ingestion, by the LLM or extracted."""
 
     document_type = serializers.CharField()
     summary = serializers.CharField()

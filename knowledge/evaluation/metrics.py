@@ -1,4 +1,4 @@
-"""Retrieval and answer metrics (seed 004), pure functions over ranked source lists."""
+"""Retrieval and answer metrics (docs/design.md#evaluation), pure functions over ranked source lists."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ class LoadResult:
 
 
 def normalise(text: str) -> str:
-    """Strict matching, forgiving only whitespace and case (seed 004)."""
+    """Strict matching, forgiving only whitespace and case (docs/design.md#evaluation)."""
     return re.sub(r"\s+", " ", str(text)).strip().lower()
 
 

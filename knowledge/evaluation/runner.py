@@ -1,4 +1,4 @@
-"""Run a question set through the retrieval service and compute seed 004's metrics.
+"""Run a question set through the retrieval service and compute the metrics of docs/design.md#evaluation.
 
 recall@k counts the top-k primary chunks together with the chunks reference
 expansion adds to those k (what a context of k primary chunks contains: the
@@ -154,7 +154,7 @@ def _answer_metrics(answerable: list[QuestionResult], out: dict) -> dict:
 
 
 def answer_process_metrics(runs: list[dict]) -> dict:
-    """Seed 003's agentic metrics, with LLM calls and answer latency, over the answered questions.
+    """Multi-step metrics (docs/design.md#agents), LLM calls and answer latency, over the answered questions.
 
     A standard (non-agentic) answer counts as one retrieval round with no
     expansion, rewrite, retry or flag; graded_relevant_ratio covers only

@@ -1,4 +1,4 @@
-"""Document summaries for the router (seed 002): type, summary, key topics, what to use it for.
+"""Document summaries for the router (docs/design.md#agents): type, summary, key topics, what to use it for.
 
 Made from a document's chunks once they are embedded, before anything is
 written. With an LLM configured, the LLM writes it from the document's title,

@@ -10,7 +10,15 @@ from dataclasses import dataclass, field
 
 
 class ExtractionError(Exception):
-    """A document cannot be read; the message is shown to the user as-is."""
+    """A document cannot be ingested; the message is shown to the user as-is."""
+
+
+class UnsupportedFormat(ExtractionError):
+    """Not a format we read (a legacy Office file, a zip of something else, a binary file...)."""
+
+
+class UnreadableDocument(ExtractionError):
+    """A supported format, but this file cannot be read: empty, encrypted, damaged, malformed."""
 
 
 @dataclass(frozen=True)

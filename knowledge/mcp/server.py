@@ -158,6 +158,16 @@ def _refuse_nul(arguments: dict) -> None:
 
 
 def _add_tools(server: MCPServer, identity: Identity) -> None:
+    """Every tool, in the order clients list them."""
+    _add_search_tools(server, identity)
+    _add_answer_tools(server, identity)
+    _add_passage_tools(server, identity)
+    _add_index_tools(server, identity)
+
+
+def _add_search_tools(server: MCPServer, identity: Identity) -> None:
+    """Browsing and searching: what there is to search, and ranked passages."""
+
     @server.tool(title="List collections and profiles", annotations=READ_ONLY)
     async def list_collections(
         ctx: Context,
@@ -195,6 +205,10 @@ def _add_tools(server: MCPServer, identity: Identity) -> None:
             profile=profile,
             k=k,
         )
+
+
+def _add_answer_tools(server: MCPServer, identity: Identity) -> None:
+    """Answers with citations, standard and agentic."""
 
     @server.tool(title="Answer with citations", annotations=ANSWERS)
     async def answer_research_question(
@@ -245,6 +259,10 @@ def _add_tools(server: MCPServer, identity: Identity) -> None:
             profile=profile,
             session=session,
         )
+
+
+def _add_passage_tools(server: MCPServer, identity: Identity) -> None:
+    """Reading a cited place, and measuring search quality."""
 
     @server.tool(title="Read a cited passage", annotations=READ_ONLY)
     async def get_passage(
@@ -298,6 +316,10 @@ def _add_tools(server: MCPServer, identity: Identity) -> None:
             profile=profile,
             k=k,
         )
+
+
+def _add_index_tools(server: MCPServer, identity: Identity) -> None:
+    """Rebuilding a collection's index (the only tool that changes anything)."""
 
     @server.tool(title="Rebuild a collection's index", annotations=REINDEX)
     async def reindex_collection(

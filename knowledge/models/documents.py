@@ -144,7 +144,7 @@ class Chunk(models.Model):
 
 
 class DocumentSummary(models.Model):
-    """What a document is for (seed 002): the router picks documents for a question by this.
+    """What a document is for (docs/design.md#agents): the router picks documents for a question by this.
 
     Made at ingestion, by the LLM when one is configured, otherwise extractively;
     made again whenever the document is processed again.

@@ -1,4 +1,4 @@
-"""What hybrid search and reranking change for given queries (seed 003's ``optimize_search``).
+"""What hybrid search and reranking change for given queries (the hybrid-search design's ``optimize_search``).
 
 Each query runs through the one retrieval service several times, differing
 only in per-call overrides (below admin locks, so a locked parameter shows up

@@ -1,4 +1,4 @@
-"""Context assembly within the maxTokens budget, formatted as in seed 000.
+"""Context assembly within the maxTokens budget, formatted as in docs/design.md#answers.
 
 Each chunk becomes a numbered source block (title, source file, source_ref,
 content); primary chunks come first, referenced chunks after. A block that does

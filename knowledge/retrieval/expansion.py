@@ -1,4 +1,4 @@
-"""Reference expansion (seed 001): follow ref_ids breadth-first from the primary chunks.
+"""Reference expansion (docs/design.md#references): follow ref_ids breadth-first from the primary chunks.
 
 Visited set (cycles never loop), max depth, a total chunk cap with a 60/40
 primary/reference split, one batched fetch per level, missing references

@@ -1,4 +1,4 @@
-"""Query intent for API questions (seed 001): narrow the first search to operations or schemas.
+"""Query intent for API questions (docs/design.md#references): search operations or schemas first.
 
 The narrowing applies only to API chunks (those with a metadata type); chunks
 of other documents stay eligible, so a mixed collection is never narrowed away

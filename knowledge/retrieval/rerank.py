@@ -1,4 +1,4 @@
-"""Optional per-collection reranking with the configured LLM (seed 000).
+"""Optional per-collection reranking with the configured LLM (docs/design.md#scoring).
 
 The positions held by chunks of reranking collections are refilled in the
 order the LLM prefers; chunks of other collections keep their positions, so

@@ -1,4 +1,4 @@
-"""Seed 000 scoring, pure functions: similarity, freshness, adjusted score, RRF, limits.
+"""Scoring (docs/design.md#scoring), pure functions: similarity, freshness, adjusted score, RRF, limits.
 
 Order of operations on the candidates (documented, and tested):
 1. similarity = 1 - cosine distance; candidates below minRelevanceScore are

@@ -1,8 +1,8 @@
 """The one retrieval service every caller uses (pages, API, chat, commands, evaluation).
 
-question -> access-scoped dense + lexical candidates -> seed 000 scoring and
+question -> access-scoped dense + lexical candidates -> scoring (docs/design.md#scoring) and
 fusion -> optional LLM reranking -> reference expansion -> token-budgeted
-context. Returns a KnowledgeContext (seed 001) with per-stage timings.
+context. Returns a KnowledgeContext (docs/design.md#references) with per-stage timings.
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ def retrieve(
     with timer.stage("embed"):
         vector = embed_query(question)
     candidates, context.stats = _candidates(question, vector, scope, config, timer)
-    # Reranking looks at maxDocs x 3 candidates, then keeps maxDocs (seed 000).
+    # Reranking looks at maxDocs x 3 candidates, then keeps maxDocs (docs/design.md#scoring).
     pool = {**config, "maxDocs": config["maxDocs"] * 3} if rerank_ids else config
     with timer.stage("score"):
         chosen = select(candidates, config=pool, today=timezone.localdate(), hybrid=config["hybrid"])

@@ -1,6 +1,6 @@
 """[Source N] markers: parse, check against the retrieved sources, link to their location.
 
-The numbers are the ones the context gave the model (seed 004), kept as they
+The numbers are the ones the context gave the model (docs/design.md#evaluation), kept as they
 are; the answer's source list holds only the sources it cites. A marker that
 points at no source in the context is removed and counted.
 """

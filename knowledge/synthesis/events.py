@@ -1,4 +1,4 @@
-"""The events of one answer (seed 000), and their Server-Sent Events form.
+"""The events of one answer (docs/design.md#answers), and their Server-Sent Events form.
 
 In order, every turn emits:
 

@@ -1,6 +1,6 @@
 """Prompts for synthesis and for rewriting follow-up questions, within the token budget.
 
-The synthesis call is laid out as in seed 000: system prompt, knowledge
+The synthesis call is laid out as in docs/design.md#answers: system prompt, knowledge
 context, conversation history, question. The system prompt and the context go
 in one system message (several local chat templates refuse a second one), the
 history as alternating user/assistant messages, the question last.
@@ -53,7 +53,7 @@ class Exchange:
 
 
 def system_prompt(config: dict) -> str:
-    """seed 000: synthesisPromptOverride, when set, replaces the default entirely."""
+    """synthesisPromptOverride, when set, replaces the default entirely."""
     override = (config.get("synthesisPromptOverride") or "").strip()
     return override or DEFAULT_SYSTEM_PROMPT
 

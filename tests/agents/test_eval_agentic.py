@@ -1,4 +1,4 @@
-"""knowledge_eval --answers: seed 003's agentic metrics, standard against agentic, with --set overrides."""
+"""knowledge_eval --answers: the multi-step metrics, standard against agentic, with --set overrides."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 000 scoring on worked examples, and the threshold -> per-document -> maxDocs order."""
+"""Scoring (docs/design.md#scoring) on worked examples, and the threshold -> per-document -> maxDocs order."""
 
 from __future__ import annotations
 

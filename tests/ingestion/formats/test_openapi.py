@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from knowledge.ingestion.openapi import extract_openapi
+from knowledge.ingestion.formats.openapi import extract_openapi
 from knowledge.ingestion.types import ExtractionError, Section
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "openapi"
+CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "openapi"
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
 

@@ -1,0 +1,115 @@
+"""PDF: one section per page (``page=N``), lines reflowed into paragraphs."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+
+from knowledge.ingestion.formats.common import clean_text
+from knowledge.ingestion.limits import (
+    TextBudget,
+    pdf_pages_check,
+)
+from knowledge.ingestion.types import ExtractionError, Section, UnreadableDocument
+
+_BULLET_START = re.compile(r"^(?:[•●○◦▪▫■□‣–]\s|-\s)")
+_SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*$")
+
+
+def extract_pdf(filename: str, data: bytes, budget: TextBudget) -> list[Section]:
+    """One section per page (``page=N``, 1-based) so citations point at a page."""
+    import pypdf
+
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            _decrypt_pdf(reader)
+        pdf_pages_check(len(reader.pages), budget.limits)
+        sections = []
+        for number, page in enumerate(reader.pages, start=1):
+            text = _pdf_page_text(budget.charge(page.extract_text() or ""))
+            if text:
+                budget.add_section()
+                sections.append(Section(source_ref=f"page={number}", text=text, page=number))
+        return sections
+    except ExtractionError:
+        raise
+    except Exception as exc:  # corrupt PDFs raise anything from KeyError to PdfStreamError
+        raise UnreadableDocument(f"the PDF could not be read: {exc}") from exc
+
+
+def _decrypt_pdf(reader) -> None:
+    """Many PDFs are 'encrypted' only with an owner password; the empty user password opens them."""
+    from pypdf import PasswordType
+
+    try:
+        opened = reader.decrypt("") != PasswordType.NOT_DECRYPTED
+    except Exception:  # unsupported algorithm or damaged encryption dictionary
+        opened = False
+    if not opened:
+        raise UnreadableDocument("the PDF is encrypted")
+
+
+def _pdf_page_text(raw: str) -> str:
+    """Reflow pypdf's one-line-per-visual-line output into paragraphs.
+
+    pypdf returns hard line breaks and almost never blank lines, so a page
+    would be one giant paragraph. Lines are joined with spaces, words split
+    by a line-end hyphen are rejoined (``pa-`` + ``pers``; ``PaSa-`` +
+    ``GPT`` keeps its hyphen), and a paragraph ends after a line clearly
+    shorter than its neighbours (the last line of a paragraph, a heading) or
+    before a bullet. Comparing with the neighbours rather than the whole
+    page keeps narrow text (beside a figure, in a column) together.
+    Existing blank lines are kept.
+    """
+    paragraphs = []
+    for block in clean_text(raw).split("\n\n"):
+        paragraphs.extend(_reflow(block.split("\n")))
+    return "\n\n".join(paragraphs)
+
+
+def _reflow(lines: list[str]) -> Iterator[str]:
+    # Pieces are joined once per paragraph: growing one string line by line is
+    # quadratic, and a hostile page can hold one paragraph of 100,000 lines.
+    pieces: list[str] = []
+    for index, line in enumerate(lines):
+        tail = "".join(pieces[-3:])[-2:]
+        if not pieces:
+            pieces.append(line)
+        elif _is_hyphenated_break(tail, line):
+            pieces[-1] = pieces[-1][:-1]
+            pieces.append(line)
+        elif re.search(r"\w-$", tail):  # "PaSa-" + "GPT-4o": a compound, keep the hyphen
+            pieces.append(line)
+        else:
+            pieces.extend((" ", line))
+        previous = lines[index - 1] if index > 0 else ""
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        if following and _ends_paragraph(line, previous, following):
+            yield "".join(pieces)
+            pieces = []
+    if pieces:
+        yield "".join(pieces)
+
+
+def _is_hyphenated_break(current: str, line: str) -> bool:
+    """``infor-`` + ``mation``: a lowercase letter on both sides of the break."""
+    return (
+        len(current) >= 2
+        and current.endswith("-")
+        and current[-2].isalpha()
+        and current[-2].islower()
+        and line[:1].islower()
+    )
+
+
+def _ends_paragraph(line: str, previous: str, following: str) -> bool:
+    if _BULLET_START.match(following):
+        return True
+    if line.endswith("-"):
+        return False
+    width = max(len(previous), len(following))
+    if len(line) < 0.6 * width:
+        return True
+    return bool(_SENTENCE_END.search(line)) and len(line) < 0.85 * width
