@@ -6,7 +6,7 @@ from django.conf import settings
 from django.http import JsonResponse
 from django.shortcuts import render
 
-from knowledge.api.errors import error_body
+from accounts.api.errors import error_body
 
 
 def lockout_message() -> str:

@@ -10,8 +10,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import ApiToken
-from knowledge.errors import KnowledgeError, NotFoundError
-from knowledge.validation import text_clean
+from config.errors import KnowledgeError, NotFoundError
+from config.validation import text_clean
 
 SECRET_PREFIX = "kn_"
 PREFIX_LENGTH = 10  # "kn_" plus 7 random characters: enough to tell tokens apart

@@ -31,20 +31,20 @@ def env_rate(name: str, default: str) -> str:
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "knowledge.api.auth.BearerTokenAuthentication",
+        "accounts.api.auth.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "knowledge.api.pagination.ApiPagination",
+    "DEFAULT_PAGINATION_CLASS": "accounts.api.pagination.ApiPagination",
     "PAGE_SIZE": 50,
     # JSON only: the browsable documentation is the Swagger UI at /api/v1/docs/.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": [
-        "knowledge.api.parsers.BoundedJSONParser",  # JSONParser with a nesting limit
+        "accounts.api.parsers.BoundedJSONParser",  # JSONParser with a nesting limit
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
-    "EXCEPTION_HANDLER": "knowledge.api.errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "accounts.api.errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Who a client is for the throttles: REMOTE_ADDR unless trusted proxies are declared
     # (DRF's default, None, believes any X-Forwarded-For a client sends).

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from knowledge.errors import ForbiddenError, NotFoundError
+from config.errors import ForbiddenError, NotFoundError
 from knowledge.models import Chunk, Collection, Document, LinkGrant, Profile, Subscription
 
 SHARE_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")

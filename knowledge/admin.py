@@ -8,9 +8,9 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import OuterRef
 
+from config.errors import KnowledgeError
 from knowledge.collections import chunk_profile_default, collection_reindex
 from knowledge.documents import document_delete, document_reindex, document_retry, document_upload
-from knowledge.errors import KnowledgeError
 from knowledge.forms import ProfileCollectionForm
 from knowledge.marketplace import subscriptions_end_all
 from knowledge.models import (

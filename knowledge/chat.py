@@ -24,6 +24,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from config.errors import KnowledgeError, NotFoundError
 from knowledge.access import profile_is_readable
 from knowledge.agents.loop import AgenticRun
 from knowledge.clients.llm import (
@@ -36,7 +37,6 @@ from knowledge.clients.llm import (
 )
 from knowledge.clients.tokens import llm_token_count
 from knowledge.config import resolved_config
-from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.models import ChatSession, ChatTurn, Profile
 from knowledge.parameters import validate_overrides
 from knowledge.retrieval.service import (

@@ -6,6 +6,7 @@ from django.http import FileResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
+from config.errors import KnowledgeError, NotFoundError
 from knowledge.access import (
     document_for_reader,
     listed_collections,
@@ -16,7 +17,6 @@ from knowledge.access import (
 from knowledge.chat import chat_stream, session_get, sse_stream
 from knowledge.clients.llm import llm_config
 from knowledge.documents import SERVED_CONTENT_TYPES
-from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.event_stream import event_stream_response
 from knowledge.models import ChatSession, Chunk, DocumentSummary, Profile
 from knowledge.views import form_ids, knowledge_page

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from config.errors import KnowledgeError, NotFoundError
+from config.validation import text_clean
 from knowledge.documents import (
     document_files_delete_on_commit,
     document_reindex,
     enqueue_document_processing,
 )
-from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.marketplace import subscriptions_end_all
 from knowledge.models import ChunkProfile, Collection, Document
-from knowledge.validation import text_clean
 
 MAX_DESCRIPTION = 20000
 MAX_TAGS = 50

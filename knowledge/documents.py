@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from knowledge.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
+from config.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.ingestion.extract import detect_format
 from knowledge.ingestion.types import ExtractionError, UnsupportedFormat
 from knowledge.models import Collection, Document

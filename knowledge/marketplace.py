@@ -10,16 +10,16 @@ from django.db import transaction
 from django.db.models import CharField, Exists, F, Func, OuterRef, Q, QuerySet, Value
 from django.utils import timezone
 
+from config.errors import ForbiddenError, KnowledgeError, NotFoundError
+from config.validation import text_clean
 from knowledge.access import (
     collection_is_writable,
     marketplace_listing_for,
     marketplace_listings,
     readable_collections,
 )
-from knowledge.errors import ForbiddenError, KnowledgeError, NotFoundError
 from knowledge.models import Collection, Document, LinkGrant, Subscription
 from knowledge.queries import count_subquery
-from knowledge.validation import text_clean
 
 
 def _tags_text():

@@ -7,9 +7,9 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from config.errors import NotFoundError
 from knowledge.access import collection_for_writer, marketplace_listing_for
 from knowledge.collections import collection_update
-from knowledge.errors import NotFoundError
 from knowledge.marketplace import (
     marketplace_collections,
     subscribed_collections,

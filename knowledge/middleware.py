@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from knowledge.api.errors import error_body
-from knowledge.validation import nul_location
+from accounts.api.errors import error_body
+from config.validation import nul_location
 
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
@@ -16,7 +16,7 @@ class RejectNulMiddleware:
 
     PostgreSQL cannot store or even compare text holding NUL, so such input
     would otherwise surface as a server error wherever it reaches a query.
-    API bodies are checked by the API itself after parsing (knowledge.api.base),
+    API bodies are checked by the API itself after parsing (accounts.api.base),
     so that its own error format and size limits apply; their path, query and
     cookies are checked here.
     """

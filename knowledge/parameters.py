@@ -12,9 +12,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from config.errors import FieldValueError
 
-class ConfigError(ValueError):
+
+class ConfigError(FieldValueError):
     """A parameter name or value was refused; the message says why."""
+
+    field = "overrides"
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
+from config.errors import KnowledgeError
 from knowledge.access import (
     listed_collections,
     profile_for_writer,
@@ -12,7 +13,6 @@ from knowledge.access import (
     readable_collection_ids_checked,
 )
 from knowledge.config import global_settings
-from knowledge.errors import KnowledgeError
 from knowledge.parameters import PARAMETERS, ConfigError, validate_overrides
 from knowledge.profiles import profile_create, profile_update
 from knowledge.views import form_ids, knowledge_page

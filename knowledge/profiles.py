@@ -6,10 +6,10 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 
+from config.errors import KnowledgeError, NotFoundError
+from config.validation import text_clean
 from knowledge.config import SOURCE_LOCKED
-from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.models import Profile, ProfileCollection
-from knowledge.validation import text_clean
 
 
 def profile_find(ref: str) -> Profile:

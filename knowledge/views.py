@@ -11,6 +11,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from config.errors import KnowledgeError, NotFoundError
+from config.validation import MAX_ID
 from knowledge.access import (
     collection_for_reader,
     collection_for_writer,
@@ -27,11 +29,9 @@ from knowledge.documents import (
     documents_fail_stale,
     upload_size_check,
 )
-from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.marketplace import collection_subscriptions
 from knowledge.models import ChunkProfile, Collection
 from knowledge.sharing import collection_link_open, collection_link_rotate, collection_share_path
-from knowledge.validation import MAX_ID
 
 
 def knowledge_page(view):

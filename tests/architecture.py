@@ -49,10 +49,11 @@ def project_modules(root: Path = ROOT) -> dict[str, Module]:
 
 def _read_imports(module: Module, modules: dict[str, Module]) -> None:
     inside = {id(n) for f in _functions(module.tree) for n in ast.walk(f)}
+    script = {id(n) for block in _main_blocks(module.tree) for n in ast.walk(block)}
     package = module.name if module.path.name == "__init__.py" else module.name.rpartition(".")[0]
     for node in ast.walk(module.tree):
-        if not isinstance(node, (ast.Import, ast.ImportFrom)):
-            continue
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in script:
+            continue  # ``if __name__ == "__main__":`` runs only as a script, never on import
         targets, private = _targets(node, package, modules)
         targets.discard(module.name)
         if id(node) in inside:
@@ -92,6 +93,17 @@ def _owner(dotted: str, modules: dict[str, Module]) -> str | None:
     while dotted and dotted not in modules:
         dotted = dotted.rpartition(".")[0]
     return dotted or None
+
+
+def _main_blocks(tree: ast.Module) -> list[ast.If]:
+    return [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Compare)
+        and isinstance(node.test.left, ast.Name)
+        and node.test.left.id == "__name__"
+    ]
 
 
 def _functions(tree: ast.AST):

@@ -7,15 +7,15 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from accounts.api.base import ApiView, StrictSerializer, errors, validated
+from config.errors import ForbiddenError, NotFoundError
 from knowledge.access import (
     collection_for_writer,
     collection_is_writable,
     listed_collections,
     readable_collections,
 )
-from knowledge.api.base import ApiView, StrictSerializer, errors, validated
 from knowledge.collections import collection_create, collection_delete, collection_update
-from knowledge.errors import ForbiddenError, NotFoundError
 from knowledge.models import Chunk, Collection, Document
 from knowledge.queries import count_subquery
 from knowledge.sharing import collection_link_open, collection_link_rotate, collection_share_path

@@ -9,13 +9,14 @@ from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
+from accounts.api.base import ApiView, StrictSerializer, errors, validated
+from config.errors import UploadTooLargeError
 from knowledge.access import (
     collection_for_reader,
     collection_for_writer,
     document_for_reader,
     document_for_writer,
 )
-from knowledge.api.base import ApiView, StrictSerializer, errors, validated
 from knowledge.collections import chunk_profile_get, collection_reindex
 from knowledge.documents import (
     document_delete,
@@ -26,7 +27,6 @@ from knowledge.documents import (
     documents_fail_stale,
     upload_size_check,
 )
-from knowledge.errors import UploadTooLargeError
 from knowledge.models import Chunk, Document, DocumentSummary
 from knowledge.queries import count_subquery
 

@@ -6,8 +6,8 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from accounts.api.base import ApiView, errors
 from knowledge.access import collection_for_writer, marketplace_listing_for
-from knowledge.api.base import ApiView, errors
 from knowledge.marketplace import (
     collection_subscriptions,
     marketplace_collections,

@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from accounts.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
 from knowledge.access import (
     profile_for_reader,
     profile_for_writer,
@@ -13,7 +14,6 @@ from knowledge.access import (
     profiles_for_user,
     readable_collections,
 )
-from knowledge.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
 from knowledge.api.retrieve import overrides_field_validate
 from knowledge.config import effective_config
 from knowledge.models import Profile

@@ -9,8 +9,8 @@ from rest_framework import serializers
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
+from accounts.api.base import MAX_ID, ApiView, errors, validated
 from knowledge.access import profile_for_reader, readable_collection_ids_checked
-from knowledge.api.base import MAX_ID, ApiView, errors, validated
 from knowledge.api.retrieve import ScopeSerializer
 from knowledge.chat import chat_ask, chat_stream, session_get, sse_stream, turn_summary
 from knowledge.event_stream import event_stream_response

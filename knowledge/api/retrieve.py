@@ -6,8 +6,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from accounts.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
 from knowledge.access import profile_for_reader, readable_collection_ids_checked
-from knowledge.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
 from knowledge.parameters import ConfigError, validate_overrides
 from knowledge.retrieval.service import MAX_QUESTION_CHARS, retrieve
 

@@ -5,15 +5,14 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import AllowAny
 
-from knowledge.api import collections, documents, marketplace, profiles, query, retrieve, tokens
-from knowledge.api.errors import api_not_found
+from accounts.api import urls as token_urls
+from accounts.api.errors import api_not_found
+from knowledge.api import collections, documents, marketplace, profiles, query, retrieve
 
 app_name = "api"
 
 urlpatterns = [
-    path("auth/token/", tokens.PasswordTokenView.as_view(), name="auth_token"),
-    path("tokens/", tokens.TokenListView.as_view(), name="tokens"),
-    path("tokens/<int:token_id>/", tokens.TokenDetailView.as_view(), name="token"),
+    *token_urls.urlpatterns,
     path("collections/", collections.CollectionListView.as_view(), name="collections"),
     path("collections/<int:collection_id>/", collections.CollectionDetailView.as_view(), name="collection"),
     path(

@@ -30,6 +30,7 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
+from config.validation import nests_deeper_than
 from knowledge.ingestion.types import ExtractionError
 
 _MIB = 1024 * 1024
@@ -201,18 +202,8 @@ def _check_member_ratio(member: zipfile.ZipInfo, limits: IngestLimits) -> None:
 
 def nesting_depth_check(value: Any, max_depth: int, what: str = "the document") -> None:
     """Raise LimitExceeded when lists/mappings nest deeper than ``max_depth`` (iteratively)."""
-    stack = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict):
-            children = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        if depth > max_depth:
-            raise _too_deep(what, max_depth)
-        stack.extend((child, depth + 1) for child in children)
+    if nests_deeper_than(value, max_depth):
+        raise _too_deep(what, max_depth)
 
 
 def _too_deep(what: str, max_depth: int) -> LimitExceeded:

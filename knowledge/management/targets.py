@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 
 from accounts.selectors import user_find
+from config.errors import KnowledgeError
 from knowledge.collections import collection_find
-from knowledge.errors import KnowledgeError
 from knowledge.parameters import validate_overrides
 from knowledge.profiles import profile_find
 

@@ -25,8 +25,8 @@ from django.http.request import split_domain_port, validate_host
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from accounts.api.errors import error_body
 from accounts.tokens import token_authenticate
-from knowledge.api.errors import error_body
 from knowledge.mcp.identity import SCOPE_USER, TokenIdentity
 from knowledge.mcp.server import build_server
 

@@ -6,7 +6,7 @@ from typing import Protocol
 
 from django.contrib.auth import get_user_model
 
-from knowledge.errors import KnowledgeError
+from config.errors import KnowledgeError
 
 SCOPE_USER = "knowledge.user"  # where knowledge.mcp.http puts the authenticated user in the ASGI scope
 

@@ -36,13 +36,13 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from rest_framework import serializers
 
-from knowledge.api.errors import error_body_for
-from knowledge.errors import NotFoundError
+from accounts.api.errors import error_body_for
+from config.errors import NotFoundError
+from config.validation import nul_location
 from knowledge.mcp import tools
 from knowledge.mcp.identity import Identity
 from knowledge.mcp.resources import collection_summary
 from knowledge.mcp.throttle import throttle_check
-from knowledge.validation import nul_location
 
 logger = logging.getLogger(__name__)
 

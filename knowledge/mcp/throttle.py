@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from rest_framework.exceptions import Throttled
 
-from knowledge.api.base import ScopedThrottle
+from accounts.api.base import ScopedThrottle
 
 
 def throttle_check(*, user, scope: str | None) -> None:

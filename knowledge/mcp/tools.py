@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from django.db.models import Q
 from rest_framework import serializers
 
+from accounts.api.base import MAX_ID, StrictSerializer, validated
 from knowledge.access import (
     collection_for_writer,
     listed_collections,
@@ -22,7 +23,6 @@ from knowledge.access import (
     readable_collection_ids_checked,
     readable_collections,
 )
-from knowledge.api.base import MAX_ID, StrictSerializer, validated
 from knowledge.api.collections import CollectionSerializer, with_counts
 from knowledge.api.query import QueryRequestSerializer, chat_arguments, query_response
 from knowledge.api.retrieve import (

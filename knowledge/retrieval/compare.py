@@ -18,8 +18,8 @@ from __future__ import annotations
 import time
 from statistics import mean
 
+from config.errors import KnowledgeError
 from knowledge.config import resolved_config
-from knowledge.errors import KnowledgeError
 from knowledge.retrieval.service import KnowledgeContext, question_clean, retrieve
 
 MAX_QUERIES = 10

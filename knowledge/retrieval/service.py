@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 
 from django.utils import timezone
 
+from config.errors import KnowledgeError
+from config.validation import text_clean
 from knowledge.clients.embedding import embed_query
 from knowledge.config import resolved_config
-from knowledge.errors import KnowledgeError
 from knowledge.models import Chunk, Profile
 from knowledge.retrieval import dense, lexical
 from knowledge.retrieval.answerability import (
@@ -32,7 +33,6 @@ from knowledge.retrieval.intent import intent_filter_sql, query_intent
 from knowledge.retrieval.rerank import rerank
 from knowledge.retrieval.scope import Scope, search_scope
 from knowledge.retrieval.scoring import Candidate, select
-from knowledge.validation import text_clean
 
 MAX_QUESTION_CHARS = 4000
 MIN_CANDIDATES = 50

@@ -10,8 +10,6 @@ import json
 import math
 import os
 import re
-import sys
-import types
 from pathlib import Path
 
 import docx
@@ -22,6 +20,7 @@ import pytest
 from pptx.util import Inches
 
 from knowledge.ingestion.extract import detect_format, extract_sections
+from knowledge.ingestion.formats import openapi as openapi_format
 from knowledge.ingestion.types import ExtractionError, Section
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
@@ -212,9 +211,7 @@ def test_openapi_is_delegated_to_the_openapi_module(monkeypatch):
         calls.append((filename, data))
         return [fake_section]
 
-    module = types.ModuleType("knowledge.ingestion.openapi")
-    module.extract_openapi = fake_extract_openapi
-    monkeypatch.setitem(sys.modules, "knowledge.ingestion.openapi", module)
+    monkeypatch.setattr(openapi_format, "extract_openapi", fake_extract_openapi)
 
     data = read("openapi/petstore-expanded-3.0.json")
     assert extract_sections("petstore.json", data) == [fake_section]

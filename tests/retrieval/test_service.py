@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
+from config.errors import KnowledgeError
 from knowledge.collections import collection_create
 from knowledge.documents import document_upload
-from knowledge.errors import KnowledgeError
 from knowledge.models import Chunk, Document, Profile, ProfileCollection
 from knowledge.retrieval.expansion import expand_references, reference_budget
 from knowledge.retrieval.scope import search_scope

@@ -54,9 +54,9 @@ class Command(BaseCommand):
         ingest.run(self.stdout, files=files, backend=backend)
 
     def _backends(self, options):
+        from config.errors import KnowledgeError
         from knowledge.benchmarks import backends
         from knowledge.collections import collection_find
-        from knowledge.errors import KnowledgeError
         from knowledge.evaluation.questions import load_questions
 
         try:

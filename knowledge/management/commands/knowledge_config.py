@@ -11,8 +11,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from config.errors import KnowledgeError
 from knowledge.config import effective_config, global_setting_set
-from knowledge.errors import KnowledgeError
 from knowledge.models import Profile
 from knowledge.parameters import ConfigError, parameter, validate_value
 from knowledge.profiles import profile_find

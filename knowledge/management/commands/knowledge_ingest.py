@@ -17,9 +17,9 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from accounts.selectors import user_find
+from config.errors import KnowledgeError
 from knowledge.collections import chunk_profile_get, collection_create
 from knowledge.documents import document_upload
-from knowledge.errors import KnowledgeError
 from knowledge.models import Chunk, Collection, Document
 
 

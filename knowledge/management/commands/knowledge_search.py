@@ -14,7 +14,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from knowledge.errors import KnowledgeError
+from config.errors import KnowledgeError
 from knowledge.management.targets import resolve_target
 from knowledge.retrieval.service import retrieve
 

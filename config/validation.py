@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from knowledge.errors import KnowledgeError
+from config.errors import KnowledgeError
 
 NUL = "\x00"
 MAX_ID = 2**63 - 1  # bigint: larger "ids" are bad input, not missing rows
@@ -57,3 +57,23 @@ def _leaves(data, name: str) -> Iterator[tuple[str, object]]:
             stack.extend((f"{location}[{index}]", child) for index, child in enumerate(value))
         else:
             yield location, getattr(value, "name", value)  # uploaded files: their names, not their bytes
+
+
+def nests_deeper_than(value, max_depth: int) -> bool:
+    """Whether lists and mappings in ``value`` nest deeper than ``max_depth`` levels.
+
+    Walks with an explicit stack, so hostile nesting cannot exhaust Python's recursion limit.
+    """
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > max_depth:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False

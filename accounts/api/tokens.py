@@ -9,10 +9,10 @@ from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
+from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.models import ApiToken
 from accounts.tokens import token_create, token_revoke, tokens_for_user
-from knowledge.api.base import ApiView, StrictSerializer, errors, validated
-from knowledge.errors import KnowledgeError
+from config.errors import KnowledgeError
 
 
 class TokenSerializer(serializers.ModelSerializer):

@@ -1,7 +1,7 @@
 """One error format for the whole API: {"error": {"status", "code", "message", "fields"?}}.
 
 DRF's own exceptions, the application's KnowledgeError (with its status
-code), configuration errors and Django's request errors all pass through
+code), refused field values (FieldValueError) and Django's request errors all pass through
 api_exception_handler; unknown URLs under /api/v1/ get api_not_found.
 """
 
@@ -19,8 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from knowledge.errors import KnowledgeError
-from knowledge.parameters import ConfigError
+from config.errors import FieldValueError, KnowledgeError
 
 logger = logging.getLogger(__name__)
 
@@ -83,8 +82,8 @@ def error_body_for(exc: Exception) -> dict | None:
 def _as_api_exception(exc):
     if isinstance(exc, KnowledgeError):
         return ApplicationError(str(exc), exc.status_code)
-    if isinstance(exc, ConfigError):
-        return exceptions.ValidationError({"overrides": [str(exc)]})
+    if isinstance(exc, FieldValueError):
+        return exceptions.ValidationError({exc.field: [str(exc)]})
     if isinstance(exc, DjangoValidationError):
         return exceptions.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
     if isinstance(exc, RequestDataTooBig):

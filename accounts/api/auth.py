@@ -35,7 +35,7 @@ class BearerTokenAuthentication(BaseAuthentication):
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "knowledge.api.auth.BearerTokenAuthentication"
+    target_class = "accounts.api.auth.BearerTokenAuthentication"
     name = "bearerAuth"
 
     def get_security_definition(self, auto_schema):

@@ -12,7 +12,7 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from knowledge.ingestion.limits import LimitExceeded, nesting_depth_check
+from config.validation import nests_deeper_than
 
 
 class BoundedJSONParser(JSONParser):
@@ -23,8 +23,6 @@ class BoundedJSONParser(JSONParser):
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise ParseError(message) from None
-        try:
-            nesting_depth_check(data, limit)
-        except LimitExceeded:
-            raise ParseError(message) from None
+        if nests_deeper_than(data, limit):
+            raise ParseError(message)
         return data

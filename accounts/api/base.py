@@ -18,12 +18,12 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.throttling import ScopedRateThrottle
 
-from knowledge.api.auth import BearerTokenAuthentication
-from knowledge.api.errors import api_exception_handler
-from knowledge.api.pagination import ApiPagination
-from knowledge.api.parsers import BoundedJSONParser
-from knowledge.validation import MAX_ID as MAX_ID  # re-exported: the API modules import it from here
-from knowledge.validation import nul_location
+from accounts.api.auth import BearerTokenAuthentication
+from accounts.api.errors import api_exception_handler
+from accounts.api.pagination import ApiPagination
+from accounts.api.parsers import BoundedJSONParser
+from config.validation import MAX_ID as MAX_ID  # re-exported: the API modules import it from here
+from config.validation import nul_location
 
 
 class ScopedThrottle(ScopedRateThrottle):

@@ -1,4 +1,8 @@
-"""The application's one error type: raised by services, mapped to a clear 4xx by callers."""
+"""The application's one error type: raised by services, mapped to a clear 4xx by callers.
+
+Shared by both apps (accounts and knowledge), so it sits below them: knowledge
+depends on accounts, never the other way round.
+"""
 
 
 class KnowledgeError(Exception):
@@ -25,3 +29,9 @@ class ForbiddenError(KnowledgeError):
     """Visible but not changeable by this user."""
 
     status_code = 403
+
+
+class FieldValueError(ValueError):
+    """A value given for a named input was refused; the API reports it under ``field``."""
+
+    field = "value"
