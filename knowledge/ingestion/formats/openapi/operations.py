@@ -109,16 +109,21 @@ def _schema_lines(spec: Spec, schema: Any, max_depth: int) -> list[str]:
     return lines
 
 
-def _request_body_part(spec: Spec, body: Any) -> str:
-    target, ref_name = spec.deref(body)
-    if not isinstance(target, dict):
-        return ""
+def _body_head(target: dict, ref_name: str | None, kind: str) -> str:
+    """``Request body (required) [KIND NAME]:``, the first line of both kinds of request body."""
     head = "Request body"
     if target.get("required") is True:
         head += " (required)"
     if ref_name:
-        head += f" [request body {ref_name}]"
-    lines = [head + ":"]
+        head += f" [{kind} {ref_name}]"
+    return head + ":"
+
+
+def _request_body_part(spec: Spec, body: Any) -> str:
+    target, ref_name = spec.deref(body)
+    if not isinstance(target, dict):
+        return ""
+    lines = [_body_head(target, ref_name, "request body")]
     description = one_line(target.get("description"))
     if description:
         lines.append(description)
@@ -138,12 +143,7 @@ def _swagger2_body_part(spec: Spec, body_param: dict, consumes: Any) -> str:
     target, ref_name = spec.deref(body_param)
     if not isinstance(target, dict):
         return ""
-    head = "Request body"
-    if target.get("required") is True:
-        head += " (required)"
-    if ref_name:
-        head += f" [parameter {ref_name}]"
-    lines = [head + ":"]
+    lines = [_body_head(target, ref_name, "parameter")]
     if target.get("name"):
         lines.append(f"Body parameter: {target['name']}")
     description = one_line(target.get("description"))
