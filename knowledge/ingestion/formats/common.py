@@ -2,7 +2,7 @@
 
 Section text is normalised the same way for every format: whitespace inside a
 line is collapsed and paragraphs are separated by one blank line, so the
-chunker only has to split on ``"\n\n"``.
+chunker only has to split on ``"\\n\\n"``.
 """
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import PurePath
 
-from knowledge.ingestion.limits import (
-    TextBudget,
-)
+from knowledge.ingestion.limits import TextBudget
 from knowledge.ingestion.types import Section
 
 # Rows of a table or sheet per paragraph: small enough that the paragraph

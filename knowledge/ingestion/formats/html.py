@@ -6,10 +6,7 @@ import re
 from collections.abc import Iterator
 
 from knowledge.ingestion.formats.common import HeadingSections, collapse, filename_stem, render_rows
-from knowledge.ingestion.limits import (
-    TextBudget,
-    html_elements_check,
-)
+from knowledge.ingestion.limits import TextBudget, html_elements_check
 from knowledge.ingestion.types import Section
 
 _HTML_DROP = ("script", "style", "nav", "aside", "noscript", "form", "template", "svg", "iframe")

@@ -5,10 +5,7 @@ from __future__ import annotations
 import re
 
 from knowledge.ingestion.formats.common import HeadingSections, collapse, decode_text, filename_stem
-from knowledge.ingestion.limits import (
-    TextBudget,
-    text_size_check,
-)
+from knowledge.ingestion.limits import TextBudget, text_size_check
 from knowledge.ingestion.types import Section
 
 _MD_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")

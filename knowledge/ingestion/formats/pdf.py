@@ -7,10 +7,7 @@ import re
 from collections.abc import Iterator
 
 from knowledge.ingestion.formats.common import clean_text
-from knowledge.ingestion.limits import (
-    TextBudget,
-    pdf_pages_check,
-)
+from knowledge.ingestion.limits import TextBudget, pdf_pages_check
 from knowledge.ingestion.types import ExtractionError, Section, UnreadableDocument
 
 _BULLET_START = re.compile(r"^(?:[•●○◦▪▫■□‣–]\s|-\s)")

@@ -5,10 +5,7 @@ from __future__ import annotations
 import re
 
 from knowledge.ingestion.formats.common import HeadingSections, decode_text, filename_stem
-from knowledge.ingestion.limits import (
-    TextBudget,
-    text_size_check,
-)
+from knowledge.ingestion.limits import TextBudget, text_size_check
 from knowledge.ingestion.types import Section
 
 _RST_ADORNMENT = re.compile(r"^([=\-`:'\"~^_*+#<>.])\1{2,}[ \t]*$")

@@ -7,9 +7,7 @@ import io
 from collections.abc import Iterable, Sequence
 
 from knowledge.ingestion.formats.common import decode_text, filename_stem, render_rows
-from knowledge.ingestion.limits import (
-    TextBudget,
-)
+from knowledge.ingestion.limits import TextBudget
 from knowledge.ingestion.types import ExtractionError, Section, UnreadableDocument
 
 # Characters of a CSV given to csv.Sniffer (see _sniff_sample).

@@ -6,9 +6,7 @@ import io
 from collections.abc import Iterator
 
 from knowledge.ingestion.formats.common import clean_text, collapse, render_rows
-from knowledge.ingestion.limits import (
-    TextBudget,
-)
+from knowledge.ingestion.limits import TextBudget
 from knowledge.ingestion.types import Section, UnreadableDocument
 
 

@@ -7,9 +7,7 @@ import re
 from collections.abc import Iterator
 
 from knowledge.ingestion.formats.common import HeadingSections, collapse, filename_stem, render_rows
-from knowledge.ingestion.limits import (
-    TextBudget,
-)
+from knowledge.ingestion.limits import TextBudget
 from knowledge.ingestion.types import Section, UnreadableDocument
 
 # A DOCX paragraph styled as a heading but longer than this is body text that
