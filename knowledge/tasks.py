@@ -1,6 +1,6 @@
 """Thin django-q2 task wrappers. Tasks take ids and are safe to run twice.
 
-They are queued by knowledge.documents (``document_processing_enqueue``) under
+They are queued by knowledge.documents (``enqueue_document_processing``) under
 their dotted names, so the services never import this module.
 """
 
