@@ -200,7 +200,7 @@ PROCESSING_INTERRUPTED = "processing was interrupted (the worker stopped); retry
 
 
 def documents_fail_stale(*, documents: QuerySet[Document], now: datetime.datetime | None = None) -> int:
-    """Mark failed the ``processing`` documents among ``documents`` whose heartbeat stopped.
+    """Re-queue or mark failed the ``processing`` documents among ``documents`` whose heartbeat stopped.
 
     A live run touches ``updated_at`` at least every few seconds of work (see
     the pipeline's heartbeat); one silent for KNOWLEDGE_PROCESSING_STALE_SECONDS
@@ -208,7 +208,11 @@ def documents_fail_stale(*, documents: QuerySet[Document], now: datetime.datetim
     are read and when a worker starts a task, so no extra process is needed.
     Returns how many were marked.
     """
+    from knowledge.processing_jobs import jobs_recover_stale
+
     now = now or timezone.now()
+    # A run of a queued job is not lost: its job goes back in the queue (up to its attempts).
+    jobs_recover_stale(now=now, document_ids=documents.values("pk"))
     cutoff = now - datetime.timedelta(seconds=settings.KNOWLEDGE_PROCESSING_STALE_SECONDS)
     return documents.filter(status=Document.Status.PROCESSING, updated_at__lt=cutoff).update(
         status=Document.Status.FAILED, error=PROCESSING_INTERRUPTED, updated_at=now
