@@ -33,12 +33,20 @@ def _housekeeping_loop() -> None:
 
 
 def housekeeping_once() -> None:
-    from knowledge.processing_jobs import jobs_recover_stale, jobs_requeue_lost, worker_heartbeat
+    from knowledge.processing_jobs import (
+        jobs_recover_stale,
+        jobs_requeue_lost,
+        worker_heartbeat,
+        worker_heartbeats_prune,
+    )
+    from knowledge.rate_limits import rate_counters_prune
 
     try:
         worker_heartbeat()
         jobs_recover_stale()
         jobs_requeue_lost()
+        worker_heartbeats_prune()
+        rate_counters_prune()
     except Exception:
         # A database or broker outage must not end the thread: log it and try again next round.
         logger.exception("Worker housekeeping failed; retrying")

@@ -30,3 +30,7 @@ __all__ += ["EvalQuestion", "EvalRun", "EvalSet"]
 from knowledge.models.jobs import ProcessingJob, WorkerHeartbeat  # noqa: E402
 
 __all__ += ["ProcessingJob", "WorkerHeartbeat"]
+
+from knowledge.models.ratelimit import RateCounter  # noqa: E402
+
+__all__ += ["RateCounter"]
