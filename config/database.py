@@ -34,7 +34,8 @@ def database_config(*, data_dir: Path, pool_max_size: int, conn_max_age: int) ->
         url = embedded_database_url(data_dir)
     if pool_max_size:
         config = dj_database_url.parse(url, conn_max_age=0)
-        config["OPTIONS"]["pool"] = {"min_size": 1, "max_size": pool_max_size, "timeout": 30}
+        # A URL without query parameters (an external server on TCP) parses without OPTIONS.
+        config.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": pool_max_size, "timeout": 30}
     else:
         config = dj_database_url.parse(url, conn_max_age=conn_max_age, conn_health_checks=True)
     if config["ENGINE"] != "django.db.backends.postgresql":

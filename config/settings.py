@@ -64,7 +64,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "knowledge.static_files.StaticFilesMiddleware",  # whitenoise, streamed asynchronously under ASGI
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -201,13 +201,18 @@ KNOWLEDGE_EMBEDDING_BACKEND = env_choice(
 )
 KNOWLEDGE_EMBEDDING_BATCH_SIZE = env_int("KNOWLEDGE_EMBEDDING_BATCH_SIZE", 32, minimum=1)
 
-# Background work: django-q2 with the ORM broker (no extra server).
+# Background work: django-q2 on Redis when REDIS_URL is set, else on the database
+# (the ORM broker: no extra server). Any number of `qcluster` processes, on any
+# machines, can share the queue: a document's processing job is claimed atomically
+# (knowledge/processing_jobs.py), so each request is processed once, and the jobs
+# of a worker that died are queued again.
 # timeout < retry so a slow task is never handed to a second worker while the
 # first still runs; max_attempts keeps a poisoned task from looping forever.
 _TASK_TIMEOUT = env_int("KNOWLEDGE_TASK_TIMEOUT", 3600, minimum=30)
+_BROKER = {"redis": REDIS_URL} if REDIS_URL else {"orm": "default"}
 Q_CLUSTER = {
     "name": "knowledge",
-    "orm": "default",
+    **_BROKER,
     "workers": env_int("KNOWLEDGE_WORKERS", 1, minimum=1),
     "timeout": _TASK_TIMEOUT,
     "retry": _TASK_TIMEOUT + 120,

@@ -1,7 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from knowledge.health import healthz
+
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),
     path("api/v1/", include("knowledge.api.urls")),

@@ -18,6 +18,7 @@ from config.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeE
 from knowledge.ingestion.extract import detect_format
 from knowledge.ingestion.types import ExtractionError, UnsupportedFormat
 from knowledge.models import Collection, Document
+from knowledge.processing_jobs import PROCESSING_INTERRUPTED, job_enqueue, jobs_recover_stale
 
 FORMAT_CONTENT_TYPES = {
     "pdf": "application/pdf",
@@ -148,22 +149,11 @@ def _create_document(*, collection, filename, data, content_hash, **fields) -> D
     return document
 
 
-PROCESS_DOCUMENT = "knowledge.tasks.process_document"  # queued by name: services never import the tasks
-
-
 def enqueue_document_processing(
     *, document_id: int, chunk_profile_id: int | None = None, sync: bool | None = None
 ) -> None:
     """Queue processing once the surrounding transaction commits (the row must be visible)."""
-    from django_q.tasks import async_task  # reads Q_CLUSTER when first imported: at the first enqueue
-
-    def enqueue() -> None:
-        options = {"task_name": f"document-{document_id}", "group": "ingest"}
-        if sync is not None:
-            options["sync"] = sync
-        async_task(PROCESS_DOCUMENT, document_id, chunk_profile_id, q_options=options)
-
-    transaction.on_commit(enqueue)
+    job_enqueue(document_id=document_id, chunk_profile_id=chunk_profile_id, sync=sync)
 
 
 def _enqueue_for_collection(document: Document, *, sync: bool | None) -> None:
@@ -213,11 +203,8 @@ def document_files_delete_on_commit(*, documents: Iterable[Document]) -> None:
     transaction.on_commit(lambda: [storage.delete(name) for storage, name in files])
 
 
-PROCESSING_INTERRUPTED = "processing was interrupted (the worker stopped); retry to process it again"
-
-
 def documents_fail_stale(*, documents: QuerySet[Document], now: datetime.datetime | None = None) -> int:
-    """Mark failed the ``processing`` documents among ``documents`` whose heartbeat stopped.
+    """Re-queue or mark failed the ``processing`` documents among ``documents`` whose heartbeat stopped.
 
     A live run touches ``updated_at`` at least every few seconds of work (see
     the pipeline's heartbeat); one silent for KNOWLEDGE_PROCESSING_STALE_SECONDS
@@ -226,6 +213,8 @@ def documents_fail_stale(*, documents: QuerySet[Document], now: datetime.datetim
     Returns how many were marked.
     """
     now = now or timezone.now()
+    # A run of a queued job is not lost: its job goes back in the queue (up to its attempts).
+    jobs_recover_stale(now=now, document_ids=documents.values("pk"))
     cutoff = now - datetime.timedelta(seconds=settings.KNOWLEDGE_PROCESSING_STALE_SECONDS)
     return documents.filter(status=Document.Status.PROCESSING, updated_at__lt=cutoff).update(
         status=Document.Status.FAILED, error=PROCESSING_INTERRUPTED, updated_at=now

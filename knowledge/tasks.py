@@ -1,17 +1,34 @@
 """Thin django-q2 task wrappers. Tasks take ids and are safe to run twice.
 
-They are queued by knowledge.documents (``enqueue_document_processing``) under
-their dotted names, so the services never import this module.
+They are queued by knowledge.processing_jobs (``job_enqueue``) under their
+dotted names, so the services never import this module.
 """
 
 from __future__ import annotations
 
+import logging
+
 from knowledge.documents import documents_fail_stale
 from knowledge.ingestion.pipeline import document_process
 from knowledge.models import Document
+from knowledge.processing_jobs import job_claim
+
+logger = logging.getLogger(__name__)
 
 
-def process_document(document_id: int, chunk_profile_id: int | None = None) -> None:
+def process_document(
+    document_id: int, chunk_profile_id: int | None = None, job_id: int | None = None
+) -> None:
+    """Process one document; with a job id, only if this run wins the job's claim (see processing_jobs).
+
+    Tasks queued without a job id (before jobs existed, or called directly) process unconditionally.
+    """
+    claim = None
+    if job_id is not None:
+        claim = job_claim(job_id=job_id)
+        if claim is None:
+            logger.info("Job %s for document %s is taken, done or gone; nothing to do", job_id, document_id)
+            return
     # A worker that died before this one left its documents `processing`; say so now.
     documents_fail_stale(documents=Document.objects.all())
-    document_process(document_id=document_id, chunk_profile_id=chunk_profile_id)
+    document_process(document_id=document_id, chunk_profile_id=chunk_profile_id, claim=claim)

@@ -11,6 +11,7 @@ export HOST=${HOST:-127.0.0.1} PORT=${PORT:-8000}
 
 $py manage.py migrate --noinput
 $py manage.py createcachetable
+$py manage.py collectstatic --noinput -v 0  # whitenoise serves these, with gzip variants
 $py manage.py ensure_operator
 
 # Both run in the background so that a signal reaches this script at once (bash

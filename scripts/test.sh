@@ -4,4 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 scripts/ensure_chromium.sh
+scripts/ensure_redis.sh
 exec .venv/bin/python -m pytest "$@"

@@ -22,15 +22,36 @@ from accounts.api.auth import BearerTokenAuthentication
 from accounts.api.errors import api_exception_handler
 from accounts.api.pagination import ApiPagination
 from accounts.api.parsers import BoundedJSONParser
+from accounts.rate_limits import rate_count
 from config.validation import MAX_ID as MAX_ID  # re-exported: the API modules import it from here
 from config.validation import nul_location
 
 
 class ScopedThrottle(ScopedRateThrottle):
-    """DRF's scoped throttle, reading REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] at request time."""
+    """DRF's scoped throttle, reading REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"] at request time,
+    counting in one database statement (accounts.rate_limits) instead of a cached history."""
+
+    retry_after: float | None = None
 
     def get_rate(self):
         return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope) or super().get_rate()
+
+    def allow_request(self, request, view):
+        self.scope = getattr(view, self.scope_attr, None)
+        if not self.scope:
+            return True
+        self.rate = self.get_rate()
+        self.num_requests, self.duration = self.parse_rate(self.rate)
+        if self.rate is None:
+            return True
+        self.key = self.get_cache_key(request, view)
+        if self.key is None:
+            return True
+        allowed, self.retry_after = rate_count(key=self.key, limit=self.num_requests, period=self.duration)
+        return allowed
+
+    def wait(self):
+        return self.retry_after
 
 
 class ApiView(GenericAPIView):

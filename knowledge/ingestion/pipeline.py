@@ -35,6 +35,7 @@ from knowledge.ingestion.limits import LimitExceeded
 from knowledge.ingestion.summary import SummaryDraft, summary_draft
 from knowledge.ingestion.types import ChunkDraft, ExtractionError
 from knowledge.models import Chunk, ChunkProfile, Collection, Document, DocumentSummary
+from knowledge.processing_jobs import Claim, job_beat, job_finish
 
 logger = logging.getLogger(__name__)
 
@@ -48,15 +49,24 @@ class DocumentGone(Exception):
     """The document was deleted while it was being processed."""
 
 
-def document_process(*, document_id: int, chunk_profile_id: int | None = None) -> None:
+class ClaimLost(Exception):
+    """The run's job was given to another run (this one was taken for dead); it must write nothing."""
+
+
+def document_process(
+    *, document_id: int, chunk_profile_id: int | None = None, claim: Claim | None = None
+) -> None:
+    """Process one document; with a ``claim``, write only while the run still owns its job."""
     document = Document.objects.select_related("collection").filter(pk=document_id).first()
     if document is None:
         logger.info("Document %s no longer exists; nothing to process", document_id)
         return
     profile = ChunkProfile.objects.get(pk=chunk_profile_id or document.collection.chunk_profile_id)
     try:
-        with _heartbeat(document.pk):
-            _process(document, profile)
+        with _heartbeat(document.pk, claim):
+            _process(document, profile, claim)
+    except ClaimLost:
+        logger.warning("Document %s: this run's job was handed to another run; wrote nothing", document_id)
     except DocumentGone:
         logger.info(
             "Document %s was deleted while processing; stopped after %s of %s chunks, writing nothing",
@@ -66,7 +76,7 @@ def document_process(*, document_id: int, chunk_profile_id: int | None = None) -
         )
 
 
-def _process(document: Document, profile: ChunkProfile) -> None:
+def _process(document: Document, profile: ChunkProfile, claim: Claim | None) -> None:
     _update(
         document,
         status=Document.Status.PROCESSING,
@@ -80,15 +90,23 @@ def _process(document: Document, profile: ChunkProfile) -> None:
         drafts = document_chunk_drafts(document, profile)
         vectors = _embed_with_progress(document, drafts)
         summary = _summarise(document, drafts, vectors)
-        _write_chunks(document, profile, drafts, vectors, summary)
+        _write_chunks(document, profile, drafts, vectors, summary, claim)
     except ExtractionError as exc:
-        _update(document, status=Document.Status.FAILED, error=str(exc))
-    except DocumentGone:
+        _fail(document, claim, str(exc))
+    except (DocumentGone, ClaimLost):
         raise
     except Exception as exc:
         logger.exception("Processing document %s failed", document.pk)
-        _update(document, status=Document.Status.FAILED, error=f"processing failed: {exc}")
+        _fail(document, claim, f"processing failed: {exc}")
         raise
+
+
+def _fail(document: Document, claim: Claim | None, error: str) -> None:
+    """The document failed, unless the run lost its job to another run (then that run decides)."""
+    with transaction.atomic():
+        if claim is not None and not job_finish(claim=claim, failed=True):
+            raise ClaimLost(document.pk)
+        _update(document, status=Document.Status.FAILED, error=error)
 
 
 def document_chunk_drafts(document: Document, profile: ChunkProfile) -> list[ChunkDraft]:
@@ -175,12 +193,16 @@ def _write_summary(document: Document, summary: tuple[SummaryDraft, np.ndarray])
     )
 
 
-def _write_chunks(document, profile, drafts, vectors, summary) -> None:
+def _write_chunks(document, profile, drafts, vectors, summary, claim: Claim | None) -> None:
     with transaction.atomic():
         # Lock the row: a concurrent run of the same task waits here, then replaces our set.
         locked = Document.objects.select_for_update().filter(pk=document.pk).first()
         if locked is None:
             raise DocumentGone(document.pk)
+        # The job's row stays locked to the end of this transaction: the sweep cannot hand
+        # it to another run between this check and the commit.
+        if claim is not None and not job_finish(claim=claim):
+            raise ClaimLost(document.pk)
         Chunk.objects.filter(document=document, chunk_profile=profile).delete()
         chunks = [
             _chunk_row(document, profile, index, draft, vector)
@@ -197,6 +219,13 @@ def _write_chunks(document, profile, drafts, vectors, summary) -> None:
         )
         _retire_replaced_version(locked)
         _finish_pending_reindex(document.collection_id, profile)
+    logger.info(
+        "Document %s ready: %s chunks (job %s, run %s)",
+        document.pk,
+        len(drafts),
+        claim.job_id if claim else "-",
+        claim.attempt if claim else "-",
+    )
 
 
 def _chunk_row(document, profile, index, draft: ChunkDraft, vector) -> Chunk:
@@ -268,11 +297,12 @@ def _heartbeat_interval() -> float:
 
 
 @contextlib.contextmanager
-def _heartbeat(document_id: int) -> Iterator[None]:
-    """Touch ``updated_at`` from a thread while the run is alive, even in steps that write no progress."""
+def _heartbeat(document_id: int, claim: Claim | None = None) -> Iterator[None]:
+    """Touch ``updated_at`` (and the job's heartbeat) from a thread while the run is alive,
+    even in steps that write no progress."""
     stop = threading.Event()
     thread = threading.Thread(
-        target=_beat, args=(document_id, stop, _heartbeat_interval()), name=f"heartbeat-{document_id}"
+        target=_beat, args=(document_id, claim, stop, _heartbeat_interval()), name=f"heartbeat-{document_id}"
     )
     thread.daemon = True  # never keeps a dying worker alive
     thread.start()
@@ -283,11 +313,13 @@ def _heartbeat(document_id: int) -> Iterator[None]:
         thread.join()
 
 
-def _beat(document_id: int, stop: threading.Event, interval: float) -> None:
+def _beat(document_id: int, claim: Claim | None, stop: threading.Event, interval: float) -> None:
     try:
         while not stop.wait(interval):
             Document.objects.filter(pk=document_id, status=Document.Status.PROCESSING).update(
                 updated_at=timezone.now()
             )
+            if claim is not None:
+                job_beat(claim=claim)
     finally:
         connection.close()  # this thread's own connection; never leave it open

@@ -26,3 +26,7 @@ __all__ += ["LLMSettings"]
 from knowledge.models.evaluation import EvalQuestion, EvalRun, EvalSet  # noqa: E402
 
 __all__ += ["EvalQuestion", "EvalRun", "EvalSet"]
+
+from knowledge.models.jobs import ProcessingJob, WorkerHeartbeat  # noqa: E402
+
+__all__ += ["ProcessingJob", "WorkerHeartbeat"]

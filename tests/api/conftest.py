@@ -21,7 +21,7 @@ def generous_throttles(settings):
     rest = copy.deepcopy(REST_FRAMEWORK)
     rest["DEFAULT_THROTTLE_RATES"] = dict(RATES)
     settings.REST_FRAMEWORK = rest
-    cache.clear()  # throttle counters live in the cache
+    cache.clear()  # a clean cache; the throttle counts are rows (RateCounter), reset with the test database
     yield
     cache.clear()
 

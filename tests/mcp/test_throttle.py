@@ -35,7 +35,7 @@ def two_per_minute(settings):
     rest = copy.deepcopy(REST_FRAMEWORK)
     rest["DEFAULT_THROTTLE_RATES"] = {**rest["DEFAULT_THROTTLE_RATES"], "retrieve": "2/minute"}
     settings.REST_FRAMEWORK = rest
-    cache.clear()  # throttle counters live in the cache
+    cache.clear()  # a clean cache; the throttle counts are rows (RateCounter), reset with the test database
     yield
     cache.clear()
 

@@ -1,0 +1,105 @@
+"""/healthz for load balancers: the database, the task queue and the workers, each checked cheaply.
+
+200 with a JSON body when every check passes, 503 naming the failing checks
+otherwise. No authentication, no session, no user data: three small queries
+(SELECT 1, the broker's queue length, the newest worker heartbeat).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from collections.abc import Callable
+
+from django.conf import settings
+from django.db import connection
+from django.http import JsonResponse
+from django.utils import timezone
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+logger = logging.getLogger(__name__)
+
+_broker = None
+
+
+class HealthProblem(Exception):
+    """A failed check whose message is safe to show anyone (the others show only their type)."""
+
+
+def _get_broker():
+    """One broker per process: django-q2 opens a new connection for every broker it makes."""
+    global _broker
+    if _broker is None:
+        from django_q.brokers import get_broker
+
+        _broker = get_broker()
+    return _broker
+
+
+def check_database() -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+    return {}
+
+
+def check_queue() -> dict:
+    from knowledge.processing_jobs import queue_depth
+
+    broker = _get_broker()
+    broker.ping()  # Redis: raises when unreachable (the ORM broker is the database)
+    return {"broker": "redis" if settings.REDIS_URL else "orm", "depth": queue_depth(broker)}
+
+
+def worker_silence_limit() -> float:
+    """A worker is taken for dead after three missed heartbeats."""
+    from knowledge.processing_jobs import housekeeping_interval
+
+    return 3 * housekeeping_interval()
+
+
+def check_worker() -> dict:
+    """At least one worker process beat recently (tasks run in-process when KNOWLEDGE_SYNC_TASKS is on)."""
+    from knowledge.models import WorkerHeartbeat
+
+    if settings.Q_CLUSTER.get("sync"):
+        return {"mode": "sync"}
+    now = timezone.now()
+    since = now - datetime.timedelta(seconds=worker_silence_limit())
+    alive = WorkerHeartbeat.objects.filter(beat_at__gte=since).count()
+    if not alive:
+        last = WorkerHeartbeat.objects.order_by("-beat_at").values_list("beat_at", flat=True).first()
+        silent = f"{(now - last).total_seconds():.0f} s" if last else "ever"
+        raise HealthProblem(f"no worker heartbeat for {silent}")
+    return {"alive": alive}
+
+
+CHECKS: dict[str, Callable[[], dict]] = {
+    "database": check_database,
+    "queue": check_queue,
+    "worker": check_worker,
+}
+
+
+def _run(name: str, check: Callable[[], dict]) -> dict:
+    started = time.perf_counter()
+    try:
+        result = {"ok": True, **check()}
+    except Exception as exc:
+        logger.warning("Health check %s failed: %s", name, exc)
+        # Other errors may name internal hosts: the log has them, the public body only their kind.
+        error = str(exc) if isinstance(exc, HealthProblem) else type(exc).__name__
+        result = {"ok": False, "error": error}
+    result["ms"] = round((time.perf_counter() - started) * 1000, 1)
+    return result
+
+
+@never_cache
+@require_GET
+def healthz(request):
+    checks = {name: _run(name, check) for name, check in CHECKS.items()}
+    failing = [name for name, result in checks.items() if not result["ok"]]
+    body = {"status": "failing" if failing else "ok", "failing": failing, "checks": checks}
+    return JsonResponse(body, status=503 if failing else 200)

@@ -1,0 +1,194 @@
+"""Processing jobs: one row per request to process a document, claimed atomically by one run.
+
+Several ``qcluster`` processes (on one machine or many) share one queue. The
+queue carries the job's id; a run owns the job only after the compare-and-set
+``queued -> running`` on its row succeeded, and writes its chunks only while it
+still owns it (checked under the row lock of the final transaction). So:
+
+- a task delivered twice (a re-queued task whose first copy was only late, the
+  ORM broker's lease running out) finds the job claimed or done and does nothing;
+- a run killed with its worker stops beating; the sweep puts its job back in the
+  queue (up to ``MAX_ATTEMPTS`` runs), and a late run that lost its claim writes nothing;
+- a task lost before any run claimed it (Redis pops without acknowledgement, and
+  a cluster pre-fetches tasks into its own memory) leaves its job ``queued``;
+  once the broker's queue is empty and the job has waited a whole stale period,
+  the sweep queues it again.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import socket
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from knowledge.models import Document, ProcessingJob, WorkerHeartbeat
+
+logger = logging.getLogger(__name__)
+
+PROCESS_DOCUMENT = "knowledge.tasks.process_document"  # queued by name: services never import the tasks
+PROCESSING_INTERRUPTED = "processing was interrupted (the worker stopped); retry to process it again"
+# Runs a job may have before a document that keeps killing its worker is marked failed.
+MAX_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A run's ownership of a job: valid while the row is still ``running`` at this attempt."""
+
+    job_id: int
+    attempt: int
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def job_enqueue(*, document_id: int, chunk_profile_id: int | None = None, sync: bool | None = None) -> None:
+    """A job row now (in the caller's transaction) and its task once that transaction commits."""
+    job = ProcessingJob.objects.create(
+        document_id=document_id, chunk_profile_id=chunk_profile_id, queued_at=timezone.now()
+    )
+    transaction.on_commit(lambda: _queue_task(job, sync=sync))
+
+
+def _queue_task(job: ProcessingJob, *, sync: bool | None = None) -> None:
+    from django_q.tasks import async_task
+
+    options = {"task_name": f"document-{job.document_id}-job-{job.pk}", "group": "ingest"}
+    if sync is not None:
+        options["sync"] = sync
+    async_task(PROCESS_DOCUMENT, job.document_id, job.chunk_profile_id, job.pk, q_options=options)
+
+
+def job_claim(*, job_id: int) -> Claim | None:
+    """Take the job if nobody has: ``queued -> running`` in one statement; None when it is taken or gone.
+
+    PostgreSQL makes a second, concurrent UPDATE wait for the first and then
+    re-check its WHERE clause, so exactly one run sees its update count as 1.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        taken = ProcessingJob.objects.filter(pk=job_id, state=ProcessingJob.State.QUEUED).update(
+            state=ProcessingJob.State.RUNNING,
+            attempts=F("attempts") + 1,
+            worker=worker_name(),
+            claimed_at=now,
+            heartbeat_at=now,
+        )
+        if not taken:
+            return None
+        attempt = ProcessingJob.objects.values_list("attempts", flat=True).get(pk=job_id)
+    return Claim(job_id=job_id, attempt=attempt)
+
+
+def _held(claim: Claim):
+    return ProcessingJob.objects.filter(
+        pk=claim.job_id, state=ProcessingJob.State.RUNNING, attempts=claim.attempt
+    )
+
+
+def job_claim_holds(*, claim: Claim) -> bool:
+    """Whether the run still owns its job; inside a transaction the row stays locked until it ends."""
+    return _held(claim).select_for_update().exists()
+
+
+def job_beat(*, claim: Claim) -> bool:
+    return bool(_held(claim).update(heartbeat_at=timezone.now()))
+
+
+def job_finish(*, claim: Claim, failed: bool = False) -> bool:
+    """Close the job if the run still owns it; False when the claim was lost (nothing changes)."""
+    state = ProcessingJob.State.FAILED if failed else ProcessingJob.State.DONE
+    return bool(_held(claim).update(state=state, finished_at=timezone.now()))
+
+
+def _stale_cutoff(now: datetime.datetime) -> datetime.datetime:
+    return now - datetime.timedelta(seconds=settings.KNOWLEDGE_PROCESSING_STALE_SECONDS)
+
+
+def jobs_recover_stale(*, now: datetime.datetime | None = None, document_ids=None) -> list[int]:
+    """Put back in the queue the running jobs whose run stopped beating (its worker died).
+
+    A job that has had ``MAX_ATTEMPTS`` runs is failed with its document instead.
+    Each stale row is taken under SKIP LOCKED, so two sweeps never re-queue one job
+    twice. Returns the ids of the re-queued jobs.
+    """
+    now = now or timezone.now()
+    stale = ProcessingJob.objects.filter(
+        state=ProcessingJob.State.RUNNING, heartbeat_at__lt=_stale_cutoff(now)
+    ).select_for_update(skip_locked=True, of=("self",))
+    if document_ids is not None:
+        stale = stale.filter(document_id__in=document_ids)
+    requeued: list[int] = []
+    with transaction.atomic():
+        for job in stale:
+            if job.attempts >= MAX_ATTEMPTS:
+                ProcessingJob.objects.filter(pk=job.pk).update(
+                    state=ProcessingJob.State.FAILED, finished_at=now
+                )
+                Document.objects.filter(pk=job.document_id, status=Document.Status.PROCESSING).update(
+                    status=Document.Status.FAILED, error=PROCESSING_INTERRUPTED, updated_at=now
+                )
+                logger.warning("%s failed: its run died %s times", job, job.attempts)
+                continue
+            ProcessingJob.objects.filter(pk=job.pk).update(state=ProcessingJob.State.QUEUED, queued_at=now)
+            Document.objects.filter(pk=job.document_id, status=Document.Status.PROCESSING).update(
+                status=Document.Status.UPLOADED, updated_at=now
+            )
+            logger.warning("%s: its run on %s stopped beating; queued again", job, job.worker)
+            requeued.append(job.pk)
+            transaction.on_commit(lambda job=job: _queue_task(job))
+    return requeued
+
+
+def jobs_requeue_lost(*, now: datetime.datetime | None = None) -> list[int]:
+    """Queue again the jobs nobody claimed for a whole stale period while the broker's queue is empty.
+
+    With an empty queue every task has been handed out; a job still unclaimed after
+    that long was in the memory of a worker that died. Queuing a task that was only
+    late is harmless: the second copy finds the job claimed and does nothing.
+    """
+    from django_q.brokers import get_broker
+
+    now = now or timezone.now()
+    if queue_depth(get_broker()) > 0:
+        return []
+    with transaction.atomic():
+        lost = list(
+            ProcessingJob.objects.filter(state=ProcessingJob.State.QUEUED, queued_at__lt=_stale_cutoff(now))
+            .select_for_update(skip_locked=True)
+            .order_by("pk")
+        )
+        for job in lost:
+            ProcessingJob.objects.filter(pk=job.pk).update(queued_at=now)
+            logger.warning("%s waited unclaimed with an empty queue; queued again", job)
+            transaction.on_commit(lambda job=job: _queue_task(job))
+    return [job.pk for job in lost]
+
+
+def queue_depth(broker) -> int:
+    """Tasks waiting in the broker (not yet handed to a cluster)."""
+    return int(broker.queue_size() or 0)
+
+
+def worker_heartbeat(*, name: str | None = None) -> None:
+    WorkerHeartbeat.objects.update_or_create(name=name or worker_name(), defaults={"beat_at": timezone.now()})
+
+
+def worker_heartbeats_prune(*, now: datetime.datetime | None = None) -> int:
+    """Forget workers silent for a day (restarted processes get new names)."""
+    now = now or timezone.now()
+    deleted, _ = WorkerHeartbeat.objects.filter(beat_at__lt=now - datetime.timedelta(days=1)).delete()
+    return deleted
+
+
+def housekeeping_interval() -> float:
+    """Seconds between a worker's heartbeats and sweeps: several per stale period, at most 10."""
+    return min(10.0, settings.KNOWLEDGE_PROCESSING_STALE_SECONDS / 5)

@@ -1,0 +1,54 @@
+"""What every worker process does besides its tasks: a heartbeat and the sweep for lost jobs.
+
+django-q2 sends ``post_spawn`` in each worker process it starts (again after it
+replaces a dead or timed-out one); a daemon thread then beats this process's
+``WorkerHeartbeat`` row (read by /healthz) and sweeps for jobs whose run died
+(see knowledge.processing_jobs) every few seconds. Every worker of every cluster
+sweeps; the sweeps take rows under SKIP LOCKED, so they never re-queue a job twice.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from django.db import connection
+
+logger = logging.getLogger(__name__)
+
+
+def start_housekeeping(sender=None, proc_name: str = "", **kwargs) -> None:
+    """The ``post_spawn`` receiver: start this worker process's housekeeping thread."""
+    thread = threading.Thread(target=_housekeeping_loop, name="knowledge-housekeeping", daemon=True)
+    thread.start()
+
+
+def _housekeeping_loop() -> None:
+    from knowledge.processing_jobs import housekeeping_interval
+
+    stop = threading.Event()  # never set: the thread dies with its process
+    while True:
+        housekeeping_once()
+        stop.wait(housekeeping_interval())
+
+
+def housekeeping_once() -> None:
+    from accounts.rate_limits import rate_counters_prune
+    from knowledge.processing_jobs import (
+        jobs_recover_stale,
+        jobs_requeue_lost,
+        worker_heartbeat,
+        worker_heartbeats_prune,
+    )
+
+    try:
+        worker_heartbeat()
+        jobs_recover_stale()
+        jobs_requeue_lost()
+        worker_heartbeats_prune()
+        rate_counters_prune()
+    except Exception:
+        # A database or broker outage must not end the thread: log it and try again next round.
+        logger.exception("Worker housekeeping failed; retrying")
+    finally:
+        connection.close()  # this thread's own connection; a worker may sit idle for hours
