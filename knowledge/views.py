@@ -29,7 +29,7 @@ from knowledge.documents import (
 )
 from knowledge.errors import KnowledgeError, NotFoundError
 from knowledge.marketplace import collection_subscriptions
-from knowledge.models import ChunkProfile, Collection
+from knowledge.models import ChunkProfile, Collection, Document
 from knowledge.sharing import collection_link_open, collection_link_rotate, collection_share_path
 from knowledge.validation import MAX_ID
 
@@ -111,6 +111,7 @@ def collection_detail(request, collection_id: int):
         {
             "collection": collection,
             "documents": documents,
+            "has_ready": documents.filter(status=Document.Status.READY).exists(),
             "can_write": can_write,
             "visibilities": Collection.Visibility.choices,
             "chunk_profiles": ChunkProfile.objects.order_by("name"),
@@ -170,9 +171,24 @@ def collection_documents_status(request, collection_id: int):
     collection = collection_for_reader(user=request.user, collection_id=collection_id)
     documents_fail_stale(documents=collection.documents.all())
     rows = collection.documents.values(
-        "id", "filename", "status", "error", "sections_total", "sections_done", "chunks_total", "chunks_done"
+        "id",
+        "title",
+        "filename",
+        "status",
+        "error",
+        "sections_total",
+        "sections_done",
+        "chunks_total",
+        "chunks_done",
     )
-    documents = [{**row, "percent": document_progress(document=row)["percent"]} for row in rows]
+    documents = [
+        {
+            **row,
+            "title": row["title"] or row["filename"],
+            "percent": document_progress(document=row)["percent"],
+        }
+        for row in rows
+    ]
     return JsonResponse({"documents": documents})
 
 

@@ -5,7 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.permissions import AllowAny
 
-from knowledge.api import collections, documents, marketplace, profiles, query, retrieve, tokens
+from knowledge.api import collections, documents, feedback, marketplace, profiles, query, retrieve, tokens
 from knowledge.api.errors import api_not_found
 
 app_name = "api"
@@ -42,6 +42,11 @@ urlpatterns = [
     path("query/", query.QueryView.as_view(), name="query"),
     path("sessions/", query.SessionListView.as_view(), name="sessions"),
     path("sessions/<int:session_id>/", query.SessionDetailView.as_view(), name="session"),
+    path(
+        "sessions/<int:session_id>/turns/<int:turn_index>/feedback/",
+        feedback.TurnFeedbackView.as_view(),
+        name="turn_feedback",
+    ),
     path("profiles/", profiles.ProfileListView.as_view(), name="profiles"),
     path("profiles/<int:profile_id>/", profiles.ProfileDetailView.as_view(), name="profile"),
     path(

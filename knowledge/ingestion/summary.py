@@ -20,6 +20,7 @@ from pathlib import PurePath
 import numpy as np
 from django.core.exceptions import ImproperlyConfigured
 
+from knowledge.ingestion.headers import title_from_filename
 from knowledge.ingestion.types import ChunkDraft
 
 logger = logging.getLogger(__name__)
@@ -121,10 +122,12 @@ def extractive_summary(
     *, filename: str, title: str, drafts: Sequence[ChunkDraft], vectors: np.ndarray
 ) -> SummaryDraft:
     topics = key_topics(drafts, title=title)
-    name = title or PurePath(filename).stem
+    name = title or title_from_filename(filename)
     sentences = central_sentences(drafts, vectors)
     body = " ".join(sentences) if sentences else _opening(drafts[central_chunk_order(vectors)[0]].content)
-    summary = f"{name}. {body}" if not body.startswith(name) else body
+    # Only a real title opens the summary: a file name's stem ("pasa. PaSa…") reads as noise.
+    real_title = title and title != title_from_filename(filename) and not body.startswith(title)
+    summary = f"{title}. {body}" if real_title else body
     return SummaryDraft(
         document_type=document_type(filename, drafts),
         summary=_cut(summary, SUMMARY_CHARS),

@@ -8,6 +8,13 @@
     if (message && !window.confirm(message)) event.preventDefault();
   });
   document.addEventListener("click", function (event) {
+    // The navigation collapses into a menu on small screens: the Menu button opens and closes it.
+    const toggle = event.target.closest("#nav-toggle");
+    if (toggle) {
+      const open = toggle.getAttribute("aria-expanded") !== "true";
+      toggle.setAttribute("aria-expanded", open ? "true" : "false");
+      toggle.closest(".topbar").classList.toggle("nav-open", open);
+    }
     // <input data-select-on-click>: one click selects a secret for copying.
     if (event.target.matches("[data-select-on-click]")) event.target.select();
     // <a data-history-back>: back to the previous page when there is one.
