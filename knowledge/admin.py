@@ -71,7 +71,7 @@ class KnowledgeSettingAdmin(admin.ModelAdmin):
     def lock_badge(self, obj):
         if not obj.is_locked:
             return format_html('<span class="lock-badge unlocked">{}</span>', "profiles may override")
-        return format_html('<span class="lock-badge locked">{}</span>', "🔒 locked")
+        return format_html('<span class="lock-badge locked">{}</span>', "locked")
 
     def get_changelist_form(self, request, **kwargs):
         return KnowledgeSettingForm

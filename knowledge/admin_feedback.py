@@ -53,7 +53,9 @@ class RatedAnswerAdmin(admin.ModelAdmin):
     def rating_badge(self, obj):
         helpful = obj.feedback_rating == ChatTurn.Rating.UP
         return format_html(
-            '<span class="rating rating-{}">{}</span>', obj.feedback_rating, "👍 up" if helpful else "👎 down"
+            '<span class="rating rating-{}">{}</span>',
+            obj.feedback_rating,
+            "helpful" if helpful else "not helpful",
         )
 
     @admin.display(description="answer")

@@ -60,6 +60,13 @@ def _wants_json(request) -> bool:
     return "application/json" in accept or "text/event-stream" in accept
 
 
+def collection_settings_redirect(collection):
+    """Back to the collection page with its settings section open, where the change was made."""
+    return redirect(
+        reverse("knowledge:collection", kwargs={"collection_id": collection.pk}) + "#collection-settings"
+    )
+
+
 def form_ids(values, *, field: str) -> list[int]:
     """Ids from a form's repeated field; anything but a positive bigint is bad input (never dropped)."""
     ids = []
@@ -157,7 +164,7 @@ def collection_settings(request, collection_id: int):
         return redirect("knowledge:collections")
     else:
         raise KnowledgeError("unknown action")
-    return redirect("knowledge:collection", collection_id=collection.pk)
+    return collection_settings_redirect(collection)
 
 
 def _int(raw) -> int:

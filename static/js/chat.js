@@ -201,10 +201,10 @@
     const copy = el("button", "icon-button", "Copy");
     copy.type = "button"; copy.dataset.action = "copy"; copy.title = "Copy the answer";
     actions.appendChild(copy);
-    [["up", "👍", "Helpful"], ["down", "👎", "Not helpful"]].forEach(function (r) {
+    [["up", "Helpful", "This answer helped"], ["down", "Not helpful", "This answer did not help"]].forEach(function (r) {
       const b = el("button", "icon-button", r[1]);
       b.type = "button"; b.dataset.action = "rate"; b.dataset.rating = r[0];
-      b.title = r[2]; b.setAttribute("aria-label", r[2]); b.setAttribute("aria-pressed", "false");
+      b.title = r[2]; b.setAttribute("aria-pressed", "false");
       actions.appendChild(b);
     });
     view.footer.appendChild(actions);

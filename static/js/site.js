@@ -2,6 +2,9 @@
 // can forbid inline script and inline event handlers everywhere.
 (function () {
   "use strict";
+  // /page#some-details: a <details> section named in the address opens (e.g. after saving in it).
+  const target = window.location.hash && document.getElementById(window.location.hash.slice(1));
+  if (target && target.tagName === "DETAILS") target.open = true;
   // <form data-confirm="Delete X?">: ask before submitting.
   document.addEventListener("submit", function (event) {
     const message = event.target.dataset && event.target.dataset.confirm;
