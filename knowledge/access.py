@@ -15,6 +15,9 @@ grant and keeps them out until the owner reinstates them.
 
 Profiles: a user reads and uses their own and the operator's (no owner); they
 change their own, and staff change the operator's.
+
+Chat sessions and their turns belong to the user who asked: anyone else's are
+"not found", for reading and for changing alike.
 """
 
 from __future__ import annotations
@@ -22,7 +25,16 @@ from __future__ import annotations
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from config.errors import ForbiddenError, NotFoundError
-from knowledge.models import Chunk, Collection, Document, LinkGrant, Profile, Subscription
+from knowledge.models import (
+    ChatSession,
+    ChatTurn,
+    Chunk,
+    Collection,
+    Document,
+    LinkGrant,
+    Profile,
+    Subscription,
+)
 
 SHARE_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
@@ -214,3 +226,22 @@ def marketplace_listing_for(*, user, collection_id) -> Collection:
     if collection is None:
         raise NotFoundError("no such collection in the marketplace")
     return collection
+
+
+def chat_session_for_owner(*, user, session_id) -> ChatSession:
+    """``user``'s own chat session; anyone else's is NotFound (never 'forbidden')."""
+    if user is None or not user.is_authenticated:
+        raise NotFoundError("no such chat session")
+    session = ChatSession.objects.filter(pk=session_id, user=user).select_related("profile").first()
+    if session is None:
+        raise NotFoundError("no such chat session")
+    return session
+
+
+def chat_turn_for_owner(*, user, session_id, turn_index) -> ChatTurn:
+    """Turn ``turn_index`` (0-based) of ``user``'s own session; anything else is NotFound."""
+    session = chat_session_for_owner(user=user, session_id=session_id)
+    turn = session.turns.filter(index=turn_index).first()
+    if turn is None:
+        raise NotFoundError(f"this session has no turn {turn_index}")
+    return turn

@@ -7,6 +7,7 @@ import json
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import OuterRef
+from django.utils.html import format_html
 
 from config.errors import KnowledgeError
 from knowledge.collections import chunk_profile_default, collection_reindex
@@ -54,12 +55,24 @@ class KnowledgeSettingForm(forms.ModelForm):
 
 @admin.register(KnowledgeSetting)
 class KnowledgeSettingAdmin(admin.ModelAdmin):
-    list_display = ["key", "value", "is_locked", "help_text", "updated_at"]
+    """A locked value wins over every profile: the badge makes locked rows visible at a glance."""
+
+    list_display = ["key", "lock_badge", "value", "is_locked", "help_text", "updated_at"]
     list_editable = ["value", "is_locked"]
+    list_filter = ["is_locked"]
     readonly_fields = ["key", "help_text", "updated_at"]
     fields = ["key", "value", "is_locked", "help_text", "updated_at"]
     form = KnowledgeSettingForm
     search_fields = ["key"]
+
+    class Media:
+        css = {"all": ["css/admin_knowledge.css"]}
+
+    @admin.display(description="lock", ordering="is_locked")
+    def lock_badge(self, obj):
+        if not obj.is_locked:
+            return format_html('<span class="lock-badge unlocked">{}</span>', "profiles may override")
+        return format_html('<span class="lock-badge locked">{}</span>', "locked")
 
     def get_changelist_form(self, request, **kwargs):
         return KnowledgeSettingForm
@@ -341,4 +354,4 @@ class ChatTurnAdmin(admin.ModelAdmin):
 
 
 # The LLM settings and evaluation admins live in their own modules.
-from knowledge import admin_eval, admin_llm  # noqa: E402,F401
+from knowledge import admin_eval, admin_feedback, admin_llm  # noqa: E402,F401

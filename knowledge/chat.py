@@ -46,6 +46,7 @@ from knowledge.retrieval.service import (
     retrieve,
     search_collections,
 )
+from knowledge.source_labels import source_label
 from knowledge.synthesis import events as ev
 from knowledge.synthesis.citations import answer_html, resolve_citations, source_url
 from knowledge.synthesis.events import Event
@@ -482,7 +483,7 @@ def _final_payload(answer: Answer) -> dict:
         "text": answer.text,
         "mode": answer.mode,
         "label": answer.label,
-        "sources": [c.as_dict() for c in answer.citations],
+        "sources": [{**c.as_dict(), "label": source_label(c.source_ref)} for c in answer.citations],
         "dropped_citations": answer.dropped,
     }
 
@@ -496,6 +497,7 @@ def _source_summary(retrieved) -> dict:
         "document": chunk.document.filename,
         "title": chunk.document.display_title,
         "source_ref": chunk.source_ref,
+        "label": source_label(chunk.source_ref),
         "page": chunk.page,
         "role": retrieved.role,
         "url": source_url(chunk),
@@ -643,4 +645,5 @@ def turn_summary(turn: ChatTurn) -> dict:
         "model": turn.llm_model,
         "error": turn.error,
         "durations_ms": turn.durations_ms,
+        "feedback": {"rating": turn.feedback_rating, "comment": turn.feedback_comment},
     }

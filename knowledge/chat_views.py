@@ -28,18 +28,65 @@ def chat_page(request):
     session = None
     if request.GET.get("session"):
         session = session_get(user=request.user, session_id=request.GET["session"])
+    sessions = list(ChatSession.objects.filter(user=request.user)[:50])
+    collections = listed_collections(request.user).order_by("name")
+    profile_id, collection_ids = _preselected(request, sessions, collections)
     return render(
         request,
         "knowledge/chat.html",
         {
             "profiles": profiles_for_user(request.user).order_by("name"),
-            "collections": listed_collections(request.user).order_by("name"),
-            "sessions": ChatSession.objects.filter(user=request.user)[:50],
+            "collections": collections,
+            "chosen_profile": profile_id,
+            "chosen_collections": collection_ids,
+            "sessions": sessions,
             "session": session,
-            "turns": session.turns.all() if session else [],
+            "scope": _session_scope(request.user, session) if session else "",
+            "turns": [_turn_row(turn) for turn in session.turns.all()] if session else [],
             "llm": llm_config(),
         },
     )
+
+
+def _preselected(request, sessions, collections) -> tuple[int | None, set[int]]:
+    """What a new question searches unless the user changes it.
+
+    ``?collection=ID`` (the collection page's "Ask about this collection") first; then what the
+    last session searched, if still readable; then the user's own collections.
+    """
+    readable = {c.pk: c for c in collections}
+    asked = form_ids(request.GET.getlist("collection"), field="collection")
+    if asked:
+        return None, set(readable_collection_ids_checked(user=request.user, collection_ids=asked))
+    if sessions:
+        last = sessions[0]
+        if last.profile_id and profiles_for_user(request.user).filter(pk=last.profile_id).exists():
+            return last.profile_id, set()
+        still_readable = {cid for cid in last.collection_ids if cid in readable}
+        if still_readable:
+            return None, still_readable
+    return None, {c.pk for c in collections if c.owner_id == request.user.pk}
+
+
+def _session_scope(user, session) -> str:
+    """What a resumed session searches, in words."""
+    if session.profile_id:
+        return f"the profile {session.profile.name}"
+    names = list(
+        listed_collections(user)
+        .filter(pk__in=session.collection_ids)
+        .order_by("name")
+        .values_list("name", flat=True)
+    )
+    if not names:
+        return "collections you can no longer read"
+    return ("the collection " if len(names) == 1 else "the collections ") + ", ".join(names)
+
+
+def _turn_row(turn) -> dict:
+    """A saved turn as the chat page shows it: the final answer's HTML and the sources it retrieved."""
+    final = next((e["data"] for e in turn.events if e.get("event") == "final_answer"), {})
+    return {"turn": turn, "html": final.get("html", ""), "sources": turn.retrieved}
 
 
 @require_POST

@@ -33,8 +33,10 @@ def marketplace_collections(*, user, search: str = "") -> QuerySet[Collection]:
         marketplace_listings(user)
         .select_related("owner")
         .annotate(
+            # Searchable documents only: failed or still-processing ones answer nothing yet.
             document_count=count_subquery(
-                Document.objects.filter(collection=OuterRef("pk")), group_by="collection"
+                Document.objects.filter(collection=OuterRef("pk"), status=Document.Status.READY),
+                group_by="collection",
             ),
             subscriber_count=count_subquery(active, group_by="collection"),
             subscribed=Exists(active.filter(user=user)),

@@ -19,7 +19,7 @@ from knowledge.marketplace import (
     subscription_reinstate,
     subscription_revoke,
 )
-from knowledge.views import knowledge_page
+from knowledge.views import collection_settings_redirect, knowledge_page
 
 
 def _back(request, default: str):
@@ -73,7 +73,7 @@ def collection_listing_view(request, collection_id: int):
     collection_update(collection=collection, listed=listed)
     state = "listed in" if listed else "removed from"
     messages.success(request, f"{collection.name} is {state} the marketplace.")
-    return redirect("knowledge:collection", collection_id=collection.pk)
+    return collection_settings_redirect(collection)
 
 
 SUBSCRIPTION_OWNER_ACTIONS = {"revoke": subscription_revoke, "reinstate": subscription_reinstate}
@@ -91,4 +91,4 @@ def subscription_owner_action_view(request, collection_id: int, subscription_id:
     )
     done = "revoked; they stay out until you reinstate them" if action == "revoke" else "reinstated"
     messages.success(request, f"{subscription.user.username}'s access is {done}.")
-    return redirect("knowledge:collection", collection_id=collection.pk)
+    return collection_settings_redirect(collection)

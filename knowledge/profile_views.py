@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
@@ -34,27 +36,115 @@ def profiles_page(request, profile_id: int | None = None):
             "profile": profile,
             "collections": listed_collections(request.user).order_by("name"),
             "chosen": chosen,
-            "parameters": _parameter_rows(profile),
+            "parameter_groups": _parameter_groups(profile),
         },
     )
 
 
-def _parameter_rows(profile) -> list[dict]:
-    """Each parameter with its global value, lock and this profile's override, for the form."""
+# The profile form's parameters in groups, each with a name and one sentence a user understands.
+# Groups marked advanced sit behind a disclosure; a parameter missing here lands in "Other".
+PARAMETER_GROUPS = [
+    (
+        "What an answer draws on",
+        False,
+        {
+            "maxDocs": ("Passages per answer", "How many passages, at most, an answer is built from."),
+            "maxChunksPerDocument": (
+                "Passages from one document",
+                "Stops one long document from crowding out the others (0: no limit).",
+            ),
+            "minRelevanceScore": (
+                "Minimum relevance",
+                "Passages less similar to the question than this (0 to 1) are left out.",
+            ),
+            "minAnswerability": (
+                "When to say “nothing on this”",
+                "Below this confidence (0 to 1) the answer says the documents do not cover the question "
+                "instead of guessing (0: never).",
+            ),
+            "hybrid": ("Match exact words too", "Combine word matching with meaning-based search."),
+        },
+    ),
+    (
+        "Newer documents first",
+        False,
+        {
+            "freshnessWeight": (
+                "Weight of freshness",
+                "0 ranks by relevance only; towards 1, newer documents rank higher.",
+            ),
+            "freshnessDecayRate": (
+                "How fast documents age",
+                "How quickly a document's freshness fades per day.",
+            ),
+        },
+    ),
+    (
+        "The language model",
+        True,
+        {
+            "maxTokens": ("Context size", "How much text (in tokens) from your documents the model reads."),
+            "synthesisPromptOverride": (
+                "Instructions to the model",
+                "Replaces the default instructions for writing answers; leave empty for the default.",
+            ),
+            "agentic.enabled": (
+                "Multi-step answering",
+                "The model plans searches, checks passages and verifies its answer (slower, needs a model).",
+            ),
+        },
+    ),
+    (
+        "Search ranking",
+        True,
+        {
+            "semanticWeight": (
+                "Weight of meaning-based search",
+                "How much meaning counts against exact words.",
+            ),
+            "rrfK": (
+                "Rank fusion smoothing",
+                "Higher values flatten the difference between top and lower ranks.",
+            ),
+        },
+    ),
+]
+OTHER_GROUP = "Multi-step answering in detail"
+
+
+def _parameter_groups(profile) -> list[dict]:
+    """The parameters in groups, each with its global value, lock and this profile's override."""
     overrides = profile.knowledge_overrides if profile else {}
-    rows = []
-    for key, (value, locked) in global_settings().items():
+    values = global_settings()
+    described = {
+        key: (group, label, text)
+        for group, _, keys in PARAMETER_GROUPS
+        for key, (label, text) in keys.items()
+    }
+    groups = {
+        name: {"name": name, "advanced": advanced, "rows": []} for name, advanced, _ in PARAMETER_GROUPS
+    }
+    groups[OTHER_GROUP] = {"name": OTHER_GROUP, "advanced": True, "rows": []}
+    for key, (value, locked) in values.items():
+        group, label, text = described.get(key, (OTHER_GROUP, _humanised(key), PARAMETERS[key].help_text))
         override = overrides.get(key)
-        rows.append(
+        groups[group]["rows"].append(
             {
                 "key": key,
+                "label": label,
+                "text": text,
                 "global": value,
                 "locked": locked,
-                "help": PARAMETERS[key].help_text,
                 "override": "" if override is None else override,
             }
         )
-    return rows
+    return [g for g in groups.values() if g["rows"]]
+
+
+def _humanised(key: str) -> str:
+    """'agentic.timeBudgetSeconds' -> 'Time budget seconds'."""
+    words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", key.rpartition(".")[2]).lower()
+    return words[:1].upper() + words[1:]
 
 
 def _save(request, profile):

@@ -30,7 +30,7 @@ from knowledge.documents import (
     upload_size_check,
 )
 from knowledge.marketplace import collection_subscriptions
-from knowledge.models import ChunkProfile, Collection
+from knowledge.models import ChunkProfile, Collection, Document
 from knowledge.sharing import collection_link_open, collection_link_rotate, collection_share_path
 
 
@@ -58,6 +58,13 @@ def _wants_json(request) -> bool:
     """Scripts (fetch, the chat's event stream) read errors as JSON; browsers navigating get the HTML page."""
     accept = request.headers.get("Accept", "")
     return "application/json" in accept or "text/event-stream" in accept
+
+
+def collection_settings_redirect(collection):
+    """Back to the collection page with its settings section open, where the change was made."""
+    return redirect(
+        reverse("knowledge:collection", kwargs={"collection_id": collection.pk}) + "#collection-settings"
+    )
 
 
 def form_ids(values, *, field: str) -> list[int]:
@@ -111,6 +118,7 @@ def collection_detail(request, collection_id: int):
         {
             "collection": collection,
             "documents": documents,
+            "has_ready": documents.filter(status=Document.Status.READY).exists(),
             "can_write": can_write,
             "visibilities": Collection.Visibility.choices,
             "chunk_profiles": ChunkProfile.objects.order_by("name"),
@@ -156,7 +164,7 @@ def collection_settings(request, collection_id: int):
         return redirect("knowledge:collections")
     else:
         raise KnowledgeError("unknown action")
-    return redirect("knowledge:collection", collection_id=collection.pk)
+    return collection_settings_redirect(collection)
 
 
 def _int(raw) -> int:
@@ -170,9 +178,24 @@ def collection_documents_status(request, collection_id: int):
     collection = collection_for_reader(user=request.user, collection_id=collection_id)
     documents_fail_stale(documents=collection.documents.all())
     rows = collection.documents.values(
-        "id", "filename", "status", "error", "sections_total", "sections_done", "chunks_total", "chunks_done"
+        "id",
+        "title",
+        "filename",
+        "status",
+        "error",
+        "sections_total",
+        "sections_done",
+        "chunks_total",
+        "chunks_done",
     )
-    documents = [{**row, "percent": document_progress(document=row)["percent"]} for row in rows]
+    documents = [
+        {
+            **row,
+            "title": row["title"] or row["filename"],
+            "percent": document_progress(document=row)["percent"],
+        }
+        for row in rows
+    ]
     return JsonResponse({"documents": documents})
 
 

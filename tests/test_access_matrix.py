@@ -19,7 +19,7 @@ from accounts.tokens import token_create
 from knowledge.chat import chat_ask
 from knowledge.collections import collection_create
 from knowledge.documents import document_upload
-from knowledge.models import Document, Profile, ProfileCollection
+from knowledge.models import ChatSession, Document, Profile, ProfileCollection
 
 pytest_plugins = ["tests.synthesis.openai_server"]
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -79,6 +79,9 @@ def _private_api_calls(a, key="private"):
         ("delete", f"/api/v1/profiles/{a['profile'].pk}/", None),
         ("get", f"/api/v1/sessions/{a['session'].pk}/", None),
         ("post", "/api/v1/query/", {"question": QUESTION, "session": a["session"].pk}),
+        ("post", f"/api/v1/sessions/{a['session'].pk}/turns/0/feedback/", {"rating": "down"}),
+        ("patch", f"/api/v1/sessions/{a['session'].pk}/", {"title": "mine now"}),
+        ("delete", f"/api/v1/sessions/{a['session'].pk}/", None),
         ("delete", f"/api/v1/tokens/{a['token'].pk}/", None),
     ]
 
@@ -95,6 +98,7 @@ def _private_pages(a, key="private"):
         ("get", f"/documents/{d}/view/", None),
         ("get", f"/documents/{d}/file/", None),
         ("get", f"/chat/?session={a['session'].pk}", None),
+        ("get", f"/chat/?collection={c}", None),
         ("post", "/chat/ask/", {"question": QUESTION, "session": a["session"].pk}),
         ("post", "/marketplace/" + str(c) + "/subscribe/", None),
         ("post", "/chat/ask/", {"question": QUESTION, "collections": [c]}),
@@ -110,6 +114,8 @@ def test_charlie_gets_404_for_every_api_path_to_alices_private_things(alices, ch
     alices["c"]["private"].refresh_from_db()
     assert alices["c"]["private"].description == ""
     assert Document.objects.filter(pk=alices["d"]["private"].pk, status="ready").exists()
+    session = ChatSession.objects.get(pk=alices["session"].pk)  # not renamed, deleted or rated
+    assert session.title != "mine now" and session.turns.get(index=0).feedback_rating == ""
 
 
 def test_charlie_gets_404_for_every_page_to_alices_private_things(alices, charlie_web):

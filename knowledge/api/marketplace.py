@@ -23,7 +23,7 @@ from knowledge.models import Collection, Subscription
 class ListingSerializer(serializers.ModelSerializer):
     owner = serializers.SerializerMethodField()
     is_owner = serializers.SerializerMethodField()
-    document_count = serializers.IntegerField(read_only=True)
+    document_count = serializers.IntegerField(read_only=True, help_text="Ready (searchable) documents.")
     subscriber_count = serializers.IntegerField(read_only=True, help_text="Active subscriptions.")
     subscribed = serializers.BooleanField(read_only=True, help_text="You hold an active subscription.")
 

@@ -5,17 +5,18 @@ from __future__ import annotations
 import json
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
-from accounts.api.base import MAX_ID, ApiView, errors, validated
-from knowledge.access import profile_for_reader, readable_collection_ids_checked
+from accounts.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
+from knowledge.access import chat_session_for_owner, profile_for_reader, readable_collection_ids_checked
 from knowledge.api.retrieve import ScopeSerializer
 from knowledge.chat import chat_ask, chat_stream, session_get, sse_stream, turn_summary
 from knowledge.event_stream import event_stream_response
 from knowledge.models import ChatSession
 from knowledge.retrieval.service import MAX_QUESTION_CHARS
+from knowledge.sessions import MAX_TITLE_CHARS, chat_session_delete, chat_session_rename
 
 
 class QueryRequestSerializer(ScopeSerializer):
@@ -123,9 +124,30 @@ class SessionListView(ApiView):
         return self.paginated(sessions.order_by("-updated_at"), SessionSerializer)
 
 
+class SessionRenameSerializer(StrictSerializer):
+    title = serializers.CharField(max_length=MAX_TITLE_CHARS, help_text="The session's new title.")
+
+
 class SessionDetailView(ApiView):
     serializer_class = SessionSerializer
     throttle_scope = None
+
+    @extend_schema(
+        summary="Rename a session",
+        request=SessionRenameSerializer,
+        responses={200: dict, **errors(400, 404)},
+    )
+    def patch(self, request, session_id: int):
+        session = chat_session_for_owner(user=request.user, session_id=session_id)
+        data = validated(SessionRenameSerializer, request.data)
+        session = chat_session_rename(session=session, title=data["title"])
+        return Response({"id": session.pk, "title": session.title})
+
+    @extend_schema(summary="Delete a session and its turns", responses={204: None, **errors(404)})
+    def delete(self, request, session_id: int):
+        session = chat_session_for_owner(user=request.user, session_id=session_id)
+        chat_session_delete(session=session)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(summary="A session with its turns", responses={200: dict, **errors(404)})
     def get(self, request, session_id: int):

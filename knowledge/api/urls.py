@@ -7,7 +7,7 @@ from rest_framework.permissions import AllowAny
 
 from accounts.api import urls as token_urls
 from accounts.api.errors import api_not_found
-from knowledge.api import collections, documents, marketplace, profiles, query, retrieve
+from knowledge.api import collections, documents, feedback, marketplace, profiles, query, retrieve
 
 app_name = "api"
 
@@ -41,6 +41,11 @@ urlpatterns = [
     path("query/", query.QueryView.as_view(), name="query"),
     path("sessions/", query.SessionListView.as_view(), name="sessions"),
     path("sessions/<int:session_id>/", query.SessionDetailView.as_view(), name="session"),
+    path(
+        "sessions/<int:session_id>/turns/<int:turn_index>/feedback/",
+        feedback.TurnFeedbackView.as_view(),
+        name="turn_feedback",
+    ),
     path("profiles/", profiles.ProfileListView.as_view(), name="profiles"),
     path("profiles/<int:profile_id>/", profiles.ProfileDetailView.as_view(), name="profile"),
     path(

@@ -33,6 +33,7 @@ from knowledge.ingestion.extract import extract_sections
 from knowledge.ingestion.headers import embedding_text, section_header, title_from_filename
 from knowledge.ingestion.limits import LimitExceeded
 from knowledge.ingestion.summary import SummaryDraft, summary_draft
+from knowledge.ingestion.titles import document_title
 from knowledge.ingestion.types import ChunkDraft, ExtractionError
 from knowledge.models import Chunk, ChunkProfile, Collection, Document, DocumentSummary
 from knowledge.processing_jobs import Claim, job_beat, job_finish
@@ -115,6 +116,8 @@ def document_chunk_drafts(document: Document, profile: ChunkProfile) -> list[Chu
         data = handle.read()
     limits = settings.KNOWLEDGE_INGEST_LIMITS
     sections = extract_sections(document.filename, data, limits=limits)
+    if not document.title:  # a title given by the user stays; otherwise the document's own
+        _update(document, title=document_title(document.filename, data))
     _update(document, sections_total=len(sections))
     title = document.title or title_from_filename(document.filename)
     drafts: list[ChunkDraft] = []

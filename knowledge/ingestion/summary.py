@@ -24,6 +24,7 @@ from knowledge.clients.embedding import embed_texts
 from knowledge.clients.json_reply import json_object, text_field, text_list
 from knowledge.clients.llm import LLMError, complete, llm_config
 from knowledge.clients.text import STOPWORDS, WORD, stem
+from knowledge.ingestion.headers import title_from_filename
 from knowledge.ingestion.types import ChunkDraft
 from knowledge.models.documents import summary_router_text
 from knowledge.synthesis.extractive import split_sentences
@@ -123,10 +124,12 @@ def extractive_summary(
     *, filename: str, title: str, drafts: Sequence[ChunkDraft], vectors: np.ndarray
 ) -> SummaryDraft:
     topics = key_topics(drafts, title=title)
-    name = title or PurePath(filename).stem
+    name = title or title_from_filename(filename)
     sentences = central_sentences(drafts, vectors)
     body = " ".join(sentences) if sentences else _opening(drafts[central_chunk_order(vectors)[0]].content)
-    summary = f"{name}. {body}" if not body.startswith(name) else body
+    # Only a real title opens the summary: a file name's stem ("pasa. PaSa…") reads as noise.
+    real_title = title and title != title_from_filename(filename) and not body.startswith(title)
+    summary = f"{title}. {body}" if real_title else body
     return SummaryDraft(
         document_type=document_type(filename, drafts),
         summary=_cut(summary, SUMMARY_CHARS),

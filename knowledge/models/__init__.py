@@ -1,4 +1,4 @@
-from knowledge.models.chat import ChatSession, ChatTurn
+from knowledge.models.chat import ChatSession, ChatTurn, RatedAnswer
 from knowledge.models.collections import ChunkProfile, Collection, LinkGrant, Subscription
 from knowledge.models.documents import Chunk, Document, DocumentSummary
 from knowledge.models.profiles import Profile, ProfileCollection
@@ -16,6 +16,7 @@ __all__ = [
     "LinkGrant",
     "Profile",
     "ProfileCollection",
+    "RatedAnswer",
     "Subscription",
 ]
 

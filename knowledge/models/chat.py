@@ -51,6 +51,16 @@ class ChatTurn(models.Model):
     durations_ms = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True, help_text="LLM failure that led to the fallback, if any.")
     llm_model = models.CharField(max_length=200, blank=True, help_text="The model that wrote the answer.")
+
+    # The asker's rating of the answer (thumbs up or down) and an optional comment, for review
+    # in the admin and for export as evaluation questions.
+    class Rating(models.TextChoices):
+        UP = "up", "Helpful"
+        DOWN = "down", "Not helpful"
+
+    feedback_rating = models.CharField(max_length=4, choices=Rating.choices, blank=True)
+    feedback_comment = models.TextField(blank=True)
+    feedback_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -59,3 +69,12 @@ class ChatTurn(models.Model):
 
     def __str__(self) -> str:
         return self.question[:80]
+
+
+class RatedAnswer(ChatTurn):
+    """The turns their askers rated, as the admin lists them for review and export."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "rated answer"
+        ordering = ["-feedback_at"]

@@ -1,18 +1,28 @@
-// Chat: POST the question, read the Server-Sent Events as they arrive, show
-// retrieval progress, stream the answer text, then render the cited answer.
+// Chat: POST the question, read the Server-Sent Events as they arrive, show each step and a typing
+// indicator, stream the answer text, then render the cited answer. Enter sends, Shift+Enter adds a
+// line, Stop ends a running answer. Answers can be copied and rated; sessions renamed and deleted.
 (function () {
   "use strict";
+  const root = document.getElementById("chat");
   const form = document.getElementById("ask");
+  if (!root || !form) return;
   const turns = document.getElementById("turns");
-  const statusLine = document.getElementById("status");
   const sourcesPanel = document.getElementById("sources");
   const tokensPanel = document.getElementById("tokens");
-  const STATUS = {
+  const sessionList = document.getElementById("session-list");
+  const textarea = form.querySelector("textarea[name=question]");
+  const askButton = document.getElementById("ask-button");
+  const stopButton = document.getElementById("stop");
+  const askError = document.getElementById("ask-error");
+  const scopeHint = document.getElementById("scope-hint");
+  const llmConfigured = root.dataset.llm === "1";
+  const SESSIONS_API = root.dataset.apiSessions;
+
+  const STEP = {
     execution_start: "Starting…",
-    knowledge_retrieval_start: "Retrieving from your documents…",
-    knowledge_retrieval_complete: "Found sources; synthesising the answer…",
+    knowledge_retrieval_start: "Searching your documents…",
+    knowledge_retrieval_complete: "Writing the answer…",
     conversation_llm_step: "Answer written.",
-    execution_complete: "",
   };
 
   // The agentic loop's steps (profiles with agentic.enabled), as the user sees them.
@@ -33,18 +43,15 @@
 
   function describeStep(step) {
     const d = step.detail || {};
-    let text = step.step + " (" + step.method + ")";
-    if (step.step === "classify") text += ": " + d.kind;
-    if (step.step === "route") text += ": " + (d.document_ids || []).length + " documents";
-    if (step.step === "plan") text += ": " + (d.steps || []).length + " steps";
-    if (step.step === "retrieve") text += ": " + d.chunks + " passages";
-    if (step.step === "grade" && d.graded) text += ": " + d.passed + " of " + d.graded + " relevant";
-    if (step.step === "rewrite" && d.query) text += ": " + d.query;
+    let text = AGENT_STATUS[step.step] || step.step;
+    if (step.step === "route") text += " " + (d.document_ids || []).length + " documents";
+    if (step.step === "plan") text += " " + (d.steps || []).length + " steps";
+    if (step.step === "retrieve") text += " " + d.chunks + " passages";
+    if (step.step === "grade" && d.graded) text += " " + d.passed + " of " + d.graded + " relevant";
     if (step.step === "check" && d.grounded !== undefined) {
-      text += d.grounded === null ? ": not checked" : d.grounded ? ": grounded" : ": unsupported claims";
+      text += d.grounded === null ? " not checked" : d.grounded ? " grounded" : " unsupported claims";
     }
-    if (step.note) text += " · " + step.note;
-    return text + " · " + Math.round(step.duration_ms) + " ms";
+    return text;
   }
 
   function el(tag, cls, text) {
@@ -52,6 +59,200 @@
     if (cls) node.className = cls;
     if (text !== undefined) node.textContent = text;
     return node;
+  }
+
+  function csrfToken() {
+    return form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  }
+
+  function api(url, method, body) {
+    const init = { method: method, headers: { "X-CSRFToken": csrfToken(), Accept: "application/json" }, credentials: "same-origin" };
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    return fetch(url, init).then(async function (response) {
+      if (response.ok) return response.status === 204 ? null : response.json();
+      let message = "the request failed (" + response.status + ")";
+      try { message = (await response.json()).error.message || message; } catch (e) { /* keep it */ }
+      throw new Error(message);
+    });
+  }
+
+  // -- what to search: Ask stays disabled until a profile or a collection is chosen ------------------
+
+  function scopeChosen() {
+    if (form.querySelector("input[name=session]")) return true;
+    const profile = form.querySelector("select[name=profile]");
+    const collections = form.querySelector("select[name=collections]");
+    return Boolean((profile && profile.value) || (collections && collections.selectedOptions.length));
+  }
+
+  let running = null; // the AbortController of the answer being written
+  function updateAskButton() {
+    const chosen = scopeChosen();
+    askButton.disabled = running !== null || !chosen;
+    if (scopeHint) scopeHint.hidden = chosen;
+  }
+
+  function showError(message) {
+    askError.textContent = message;
+    askError.hidden = !message;
+  }
+
+  // -- sources and sessions --------------------------------------------------------------------
+
+  function sourcesGroup(index, question) {
+    const placeholder = sourcesPanel.querySelector(".placeholder");
+    if (placeholder) placeholder.remove();
+    let group = sourcesPanel.querySelector('.sources-turn[data-index="' + index + '"]');
+    if (!group) {
+      group = el("div", "sources-turn");
+      group.dataset.index = index;
+      sourcesPanel.appendChild(group);
+    }
+    group.textContent = "";
+    const number = sourcesPanel.querySelectorAll(".sources-turn").length;
+    group.appendChild(el("div", "sources-question", number + ". " + question.slice(0, 80)));
+    return group;
+  }
+
+  function showSources(group, sources) {
+    if (!sources.length) { group.appendChild(el("div", "muted", "Nothing relevant enough was found.")); return; }
+    sources.forEach(function (s) {
+      const item = el("div", "source-item");
+      const link = el("a", null, "[" + s.n + "] " + s.title + " — " + (s.label || s.source_ref));
+      link.href = s.url;
+      item.appendChild(link);
+      if (s.scores && s.scores.similarity !== undefined) {
+        item.appendChild(el("div", "muted", "similarity " + s.scores.similarity + " · fused " + s.scores.fused));
+      } else if (s.role === "reference") {
+        item.appendChild(el("div", "muted", "referenced by a result"));
+      }
+      group.appendChild(item);
+    });
+  }
+
+  function sessionItem(id, title) {
+    const li = el("li", "session-item current");
+    li.dataset.id = id;
+    const link = el("a", "session-title", title);
+    link.href = "?session=" + id;
+    const actions = el("span", "session-actions");
+    const rename = el("button", "link", "Rename");
+    rename.type = "button"; rename.dataset.action = "rename-session";
+    const remove = el("button", "link danger-link", "Delete");
+    remove.type = "button"; remove.dataset.action = "delete-session";
+    actions.append(rename, " ", remove);
+    li.append(link, " ", actions);
+    return li;
+  }
+
+  function sessionStarted(id, question) {
+    const empty = sessionList.querySelector(".empty");
+    if (empty) empty.remove();
+    sessionList.querySelectorAll(".current").forEach(function (li) { li.classList.remove("current"); });
+    let li = sessionList.querySelector('li[data-id="' + id + '"]');
+    if (!li) {
+      const flat = question.split(/\s+/).join(" ");
+      li = sessionItem(id, flat.length <= 80 ? flat : flat.slice(0, 79) + "…");
+    }
+    li.classList.add("current");
+    sessionList.prepend(li);
+  }
+
+  // -- a turn: question, steps, typing indicator, answer, actions -------------------------------------
+
+  function turnCard(question) {
+    const card = el("article", "card turn pending");
+    card.appendChild(el("div", "question", question));
+    const progress = el("div", "progress-steps");
+    const status = el("div", "status-line");
+    status.setAttribute("role", "status");
+    const typing = el("span", "typing");
+    typing.setAttribute("aria-hidden", "true");
+    typing.append(el("i"), el("i"), el("i"));
+    const statusText = el("span", "status-text", "Sending…");
+    status.append(typing, statusText);
+    const log = el("ul", "events");
+    progress.append(status, log);
+    const answer = el("div", "answer");
+    const footer = el("div", "turn-footer");
+    const meta = el("span", "muted small turn-meta");
+    footer.appendChild(meta);
+    card.append(progress, answer, footer);
+    turns.appendChild(card);
+    return { card: card, status: status, statusText: statusText, log: log, answer: answer, footer: footer, meta: meta };
+  }
+
+  function setStatus(view, text) {
+    view.statusText.textContent = text;
+  }
+
+  function addStep(view, text, cls) {
+    view.log.appendChild(el("li", cls || null, text));
+  }
+
+  function finishTurn(view, sessionId, index) {
+    view.card.classList.remove("pending");
+    view.card.dataset.session = sessionId;
+    view.card.dataset.index = index;
+    const actions = el("span", "turn-actions");
+    const copy = el("button", "icon-button", "Copy");
+    copy.type = "button"; copy.dataset.action = "copy"; copy.title = "Copy the answer";
+    actions.appendChild(copy);
+    [["up", "Helpful", "This answer helped"], ["down", "Not helpful", "This answer did not help"]].forEach(function (r) {
+      const b = el("button", "icon-button", r[1]);
+      b.type = "button"; b.dataset.action = "rate"; b.dataset.rating = r[0];
+      b.title = r[2]; b.setAttribute("aria-pressed", "false");
+      actions.appendChild(b);
+    });
+    view.footer.appendChild(actions);
+  }
+
+  function handleEvent(view, state, name, payload) {
+    if (STEP[name]) setStatus(view, STEP[name]);
+    if (name === "execution_start") {
+      state.sessionId = payload.session_id;
+      state.index = payload.turn_index;
+      state.sources = sourcesGroup(payload.turn_index, payload.question);
+      sessionStarted(payload.session_id, payload.question);
+      if (!form.querySelector("input[name=session]")) {
+        const hidden = el("input"); hidden.type = "hidden"; hidden.name = "session"; hidden.value = payload.session_id;
+        form.appendChild(hidden);
+        history.replaceState(null, "", "?session=" + payload.session_id);
+      }
+    } else if (name === "knowledge_retrieval_start") {
+      addStep(view, "Searching " + payload.collection_count + (payload.collection_count === 1 ? " collection" : " collections") +
+        (payload.resolved_question && payload.resolved_question !== payload.question ? " for “" + payload.resolved_question + "”" : ""));
+    } else if (name === "knowledge_retrieval_complete") {
+      const titles = payload.documents.map(function (d) { return d.title; });
+      addStep(view, payload.results_count ? "Found " + payload.results_count + " passages in " + titles.join(", ") : "Found nothing relevant enough");
+      if (state.sources) { state.sources.textContent = ""; showSources(state.sources, payload.sources); }
+    } else if (name === "answer_delta") {
+      view.card.classList.add("writing");
+      state.streamed += payload.text;
+      view.answer.textContent = state.streamed;
+    } else if (name === "agent_step") {
+      setStatus(view, AGENT_STATUS[payload.step] || "Working…");
+      addStep(view, describeStep(payload), payload.status === "exhausted" ? "error" : null);
+    } else if (name === "llm_error") {
+      addStep(view, "The language model failed (" + payload.error + "); answering from the documents instead.", "error");
+    } else if (name === "token_update") {
+      if (llmConfigured && tokensPanel) {
+        tokensPanel.textContent = "This answer: " + payload.input_tokens + " tokens read by the model, " + payload.output_tokens +
+          " written" + (payload.source === "estimate" ? " (estimated)" : "") + ". This session: " + payload.total_input +
+          " read, " + payload.total_output + " written.";
+      }
+    } else if (name === "final_answer") {
+      view.answer.innerHTML = payload.html;
+      view.meta.textContent = payload.mode === "llm" ? "Written by the language model" : payload.mode === "extractive" ? "Quoted from your documents" : "Nothing found";
+    } else if (name === "execution_complete") {
+      state.complete = true;
+      finishTurn(view, payload.session_id, state.index);
+    } else if (name === "error") {
+      view.answer.appendChild(el("p", "error", payload.message));
+    }
   }
 
   function parseEvents(buffer, onEvent) {
@@ -69,87 +270,175 @@
     return buffer;
   }
 
-  function showSources(sources) {
-    sourcesPanel.textContent = "";
-    if (!sources.length) { sourcesPanel.textContent = "Nothing relevant enough was found."; return; }
-    sources.forEach(function (s) {
-      const item = el("div", "source-item");
-      const link = el("a", null, "[" + s.n + "] " + s.title + " — " + s.source_ref);
-      link.href = s.url;
-      item.appendChild(link);
-      if (s.scores && s.scores.similarity !== undefined) {
-        item.appendChild(el("div", "muted", "similarity " + s.scores.similarity + " · fused " + s.scores.fused +
-          (s.scores.lexical_rank ? " · lexical #" + s.scores.lexical_rank : "")));
-      } else if (s.role === "reference") {
-        item.appendChild(el("div", "muted", "referenced by a result"));
-      }
-      sourcesPanel.appendChild(item);
-    });
+  async function readStream(response, view, state) {
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      buffer = parseEvents(buffer + decoder.decode(chunk.value, { stream: true }), function (name, payload) {
+        handleEvent(view, state, name, payload);
+      });
+    }
   }
 
   async function ask(event) {
     event.preventDefault();
+    const question = textarea.value.trim();
+    if (!question || running) return;
+    if (!scopeChosen()) { showError("Choose a profile or at least one collection to search."); return; }
+    showError("");
     const data = new FormData(form);
-    const card = el("div", "card turn");
-    card.appendChild(el("div", "question", data.get("question")));
-    const log = el("ul", "events");
-    const answer = el("div", "answer");
-    card.appendChild(log);
-    card.appendChild(answer);
-    turns.appendChild(card);
-    form.querySelector("button").disabled = true;
-    let streamed = "";
+    const view = turnCard(question);
+    const state = { streamed: "", complete: false, sessionId: null, index: null, sources: null };
+    running = new AbortController();
+    updateAskButton();
+    stopButton.hidden = false;
+    view.card.scrollIntoView({ block: "nearest" });
+    let keepQuestion = true;
     try {
-      const response = await fetch(form.action, { method: "POST", body: data, headers: { Accept: "text/event-stream" } });
+      const response = await fetch(form.action, {
+        method: "POST", body: data, headers: { Accept: "text/event-stream" }, signal: running.signal,
+      });
       if (!response.ok) {
         let message = "The question could not be answered (" + response.status + ").";
-        try { message = (await response.json()).error || message; } catch (e) { /* keep the generic message */ }
-        answer.appendChild(el("p", "error", message));
+        try { const body = await response.json(); message = (body.error && (body.error.message || body.error)) || message; } catch (e) { /* keep it */ }
+        view.card.remove();
+        showError(message.charAt(0).toUpperCase() + message.slice(1));
         return;
       }
-      const reader = response.body.getReader();
-      const decoder = new TextDecoder();
-      let buffer = "";
-      for (;;) {
-        const chunk = await reader.read();
-        if (chunk.done) break;
-        buffer = parseEvents(buffer + decoder.decode(chunk.value, { stream: true }), function (name, payload) {
-          if (STATUS[name] !== undefined) statusLine.textContent = STATUS[name];
-          if (name === "knowledge_retrieval_complete") {
-            log.appendChild(el("li", null, payload.results_count + " passages from " +
-              payload.documents.map(function (d) { return d.title; }).join(", ")));
-            showSources(payload.sources);
-          } else if (name === "answer_delta") {
-            streamed += payload.text;
-            answer.textContent = streamed;
-          } else if (name === "agent_step") {
-            statusLine.textContent = AGENT_STATUS[payload.step] || statusLine.textContent;
-            log.appendChild(el("li", payload.status === "exhausted" ? "error" : null, describeStep(payload)));
-          } else if (name === "llm_error") {
-            log.appendChild(el("li", "error", "Language model failed (" + payload.error + "); answering from the documents instead."));
-          } else if (name === "token_update") {
-            tokensPanel.textContent = "Turn: " + payload.input_tokens + " in / " + payload.output_tokens + " out (" +
-              payload.source + ") · Session: " + payload.total_input + " in / " + payload.total_output + " out";
-          } else if (name === "final_answer") {
-            answer.innerHTML = payload.html;
-          } else if (name === "execution_complete") {
-            if (!form.querySelector("input[name=session]")) {
-              const hidden = el("input"); hidden.type = "hidden"; hidden.name = "session"; hidden.value = payload.session_id;
-              form.appendChild(hidden);
-              history.replaceState(null, "", "?session=" + payload.session_id);
-            }
-          } else if (name === "error") {
-            answer.appendChild(el("p", "error", payload.message));
-          }
-        });
-      }
+      keepQuestion = false;
+      textarea.value = "";
+      await readStream(response, view, state);
     } catch (err) {
-      answer.appendChild(el("p", "error", "The connection was lost: " + err.message));
+      if (err.name === "AbortError") {
+        view.answer.appendChild(el("p", "muted stopped", "Stopped. The answer was not completed."));
+      } else {
+        view.answer.appendChild(el("p", "error", "The connection was lost: " + err.message));
+        if (keepQuestion) textarea.value = question;
+      }
     } finally {
-      form.querySelector("button").disabled = false;
-      form.querySelector("textarea").value = "";
+      view.card.classList.remove("pending", "writing");
+      view.status.remove();
+      running = null;
+      stopButton.hidden = true;
+      updateAskButton();
+      textarea.focus();
     }
   }
 
-  if (form) form.addEventListener("submit", ask);
+  // -- copy, rate, comment -----------------------------------------------------------------------
+
+  function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    const area = el("textarea", "offscreen");
+    area.value = text;
+    document.body.appendChild(area);
+    area.select();
+    const ok = document.execCommand("copy");
+    area.remove();
+    return ok ? Promise.resolve() : Promise.reject(new Error("copying is not allowed here"));
+  }
+
+  function flash(button, text) {
+    const original = button.dataset.label || button.textContent;
+    button.dataset.label = original;
+    button.textContent = text;
+    setTimeout(function () { button.textContent = original; }, 1500);
+  }
+
+  function feedbackUrl(card) {
+    return SESSIONS_API + card.dataset.session + "/turns/" + card.dataset.index + "/feedback/";
+  }
+
+  function commentForm(card, rating) {
+    let box = card.querySelector(".feedback-comment");
+    if (!box) {
+      box = el("form", "feedback-comment");
+      const label = el("label", "small", "Tell us more (optional)");
+      const input = el("textarea");
+      input.name = "comment"; input.rows = 2; input.maxLength = 2000;
+      label.appendChild(input);
+      const send = el("button", "secondary", "Send");
+      send.type = "submit";
+      const note = el("span", "muted small note");
+      note.setAttribute("role", "status");
+      box.append(label, send, " ", note);
+      card.appendChild(box);
+      box.addEventListener("submit", function (e) {
+        e.preventDefault();
+        api(feedbackUrl(card), "POST", { rating: box.dataset.rating, comment: input.value })
+          .then(function () { note.textContent = "Thanks, your comment was saved."; })
+          .catch(function (err) { note.textContent = "Not saved: " + err.message; });
+      });
+    }
+    box.dataset.rating = rating;
+    return box;
+  }
+
+  function rate(button) {
+    const card = button.closest(".turn");
+    const rating = button.dataset.rating;
+    api(feedbackUrl(card), "POST", { rating: rating })
+      .then(function () {
+        card.querySelectorAll("[data-action=rate]").forEach(function (b) {
+          b.setAttribute("aria-pressed", b === button ? "true" : "false");
+        });
+        const box = commentForm(card, rating);
+        box.querySelector(".note").textContent = "Thanks for rating this answer.";
+      })
+      .catch(function (err) { flash(button, "!"); button.title = err.message; });
+  }
+
+  // -- sessions: rename, delete -----------------------------------------------------------------------
+
+  function renameSession(li) {
+    const link = li.querySelector(".session-title");
+    const title = window.prompt("New name for this session", link.textContent);
+    if (title === null || !title.trim()) return;
+    api(SESSIONS_API + li.dataset.id + "/", "PATCH", { title: title })
+      .then(function (body) { link.textContent = body.title; })
+      .catch(function (err) { window.alert("Not renamed: " + err.message); });
+  }
+
+  function deleteSession(li) {
+    if (!window.confirm("Delete the session “" + li.querySelector(".session-title").textContent + "” and its answers?")) return;
+    api(SESSIONS_API + li.dataset.id + "/", "DELETE")
+      .then(function () {
+        const wasCurrent = li.classList.contains("current");
+        li.remove();
+        if (!sessionList.querySelector("li")) sessionList.appendChild(el("li", "muted small empty", "No sessions yet."));
+        if (wasCurrent) window.location.assign(window.location.pathname);
+      })
+      .catch(function (err) { window.alert("Not deleted: " + err.message); });
+  }
+
+  document.addEventListener("click", function (event) {
+    const button = event.target.closest("button[data-action]");
+    if (!button) return;
+    const action = button.dataset.action;
+    if (action === "copy") {
+      const answer = button.closest(".turn").querySelector(".answer");
+      copyText(answer.innerText.trim()).then(function () { flash(button, "Copied"); }, function (err) { flash(button, "Copy failed"); button.title = err.message; });
+    } else if (action === "rate") {
+      rate(button);
+    } else if (action === "rename-session") {
+      renameSession(button.closest("li"));
+    } else if (action === "delete-session") {
+      deleteSession(button.closest("li"));
+    }
+  });
+
+  textarea.addEventListener("keydown", function (event) {
+    // Enter sends, as in other chat apps; Shift+Enter (or an IME composing) adds a line.
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      if (!askButton.disabled) form.requestSubmit();
+    }
+  });
+  stopButton.addEventListener("click", function () { if (running) running.abort(); });
+  form.addEventListener("change", updateAskButton);
+  form.addEventListener("submit", ask);
+  updateAskButton();
 })();

@@ -1,22 +1,67 @@
-// Collection page: drag-and-drop multi-file upload with a progress bar per file,
-// then live processing progress for every document until it is ready or failed.
+// Collection page: drag-and-drop multi-file upload with a progress bar per file, then live
+// processing progress for every document until it is ready or failed. Upload rows and document
+// rows update in place with their status, error, title link and actions (Retry, Delete).
 (function () {
   "use strict";
   const form = document.getElementById("upload-form");
   const table = document.getElementById("documents");
   const uploads = document.getElementById("uploads");
+  const askLink = document.getElementById("ask-collection");
+  if (!table) return;
+  const canWrite = table.dataset.canWrite === "1";
   const LABELS = { uploaded: "Uploaded", processing: "Processing", ready: "Ready", failed: "Failed" };
+  const uploadRows = {}; // document id -> its upload row
 
-  function csrfToken() {
-    return form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  function el(tag, cls, text) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined) node.textContent = text;
+    return node;
   }
 
+  function csrfToken() {
+    const field = document.querySelector("input[name=csrfmiddlewaretoken]");
+    return field ? field.value : "";
+  }
+
+  function documentUrl(template, id) {
+    return template.replace("/0/", "/" + id + "/");
+  }
+
+  // -- upload rows ---------------------------------------------------------------------------------
+
   function uploadRow(file) {
-    const li = document.createElement("li");
-    li.innerHTML = '<span class="name"></span><div class="progress"><span></span></div><span class="small state">waiting</span>';
-    li.querySelector(".name").textContent = file.name;
+    const li = el("li");
+    const name = el("span", "name", file.name);
+    const progress = el("div", "progress");
+    const bar = el("span");
+    progress.appendChild(bar);
+    const state = el("span", "small state", "waiting");
+    li.append(name, progress, state);
     uploads.appendChild(li);
-    return { bar: li.querySelector(".progress > span"), state: li.querySelector(".state") };
+    return { li: li, progress: progress, bar: bar, state: state };
+  }
+
+  function uploadRejected(row, message) {
+    row.progress.remove(); // nothing was stored: no bar beside the reason
+    row.state.textContent = message;
+    row.state.className = "small state error";
+    row.li.classList.add("rejected");
+  }
+
+  function showUploadState(row, doc) {
+    row.bar.style.width = doc.percent + "%";
+    row.progress.classList.toggle("failed", doc.status === "failed");
+    if (doc.status === "ready") {
+      row.state.textContent = "Ready";
+      row.state.className = "small state status-ready";
+    } else if (doc.status === "failed") {
+      row.state.textContent = "Failed: " + (doc.error || "could not be processed");
+      row.state.className = "small state error";
+    } else {
+      row.state.textContent = doc.status === "uploaded" ? "uploaded, waiting to be processed…" : "uploaded, processing… " + doc.percent + "%";
+      row.state.className = "small state";
+    }
   }
 
   function sendFile(file) {
@@ -31,7 +76,6 @@
       xhr.upload.onprogress = function (e) {
         if (e.lengthComputable) {
           row.bar.style.width = Math.round((100 * e.loaded) / e.total) + "%";
-          // Once every byte is sent the server is extracting and embedding.
           row.state.textContent = e.loaded < e.total ? "uploading" : "uploaded, processing…";
         }
       };
@@ -39,19 +83,22 @@
         let body = {};
         try { body = JSON.parse(xhr.responseText); } catch (err) { body = { error: "unexpected response (" + xhr.status + ")" }; }
         if (xhr.status >= 400) {
-          row.state.textContent = body.error || "upload failed";
-          row.state.className = "small error";
+          uploadRejected(row, body.error || "upload failed");
         } else {
           const doc = body.documents[0];
           row.bar.style.width = "100%";
-          row.state.textContent = doc.created ? "uploaded, processing…" : "already in this collection";
+          if (doc.created) {
+            uploadRows[doc.id] = row;
+            row.state.textContent = "uploaded, processing…";
+          } else {
+            row.state.textContent = "already in this collection";
+          }
           ensureDocumentRow(doc);
         }
         resolve();
       };
       xhr.onerror = function () {
-        row.state.textContent = "network error";
-        row.state.className = "small error";
+        uploadRejected(row, "network error: the file was not sent");
         resolve();
       };
       xhr.send(data);
@@ -63,16 +110,62 @@
     poll();
   }
 
+  // -- document rows -------------------------------------------------------------------------------
+
   function ensureDocumentRow(doc) {
     if (table.querySelector('tr[data-id="' + doc.id + '"]')) return;
     const empty = table.querySelector("tr.empty");
     if (empty) empty.remove();
-    const tr = document.createElement("tr");
+    const tr = el("tr");
     tr.dataset.id = doc.id;
-    tr.innerHTML = '<td class="name"></td><td><span class="badge" data-role="status"></span><div class="error small" data-role="error"></div></td>' +
-      '<td><div class="progress"><span data-role="bar"></span></div><div class="muted small" data-role="detail"></div></td><td class="muted small">reload for actions</td>';
-    tr.querySelector(".name").textContent = doc.filename;
+    const name = el("td", "doc-name");
+    const link = el("a", null, doc.title || doc.filename);
+    link.dataset.role = "link";
+    link.href = documentUrl(table.dataset.viewUrl, doc.id);
+    name.append(link, el("div", "muted small", doc.filename));
+    const state = el("td");
+    const badge = el("span", "badge");
+    badge.dataset.role = "status";
+    const error = el("div", "error small");
+    error.dataset.role = "error";
+    state.append(badge, error);
+    const progressCell = el("td", "progress-cell");
+    const progress = el("div", "progress");
+    const bar = el("span");
+    bar.dataset.role = "bar";
+    progress.appendChild(bar);
+    const detail = el("div", "muted small");
+    detail.dataset.role = "detail";
+    progressCell.append(progress, detail);
+    const actions = el("td", "doc-actions");
+    actions.dataset.role = "actions";
+    tr.append(name, state, progressCell, actions);
     table.querySelector("tbody").prepend(tr);
+  }
+
+  function actionForm(url, label, cls, confirmText) {
+    const f = el("form", "inline");
+    f.method = "post";
+    f.action = url;
+    if (confirmText) f.dataset.confirm = confirmText;
+    const token = el("input");
+    token.type = "hidden"; token.name = "csrfmiddlewaretoken"; token.value = csrfToken();
+    const button = el("button", cls, label);
+    f.append(token, button);
+    return f;
+  }
+
+  function renderActions(tr, doc) {
+    if (!canWrite) return;
+    const cell = tr.querySelector('[data-role="actions"]');
+    const state = doc.status === "failed" ? "failed" : "other";
+    if (cell.dataset.state === state) return; // keep forms (and focus) that are already right
+    cell.dataset.state = state;
+    cell.textContent = "";
+    if (doc.status === "failed") {
+      cell.append(actionForm(documentUrl(table.dataset.retryUrl, doc.id), "Retry", "secondary"), " ");
+    }
+    cell.appendChild(actionForm(documentUrl(table.dataset.deleteUrl, doc.id), "Delete", "danger", "Delete " + doc.filename + "?"));
   }
 
   function render(doc) {
@@ -82,10 +175,16 @@
     status.textContent = LABELS[doc.status] || doc.status;
     status.className = "badge status-" + doc.status;
     tr.querySelector('[data-role="error"]').textContent = doc.error || "";
-    tr.querySelector('[data-role="bar"]').style.width = doc.percent + "%";
+    const bar = tr.querySelector('[data-role="bar"]');
+    bar.style.width = doc.percent + "%";
+    bar.parentNode.classList.toggle("failed", doc.status === "failed");
+    const link = tr.querySelector('[data-role="link"]');
+    if (link && doc.title) link.textContent = doc.title;
     const detail = tr.querySelector('[data-role="detail"]');
-    if (doc.chunks_total) detail.textContent = doc.chunks_done + "/" + doc.chunks_total + " chunks";
+    if (doc.chunks_total) detail.textContent = doc.chunks_done + "/" + doc.chunks_total + " passages";
     else if (doc.sections_total) detail.textContent = doc.sections_total + " sections";
+    renderActions(tr, doc);
+    if (uploadRows[doc.id]) showUploadState(uploadRows[doc.id], doc);
   }
 
   let timer = null;
@@ -95,6 +194,7 @@
       .then(function (r) { return r.json(); })
       .then(function (body) {
         body.documents.forEach(function (doc) { ensureDocumentRow(doc); render(doc); });
+        if (askLink) askLink.hidden = !body.documents.some(function (d) { return d.status === "ready"; });
         const busy = body.documents.some(function (d) { return d.status === "uploaded" || d.status === "processing"; });
         if (busy) timer = setTimeout(poll, 1000);
       })

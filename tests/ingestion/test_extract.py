@@ -273,13 +273,13 @@ def test_pdf_keeps_paragraph_breaks_for_the_chunker(pasa_sections):
 
 def test_random_bytes_pdf_is_reported_as_unreadable():
     data = os.urandom(4096)
-    with pytest.raises(ExtractionError, match="the PDF could not be read"):
+    with pytest.raises(ExtractionError, match="the PDF is damaged or incomplete"):
         extract_sections("scan.pdf", data)
 
 
 def test_truncated_pdf_is_reported_as_unreadable():
     data = read("pdf/pasa.pdf")[:20000]
-    with pytest.raises(ExtractionError, match="the PDF could not be read"):
+    with pytest.raises(ExtractionError, match="the PDF is damaged or incomplete"):
         extract_sections("pasa.pdf", data)
 
 

@@ -225,7 +225,11 @@ def _encrypted_pdf(source: Path) -> bytes:
 @pytest.mark.parametrize(
     ("filename", "make_data", "message"),
     [
-        ("corrupt.pdf", lambda c: (c / "pdf" / "pasa.pdf").read_bytes()[:4000], "the PDF could not be read"),
+        (
+            "corrupt.pdf",
+            lambda c: (c / "pdf" / "pasa.pdf").read_bytes()[:4000],
+            "the PDF is damaged or incomplete",
+        ),
         ("locked.pdf", lambda c: _encrypted_pdf(c / "pdf" / "pasa.pdf"), "the PDF is encrypted"),
         ("report.docx", lambda c: b"this is plain text, not a zip archive", "not a valid DOCX"),
     ],

@@ -85,7 +85,8 @@ def test_owner_toggles_listing(client, alice, bob):
     login(client, alice)
     assert 'name="listed" value="1"' in client.get(f"/collections/{collection.pk}/").content.decode()
     response = client.post(f"/collections/{collection.pk}/listing/", {"listed": "1"})
-    assert response.status_code == 302 and response["Location"] == f"/collections/{collection.pk}/"
+    assert response.status_code == 302
+    assert response["Location"] == f"/collections/{collection.pk}/#collection-settings"  # opened again
     collection.refresh_from_db()
     assert collection.listed is True
     assert "Unlist" in client.get(f"/collections/{collection.pk}/").content.decode()

@@ -382,7 +382,10 @@ def test_a_failed_rewrite_falls_back_to_the_rules(kb, llm_env):
     assert second.mode == ChatTurn.Mode.LLM, second.error
     first_cited = first.cited_sources[0]  # "the first one"
     heading = first_cited["source_ref"].partition("=")[2]
-    assert second.resolved_question.startswith(f"Tell me more about the first one (flag_day.html - {heading}")
+    assert first_cited["title"] == "National Flag of Canada Day - Wikipedia"  # the page's <title>
+    assert second.resolved_question.startswith(
+        f"Tell me more about the first one ({first_cited['title']} - {heading}"
+    )
     assert "question rewrite failed" in second.error and "HTTP 400" in second.error
     assert second.token_source == "usage"
 

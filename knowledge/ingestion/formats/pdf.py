@@ -33,7 +33,7 @@ def extract_pdf(filename: str, data: bytes, budget: TextBudget) -> list[Section]
     except ExtractionError:
         raise
     except Exception as exc:  # corrupt PDFs raise anything from KeyError to PdfStreamError
-        raise UnreadableDocument(f"the PDF could not be read: {exc}") from exc
+        raise UnreadableDocument(f"the PDF is damaged or incomplete ({exc})") from exc
 
 
 def _decrypt_pdf(reader) -> None:

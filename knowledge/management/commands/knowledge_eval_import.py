@@ -1,10 +1,13 @@
 """Import (replace) a stored evaluation set from JSON Lines or a BEIR folder.
 
-    knowledge_eval_import --name NAME (--jsonl FILE | --beir FOLDER [--corpus-out DIR])
+    knowledge_eval_import --name NAME (--jsonl FILE | --beir FOLDER [--corpus-out DIR]
+                                       | --from-feedback [--out FILE])
 
 --corpus-out writes the BEIR corpus as one .txt per document, ready for
 knowledge_ingest; see knowledge.evaluation.store.eval_set_import_beir for the
-document/source_ref mapping.
+document/source_ref mapping. --from-feedback takes the answers rated helpful
+(thumbs up) on the chat page or through the API (knowledge.feedback); --out
+keeps the JSON Lines file it wrote, for knowledge_eval --questions.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from config.errors import KnowledgeError
 from knowledge.evaluation.store import eval_set_import, eval_set_import_beir
+from knowledge.feedback import feedback_eval_set_import
 
 
 class Command(BaseCommand):
@@ -24,6 +29,10 @@ class Command(BaseCommand):
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--jsonl", metavar="FILE")
         source.add_argument("--beir", metavar="FOLDER")
+        source.add_argument(
+            "--from-feedback", action="store_true", help="The answers rated helpful, as questions."
+        )
+        parser.add_argument("--out", metavar="FILE", help="With --from-feedback: also write the JSONL here.")
         parser.add_argument(
             "--corpus-out", metavar="DIR", help="With --beir: write corpus docs as .txt here."
         )
@@ -31,6 +40,11 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         if options["corpus_out"] and not options["beir"]:
             raise CommandError("--corpus-out needs --beir")
+        if options["out"] and not options["from_feedback"]:
+            raise CommandError("--out needs --from-feedback")
+        if options["from_feedback"]:
+            self._from_feedback(options["name"], options["out"])
+            return
         if options["jsonl"]:
             path = Path(options["jsonl"])
             if not path.is_file():
@@ -52,3 +66,11 @@ class Command(BaseCommand):
         self.stdout.write(f"eval set {eval_set.name!r}: {count} question(s), {len(errors)} skipped line(s)")
         if count == 0:
             raise CommandError("no valid questions")
+
+    def _from_feedback(self, name: str, out: str | None) -> None:
+        try:
+            eval_set, count = feedback_eval_set_import(name=name, out=Path(out) if out else None)
+        except KnowledgeError as exc:
+            raise CommandError(str(exc)) from exc
+        written = f"; written to {out}" if out else ""
+        self.stdout.write(f"eval set {eval_set.name!r}: {count} question(s) from rated answers{written}")
