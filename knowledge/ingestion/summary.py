@@ -123,13 +123,14 @@ def summary_draft(
 def extractive_summary(
     *, filename: str, title: str, drafts: Sequence[ChunkDraft], vectors: np.ndarray
 ) -> SummaryDraft:
-    topics = key_topics(drafts, title=title)
+    # Only a real title opens the summary (and is left out of the topics): a title that is just the
+    # file name ("pasa. PaSa…", "flag_day. National…") reads as noise.
+    real_title = title if title and title.lower() != title_from_filename(filename).lower() else ""
+    topics = key_topics(drafts, title=real_title)
     name = title or title_from_filename(filename)
     sentences = central_sentences(drafts, vectors)
     body = " ".join(sentences) if sentences else _opening(drafts[central_chunk_order(vectors)[0]].content)
-    # Only a real title opens the summary: a file name's stem ("pasa. PaSa…") reads as noise.
-    real_title = title and title != title_from_filename(filename) and not body.startswith(title)
-    summary = f"{title}. {body}" if real_title else body
+    summary = f"{real_title}. {body}" if real_title and not body.startswith(real_title) else body
     return SummaryDraft(
         document_type=document_type(filename, drafts),
         summary=_cut(summary, SUMMARY_CHARS),

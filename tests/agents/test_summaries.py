@@ -21,7 +21,8 @@ def test_every_ingested_document_has_an_extracted_summary(kb):
     assert gravity.method == "extractive" and gravity.model == "" and gravity.note == ""
     assert gravity.document_type == "Markdown document"
     assert gravity.key_topics == ["Gravity hill"]
-    assert gravity.summary.startswith("gravity_hill. A gravity hill, also known as a magnetic hill")
+    # Its title is its file name ("Gravity hill"): no "gravity_hill. " before the document's own words.
+    assert gravity.summary.startswith("A gravity hill, also known as a magnetic hill")
     # Extracted sentences are the document's own (markup reduced to words).
     source = normalise((CORPUS / "text/gravity_hill.md").read_text())
     assert "making a slight downhill slope appear to be an uphill slope" in source
