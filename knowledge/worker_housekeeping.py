@@ -34,6 +34,7 @@ def _housekeeping_loop() -> None:
 
 def housekeeping_once() -> None:
     from knowledge.processing_jobs import (
+        jobs_prune,
         jobs_recover_stale,
         jobs_requeue_lost,
         worker_heartbeat,
@@ -46,6 +47,7 @@ def housekeeping_once() -> None:
         jobs_recover_stale()
         jobs_requeue_lost()
         worker_heartbeats_prune()
+        jobs_prune()
         rate_counters_prune()
     except Exception:
         # A database or broker outage must not end the thread: log it and try again next round.
