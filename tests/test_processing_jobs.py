@@ -121,3 +121,19 @@ def test_finished_jobs_are_pruned_after_a_week(queued):
     _age(job, finished_at=8 * 24 * 3600)
     assert jobs_prune() == 1
     assert not ProcessingJob.objects.exists()
+
+
+def test_a_task_run_in_this_process_starts_no_housekeeping(queued, monkeypatch):
+    """Sync tasks go through django-q2's worker function here too; no heartbeat may come of it."""
+    import threading
+
+    from django_q.conf import Conf
+
+    from knowledge.models import WorkerHeartbeat
+
+    monkeypatch.setattr(Conf, "SYNC", True)
+    from django_q.tasks import async_task
+
+    async_task("math.floor", 1.5)
+    assert not [t for t in threading.enumerate() if t.name == "knowledge-housekeeping"]
+    assert not WorkerHeartbeat.objects.exists()
