@@ -178,6 +178,16 @@ def queue_depth(broker) -> int:
     return int(broker.queue_size() or 0)
 
 
+def jobs_prune(
+    *, now: datetime.datetime | None = None, keep: datetime.timedelta = datetime.timedelta(days=7)
+) -> int:
+    """Forget finished jobs after a week; a task still carrying one's id then finds nothing to do."""
+    now = now or timezone.now()
+    finished = (ProcessingJob.State.DONE, ProcessingJob.State.FAILED)
+    deleted, _ = ProcessingJob.objects.filter(state__in=finished, finished_at__lt=now - keep).delete()
+    return deleted
+
+
 def worker_heartbeat(*, name: str | None = None) -> None:
     WorkerHeartbeat.objects.update_or_create(name=name or worker_name(), defaults={"beat_at": timezone.now()})
 

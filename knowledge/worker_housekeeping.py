@@ -10,6 +10,8 @@ sweeps; the sweeps take rows under SKIP LOCKED, so they never re-queue a job twi
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
 import threading
 
 from django.db import connection
@@ -17,8 +19,24 @@ from django.db import connection
 logger = logging.getLogger(__name__)
 
 
+_started_in_pid: int | None = None
+_start_lock = threading.Lock()
+
+
 def start_housekeeping(sender=None, proc_name: str = "", **kwargs) -> None:
-    """The ``post_spawn`` receiver: start this worker process's housekeeping thread."""
+    """The ``post_spawn`` receiver: start this worker process's housekeeping thread, once.
+
+    django-q2 also sends the signal when it runs a task in the calling process (sync
+    mode, ``sync=True``, the tests): that is no worker process of a cluster (a web
+    process must not pass for a live worker), so nothing starts there.
+    """
+    global _started_in_pid
+    if multiprocessing.parent_process() is None:
+        return
+    with _start_lock:
+        if _started_in_pid == os.getpid():
+            return
+        _started_in_pid = os.getpid()
     thread = threading.Thread(target=_housekeeping_loop, name="knowledge-housekeeping", daemon=True)
     thread.start()
 
@@ -35,6 +53,7 @@ def _housekeeping_loop() -> None:
 def housekeeping_once() -> None:
     from accounts.rate_limits import rate_counters_prune
     from knowledge.processing_jobs import (
+        jobs_prune,
         jobs_recover_stale,
         jobs_requeue_lost,
         worker_heartbeat,
@@ -46,6 +65,7 @@ def housekeeping_once() -> None:
         jobs_recover_stale()
         jobs_requeue_lost()
         worker_heartbeats_prune()
+        jobs_prune()
         rate_counters_prune()
     except Exception:
         # A database or broker outage must not end the thread: log it and try again next round.

@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # The web server alone: uvicorn serving the ASGI application on $HOST:$PORT
-# (default 127.0.0.1:8000) with $WEB_WORKERS processes. scripts/run.sh starts it
+# (default 127.0.0.1:8000) with $WEB_WORKERS processes
+# (default: half the CPUs, at least one). scripts/run.sh starts it
 # after the migrations and the worker; tests start it against their database.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# One process per two CPUs by default, each letting torch use its share of the CPUs:
+# a query's embedding already runs on two threads, and more processes than that
+# only contend for the same cores (measured: 2 processes on 2 cores were no faster
+# than 1). Several machines behind a load balancer scale further (see README).
+cpus=$(nproc)
+workers=${WEB_WORKERS:-$(( cpus / 2 > 0 ? cpus / 2 : 1 ))}
+threads=$(( cpus / workers > 0 ? cpus / workers : 1 ))
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$threads}
 access_log=--no-access-log
 [ "${WEB_ACCESS_LOG:-false}" = "true" ] && access_log=--access-log
 # exec: signals reach uvicorn itself, which stops within the graceful timeout.
@@ -13,4 +22,4 @@ access_log=--no-access-log
 # and escape the log-in limits; the application believes that header only as far
 # as TRUSTED_PROXY_COUNT says (and the scheme from it only with HTTPS=true).
 exec .venv/bin/python -m uvicorn config.asgi:application --host "${HOST:-127.0.0.1}" --port "${PORT:-8000}" \
-    --workers "${WEB_WORKERS:-1}" --timeout-graceful-shutdown 5 --no-proxy-headers "$access_log"
+    --workers "$workers" --timeout-graceful-shutdown 5 --no-proxy-headers "$access_log"

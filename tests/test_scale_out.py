@@ -69,7 +69,7 @@ def worker_processes(count: int, log_dir: Path, **environment: str) -> Iterator[
     finally:
         for process in processes:
             if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
+                process.terminate()  # the cluster's own process stops its children
         for process in processes:
             try:
                 process.wait(timeout=60)
