@@ -137,18 +137,37 @@ def extract_sections(filename: str, data: bytes, *, limits: IngestLimits = DEFAU
     silently produce nothing to cite. Raises its subclass ``LimitExceeded`` as
     soon as the document breaks one of ``limits`` (text, sections, pages...).
     """
+    return list(iter_sections(filename, data, limits=limits))
+
+
+def iter_sections(filename: str, data: bytes, *, limits: IngestLimits = DEFAULT_LIMITS) -> Iterator[Section]:
+    """``extract_sections`` one section at a time, each as soon as it is read (a PDF page by page).
+
+    The pipeline chunks and embeds the first pages while pypdf reads the next
+    ones. The errors are those of ``extract_sections``, raised when reached:
+    "no text" only after the last section.
+    """
     fmt = detect_format(filename, data, limits=limits)
     budget = TextBudget(limits)
+    found = False
     try:
-        sections = _extract_format(fmt, filename, data, budget)
+        for section in _iter_format(fmt, filename, data, budget):
+            if section.text.strip():
+                found = True
+                yield section
     except RecursionError:
         # Markup nested thousands of levels deep (HTML, XML parts) outruns the recursive walkers.
         raise ExtractionError(f"{filename} is nested too deeply to be read") from None
-    sections = [s for s in sections if s.text.strip()]
-    if not sections:
+    if not found:
         hint = " (it may be a scanned PDF without a text layer)" if fmt == "pdf" else ""
         raise ExtractionError(f"no text could be extracted from {filename}{hint}")
-    return sections
+
+
+def _iter_format(fmt: str, filename: str, data: bytes, budget: TextBudget) -> Iterable[Section]:
+    """PDFs page by page (pypdf is the slow reader); the other formats are read whole."""
+    if fmt == "pdf":
+        return _iter_pdf(filename, data, budget)
+    return _extract_format(fmt, filename, data, budget)
 
 
 def _extract_format(fmt: str, filename: str, data: bytes, budget: TextBudget) -> list[Section]:
@@ -399,6 +418,10 @@ _SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*$")
 
 def _extract_pdf(filename: str, data: bytes, budget: TextBudget) -> list[Section]:
     """One section per page (``page=N``, 1-based) so citations point at a page."""
+    return list(_iter_pdf(filename, data, budget))
+
+
+def _iter_pdf(filename: str, data: bytes, budget: TextBudget) -> Iterator[Section]:
     import pypdf
 
     try:
@@ -406,13 +429,11 @@ def _extract_pdf(filename: str, data: bytes, budget: TextBudget) -> list[Section
         if reader.is_encrypted:
             _decrypt_pdf(reader)
         pdf_pages_check(len(reader.pages), budget.limits)
-        sections = []
         for number, page in enumerate(reader.pages, start=1):
             text = _pdf_page_text(budget.charge(page.extract_text() or ""))
             if text:
                 budget.add_section()
-                sections.append(Section(source_ref=f"page={number}", text=text, page=number))
-        return sections
+                yield Section(source_ref=f"page={number}", text=text, page=number)
     except ExtractionError:
         raise
     except Exception as exc:  # corrupt PDFs raise anything from KeyError to PdfStreamError

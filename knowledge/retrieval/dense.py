@@ -124,9 +124,11 @@ def dense_search(
     literal = vector_literal(vector)
     # "+ 0" keeps the planner off the HNSW index for the exact plan.
     order = "(c.embedding <=> %s::vector) + 0" if exact else "c.embedding <=> %s::vector"
+    # The exact plan joins the scope's collections (their b-tree finds the rows); the HNSW plan
+    # checks each row the graph walk yields against them.
     sql = (
         f"SELECT c.id, c.embedding <=> %s::vector AS distance FROM knowledge_chunk c "
-        f"WHERE {scope.sql()} {extra_sql} ORDER BY {order} LIMIT %s"
+        f"WHERE {scope.sql(per_row=not exact)} {extra_sql} ORDER BY {order} LIMIT %s"
     )
     params = [literal, *scope.params(), *extra_params, literal, limit]
     with connection.cursor() as cursor:
