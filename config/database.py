@@ -18,6 +18,9 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 EMBEDDED_DATABASE = "knowledge"
+# Dense search settings of every connection (knowledge/retrieval/dense.py chooses its plans by them).
+HNSW_EF_SEARCH = 100
+HNSW_ITERATIVE_SCAN = "relaxed_order"
 
 
 def database_config(*, data_dir: Path, pool_max_size: int, conn_max_age: int) -> dict:
@@ -40,7 +43,19 @@ def database_config(*, data_dir: Path, pool_max_size: int, conn_max_age: int) ->
         config = dj_database_url.parse(url, conn_max_age=conn_max_age, conn_health_checks=True)
     if config["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (with pgvector >= 0.7)")
+    config["OPTIONS"]["options"] = _session_options(config["OPTIONS"].get("options", ""))
     return config
+
+
+def _session_options(existing: str) -> str:
+    """Server settings every connection starts with, so no query has to SET them.
+
+    A filtered HNSW scan keeps walking the graph until enough rows pass the
+    filter (pgvector 0.8's iterative scan); without it a collection holding 1% of
+    the table gets nothing back (knowledge/retrieval/dense.py).
+    """
+    ours = f"-c hnsw.iterative_scan={HNSW_ITERATIVE_SCAN} -c hnsw.ef_search={HNSW_EF_SEARCH}"
+    return f"{existing} {ours}".strip()
 
 
 def embedded_database_url(data_dir: Path) -> str:

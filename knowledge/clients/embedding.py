@@ -8,12 +8,13 @@ into ``KNOWLEDGE_DATA_DIR/models/`` and reused afterwards.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import shutil
 import threading
 from collections.abc import Callable, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -119,14 +120,47 @@ def embed_texts(
     return result
 
 
+# Repeated questions (a chat's follow-ups, the same question from many users, evaluation
+# runs) skip the encoder; 1,024 vectors of 384 floats take 1.5 MB.
+QUERY_CACHE_SIZE = 1024
+
+
 def embed_query(text: str, *, backend: str | None = None) -> np.ndarray:
-    return embed_texts([text], backend=backend)[0]
+    """The question's unit vector, from a per-process cache when it was asked before (read-only)."""
+    return _cached_query_vector(text, backend or configured_backend())
+
+
+@lru_cache(maxsize=QUERY_CACHE_SIZE)
+def _cached_query_vector(text: str, backend: str) -> np.ndarray:
+    vector = embed_texts([text], backend=backend)[0]
+    vector.flags.writeable = False  # shared by every caller that asks the same question
+    return vector
+
+
+def query_cache_clear() -> None:
+    _cached_query_vector.cache_clear()
+
+
+def query_cache_info():
+    return _cached_query_vector.cache_info()
 
 
 def count_tokens(text: str) -> int:
     """Word pieces the model sees for ``text``, without [CLS]/[SEP].
 
-    Uses the loaded model's own tokenizer: no second copy to load, and the
-    count is exactly what the encoder will truncate at.
+    Counted by a per-thread copy of the model's own tokenizer, so the count is
+    exactly what the encoder will truncate at, and chunking in one thread never
+    shares the Rust tokenizer the encoder reconfigures (padding, truncation) in
+    another ("Already borrowed").
     """
-    return len(get_model().tokenizer.encode(text, add_special_tokens=False, verbose=False))
+    return len(_counting_tokenizer().encode(text, add_special_tokens=False, verbose=False))
+
+
+_thread_state = threading.local()
+
+
+def _counting_tokenizer():
+    tokenizer = getattr(_thread_state, "tokenizer", None)
+    if tokenizer is None:
+        tokenizer = _thread_state.tokenizer = copy.deepcopy(get_model().tokenizer)
+    return tokenizer

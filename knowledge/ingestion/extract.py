@@ -16,6 +16,8 @@ shown to the user as-is.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from knowledge.ingestion.formats import EXTRACTORS
 from knowledge.ingestion.formats.detect import detect_format
 from knowledge.ingestion.limits import DEFAULT_LIMITS, IngestLimits, TextBudget
@@ -31,15 +33,27 @@ def extract_sections(filename: str, data: bytes, *, limits: IngestLimits = DEFAU
     silently produce nothing to cite. Raises its subclass ``LimitExceeded`` as
     soon as the document breaks one of ``limits`` (text, sections, pages...).
     """
+    return list(iter_sections(filename, data, limits=limits))
+
+
+def iter_sections(filename: str, data: bytes, *, limits: IngestLimits = DEFAULT_LIMITS) -> Iterator[Section]:
+    """``extract_sections`` one section at a time, each as soon as it is read (a PDF page by page).
+
+    The pipeline chunks and embeds the first pages while pypdf reads the next
+    ones. The errors are those of ``extract_sections``, raised when reached:
+    "no text" only after the last section.
+    """
     fmt = detect_format(filename, data, limits=limits)
     budget = TextBudget(limits)
+    found = False
     try:
-        sections = EXTRACTORS[fmt](filename, data, budget)
+        for section in EXTRACTORS[fmt](filename, data, budget):
+            if section.text.strip():
+                found = True
+                yield section
     except RecursionError:
         # Markup nested thousands of levels deep (HTML, XML parts) outruns the recursive walkers.
         raise UnreadableDocument(f"{filename} is nested too deeply to be read") from None
-    sections = [s for s in sections if s.text.strip()]
-    if not sections:
+    if not found:
         hint = " (it may be a scanned PDF without a text layer)" if fmt == "pdf" else ""
         raise UnreadableDocument(f"no text could be extracted from {filename}{hint}")
-    return sections

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -29,7 +30,7 @@ from django.utils import timezone
 
 from knowledge.clients.embedding import MAX_CONTENT_TOKENS, count_tokens, embed_texts
 from knowledge.ingestion.chunking import chunk_sections
-from knowledge.ingestion.extract import extract_sections
+from knowledge.ingestion.extract import iter_sections
 from knowledge.ingestion.headers import embedding_text, section_header, title_from_filename
 from knowledge.ingestion.limits import LimitExceeded
 from knowledge.ingestion.summary import SummaryDraft, summary_draft
@@ -88,8 +89,7 @@ def _process(document: Document, profile: ChunkProfile, claim: Claim | None) -> 
         chunks_done=0,
     )
     try:
-        drafts = document_chunk_drafts(document, profile)
-        vectors = _embed_with_progress(document, drafts)
+        drafts, vectors = _drafts_and_vectors(document, profile)
         summary = _summarise(document, drafts, vectors)
         _write_chunks(document, profile, drafts, vectors, summary, claim)
     except ExtractionError as exc:
@@ -111,26 +111,166 @@ def _fail(document: Document, claim: Claim | None, error: str) -> None:
 
 
 def document_chunk_drafts(document: Document, profile: ChunkProfile) -> list[ChunkDraft]:
-    """Extract and chunk the stored original (pure steps; nothing is written but progress)."""
+    """Extract and chunk the stored original (pure steps; nothing is written but the title)."""
+    data = _original(document)
+    title = _document_title(document, data)
+    return [draft for _, draft in _iter_drafts(document, profile, data, title)]
+
+
+def _original(document: Document) -> bytes:
     with document.file.open("rb") as handle:
-        data = handle.read()
-    limits = settings.KNOWLEDGE_INGEST_LIMITS
-    sections = extract_sections(document.filename, data, limits=limits)
+        return handle.read()
+
+
+def _document_title(document: Document, data: bytes) -> str:
+    """The title chunk headers use; stored on the document when the user gave none.
+
+    Called in the run's own thread: the producer thread has no business writing rows.
+    """
     if not document.title:  # a title given by the user stays; otherwise the document's own
         _update(document, title=document_title(document.filename, data))
-    _update(document, sections_total=len(sections))
-    title = document.title or title_from_filename(document.filename)
+    return document.title or title_from_filename(document.filename)
+
+
+def _iter_drafts(
+    document: Document, profile: ChunkProfile, data: bytes, title: str
+) -> Iterator[tuple[int, ChunkDraft]]:
+    """(section number, chunk draft) as the sections are extracted; raises on the extractor's errors."""
+    limits = settings.KNOWLEDGE_INGEST_LIMITS
+    count = 0
+    for number, section in enumerate(iter_sections(document.filename, data, limits=limits), start=1):
+        for draft in _section_drafts(section, profile, title):
+            count += 1
+            if count > limits.max_chunks:  # stop before the rest of the document is chunked
+                raise LimitExceeded(
+                    f"it would make {count:,} chunks or more", limits.max_chunks, "max_chunks", "chunks"
+                )
+            yield number, draft
+
+
+def _drafts_and_vectors(document: Document, profile: ChunkProfile) -> tuple[list[ChunkDraft], np.ndarray]:
+    """Every chunk draft and its vector, extraction and chunking running ahead in a thread of their own.
+
+    The encoder (which releases the GIL while it computes) never waits for
+    pypdf: while it embeds one window of drafts, the producer extracts and
+    chunks the next pages. Windows of several batches, sorted by length inside
+    (``embed_texts``), keep padding as low as embedding the whole list at once.
+    ``chunks_total`` counts the drafts produced so far until extraction ends.
+    """
     drafts: list[ChunkDraft] = []
-    for section in sections:
-        drafts.extend(_section_drafts(section, profile, title))
-        if len(drafts) > limits.max_chunks:  # stop before the rest of the document is chunked
-            raise LimitExceeded(
-                f"it would make {len(drafts):,} chunks or more", limits.max_chunks, "max_chunks", "chunks"
-            )
+    vectors: list[np.ndarray] = []
+    batch = settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE
+    progress = _Progress(document)
+    sections = 0
+    data = _original(document)
+    title = _document_title(document, data)
+    with _Producer(_iter_drafts(document, profile, data, title)) as produced:
+        # Start as soon as one batch is there; take more when the producer has run ahead.
+        while window := produced.take(minimum=batch, maximum=batch * _WINDOW_BATCHES):
+            sections = window[-1][0]
+            window_drafts = [draft for _, draft in window]
+            vectors.append(_embed_window(window_drafts, progress, done=len(drafts), known=produced.count))
+            drafts.extend(window_drafts)
     if not drafts:
         raise ExtractionError(f"no text could be extracted from {document.filename}")
-    _update(document, sections_done=len(sections), chunks_total=len(drafts))
-    return drafts
+    _update(
+        document,
+        sections_total=sections,
+        sections_done=sections,
+        chunks_total=len(drafts),
+        chunks_done=len(drafts),
+    )
+    return drafts, np.concatenate(vectors)
+
+
+# At most this many batches per embedding window: enough texts to sort by length, few enough to
+# keep progress moving.
+_WINDOW_BATCHES = 4
+# Drafts the producer may run ahead of the encoder (bounds memory on a huge document).
+_PRODUCER_AHEAD = 2048
+
+
+class _Producer:
+    """Runs a draft iterator in a thread and hands its items over a bounded queue, errors included."""
+
+    _DONE = object()
+
+    def __init__(self, items: Iterator):
+        self._items = items
+        self._queue: queue.Queue = queue.Queue(maxsize=_PRODUCER_AHEAD)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ingest-producer", daemon=True)
+        self.count = 0  # items produced so far (read by the consumer for progress)
+        self._finished = False
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()  # the consumer failed or finished: let the producer end
+        while self._thread.is_alive():
+            with contextlib.suppress(queue.Empty):  # unblock a producer waiting on a full queue
+                self._queue.get(timeout=0.1)
+        self._thread.join()
+
+    def take(self, *, minimum: int, maximum: int) -> list:
+        """Wait for ``minimum`` items (fewer at the end), then take what else is ready up to ``maximum``."""
+        items: list = []
+        while len(items) < maximum and not self._finished:
+            try:
+                item = self._queue.get(block=len(items) < minimum)
+            except queue.Empty:
+                break
+            if item is self._DONE:
+                self._finished = True
+            elif isinstance(item, BaseException):
+                self._finished = True
+                raise item
+            else:
+                items.append(item)
+        return items
+
+    def _run(self) -> None:
+        try:
+            for item in self._items:
+                if self._stop.is_set():
+                    return
+                self.count += 1
+                self._put(item)
+            self._put(self._DONE)
+        except BaseException as exc:  # handed to the consumer, which raises it in its own thread
+            self._put(exc)
+        finally:
+            connection.close()  # reading the stored file may have opened this thread's connection
+
+    def _put(self, item) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(queue.Full):
+                self._queue.put(item, timeout=0.1)
+                return
+
+
+class _Progress:
+    """Writes chunks done / known at most every _PROGRESS_INTERVAL_S seconds."""
+
+    def __init__(self, document: Document):
+        self.document = document
+        self.last = 0.0
+
+    def report(self, *, done: int, known: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= _PROGRESS_INTERVAL_S:
+            self.last = now
+            _update(self.document, chunks_done=done, chunks_total=max(known, done))
+
+
+def _embed_window(window: list[ChunkDraft], progress: _Progress, *, done: int, known: int) -> np.ndarray:
+    return embed_texts(
+        [embedding_text(draft.header, draft.content) for draft in window],
+        batch_size=settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE,
+        on_batch=lambda n: progress.report(done=done + n, known=known),
+    )
 
 
 def _section_drafts(section, profile: ChunkProfile, title: str) -> list[ChunkDraft]:
@@ -154,22 +294,6 @@ def _section_drafts(section, profile: ChunkProfile, title: str) -> list[ChunkDra
         max_tokens=max(budget, MIN_CONTENT_TOKENS),
     )
     return [replace(draft, header=header) for draft in drafts]
-
-
-def _embed_with_progress(document: Document, drafts: Sequence[ChunkDraft]) -> np.ndarray:
-    last = [0.0]
-
-    def report(done: int) -> None:
-        now = time.monotonic()
-        if now - last[0] >= _PROGRESS_INTERVAL_S or done == len(drafts):
-            last[0] = now
-            _update(document, chunks_done=done)
-
-    return embed_texts(
-        [embedding_text(draft.header, draft.content) for draft in drafts],
-        batch_size=settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE,
-        on_batch=report,
-    )
 
 
 def _summarise(document: Document, drafts, vectors) -> tuple[SummaryDraft, np.ndarray]:

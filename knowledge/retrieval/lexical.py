@@ -84,6 +84,8 @@ class ScopeStatistics:
     chunks: int
     avg_length: float
     df: dict[str, int]  # lexemes of the query, in query order; 0 = absent from the scope
+    # Chunks in the whole table (every partition): dense search sizes its plan by chunks / table.
+    table_chunks: int = 0
 
 
 def sanitise_query(text) -> str:
@@ -112,14 +114,21 @@ def query_terms(text: str, *, max_terms: int = MAX_TERMS) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def lexical_search(*, query: str, scope_sql: str, scope_params: list, limit: int = 50) -> list[LexicalHit]:
-    """The ``limit`` best chunks by BM25 among those satisfying ``scope_sql`` (over alias ``c``)."""
+def lexical_search(
+    *, query: str, scope_sql: str, scope_params: list, limit: int = 50, stats: ScopeStatistics | None = None
+) -> list[LexicalHit]:
+    """The ``limit`` best chunks by BM25 among those satisfying ``scope_sql`` (over alias ``c``).
+
+    ``stats`` are the query's statistics over the scope when the caller already has them
+    (``scope_statistics``; chunk-level conditions do not change them, see below).
+    """
     text = sanitise_query(query)
     limit = min(limit, MAX_CANDIDATES) if isinstance(limit, int) else 0
     if not text or limit <= 0:
         return []
     with connection.cursor() as cursor:
-        stats = _scope_statistics(cursor, text, scope_sql, list(scope_params))
+        if stats is None:
+            stats = _scope_statistics(cursor, text, scope_sql, list(scope_params))
         weights = term_weights(stats)
         if not weights:
             return []
@@ -157,7 +166,8 @@ _STATISTICS_SQL = f"""
          JOIN partitions AS p USING (collection_id, chunk_profile_id)
          WHERE x.lexeme = t.lexeme AND x.chunks > 0),
         (SELECT coalesce(sum(p.chunks), 0) FROM partitions AS p),
-        (SELECT coalesce(sum(p.tokens), 0) FROM partitions AS p)
+        (SELECT coalesce(sum(p.tokens), 0) FROM partitions AS p),
+        (SELECT coalesce(sum(a.chunks), 0) FROM knowledge_lexical_partition AS a WHERE a.chunks > 0)
     FROM terms AS t
     ORDER BY t.first_position, t.lexeme
 """
@@ -170,11 +180,23 @@ def _scope_statistics(cursor, text: str, scope_sql: str, scope_params: list) -> 
     )
     rows = cursor.fetchall()
     if not rows or not rows[0][2]:
-        return ScopeStatistics(chunks=0, avg_length=0.0, df={})
-    chunks, tokens = int(rows[0][2]), int(rows[0][3])
+        return ScopeStatistics(chunks=0, avg_length=0.0, df={}, table_chunks=int(rows[0][4]) if rows else 0)
+    chunks, tokens, table = int(rows[0][2]), int(rows[0][3]), int(rows[0][4])
     return ScopeStatistics(
-        chunks=chunks, avg_length=tokens / chunks, df={lexeme: int(df) for lexeme, df, _, _ in rows}
+        chunks=chunks,
+        avg_length=tokens / chunks,
+        df={row[0]: int(row[1]) for row in rows},
+        table_chunks=table,
     )
+
+
+def scope_statistics(*, query: str, scope_sql: str, scope_params: list) -> ScopeStatistics:
+    """The query's term statistics over the scope, for callers that search and weigh with one lookup."""
+    text = sanitise_query(query)
+    if not text:
+        return ScopeStatistics(chunks=0, avg_length=0.0, df={})
+    with connection.cursor() as cursor:
+        return _scope_statistics(cursor, text, scope_sql, list(scope_params))
 
 
 def idf(*, df: int, chunks: int) -> float:
@@ -357,13 +379,12 @@ def _bind(sql: str, named: dict, scope_params: list) -> tuple[str, list]:
     return re.sub(r"%%|%\((\w+)\)s|%s", placeholder, sql), params
 
 
-def question_term_weights(*, query: str, scope_sql: str, scope_params: list) -> dict[str, float]:
+def question_term_weights(
+    *, query: str, scope_sql: str, scope_params: list, stats: ScopeStatistics | None = None
+) -> dict[str, float]:
     """IDF over the scope of each of the question's terms, a term found nowhere weighing most."""
-    text = sanitise_query(query)
-    if not text:
-        return {}
-    with connection.cursor() as cursor:
-        stats = _scope_statistics(cursor, text, scope_sql, list(scope_params))
+    if stats is None:
+        stats = scope_statistics(query=query, scope_sql=scope_sql, scope_params=scope_params)
     if not stats.chunks:
         return {}
     return {lexeme: idf(df=df, chunks=stats.chunks) for lexeme, df in stats.df.items()}

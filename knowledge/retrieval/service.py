@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.db import connection
 from django.utils import timezone
 
 from config.errors import KnowledgeError
@@ -143,13 +144,15 @@ def retrieve(
     context = KnowledgeContext(question=question, config=config, scope=scope)
     with timer.stage("embed"):
         vector = embed_query(question)
-    candidates, context.stats = _candidates(question, vector, scope, config, timer)
+    with timer.stage("statistics"):
+        search = _prepare(question, vector, scope)
+    candidates, context.stats = _candidates(search, config, timer)
     # Reranking looks at maxDocs x 3 candidates, then keeps maxDocs (docs/design.md#scoring).
     pool = {**config, "maxDocs": config["maxDocs"] * 3} if rerank_ids else config
     with timer.stage("score"):
         chosen = select(candidates, config=pool, today=timezone.localdate(), hybrid=config["hybrid"])
     with timer.stage("answerability"):
-        context.answerability = _answerability(question, candidates, chosen, scope, config)
+        context.answerability = _answerability(search, candidates, chosen, config)
     primary = _load(chosen)
     if rerank_ids:
         with timer.stage("rerank"):
@@ -192,13 +195,35 @@ def search_collections(profile, collection_ids) -> tuple[list[int] | None, set[i
     return list(collection_ids), set()
 
 
-def _candidates(question, vector, scope: Scope, config, timer) -> tuple[list[Candidate], dict]:
+@dataclass(frozen=True)
+class _Search:
+    """What one retrieval's searches share: the question, its vector, the scope and its statistics."""
+
+    question: str
+    vector: object
+    scope: Scope
+    terms: lexical.ScopeStatistics
+    size: dense.ScopeSize | None
+
+
+def _prepare(question, vector, scope: Scope) -> _Search:
+    """One statistics lookup serves the dense plan, the lexical search and the answerability verdict.
+
+    Chunk-level conditions (documents, the intent filter) do not change the
+    partition statistics, so the same lookup holds for every search below.
+    """
+    terms = lexical.scope_statistics(query=question, scope_sql=scope.sql(), scope_params=scope.params())
+    size = dense.ScopeSize(rows=terms.chunks, table=terms.table_chunks) if terms.table_chunks else None
+    return _Search(question, vector, scope, terms, size)
+
+
+def _candidates(search: _Search, config, timer) -> tuple[list[Candidate], dict]:
     limit = max(MIN_CANDIDATES, config["maxDocs"] * 10)
-    intent = query_intent(question)
-    candidates = _search(question, vector, scope, config, limit, intent_filter_sql(intent), timer)
+    intent = query_intent(search.question)
+    candidates = _search(search, config, limit, intent_filter_sql(intent), timer)
     stats = {"intent": intent, "intent_fallback": False, "candidates": len(candidates)}
     if intent and _above_threshold(candidates, config) < INTENT_FALLBACK_BELOW:
-        candidates = _search(question, vector, scope, config, limit, "", timer)
+        candidates = _search(search, config, limit, "", timer)
         stats.update(intent_fallback=True, candidates=len(candidates))
     return candidates, stats
 
@@ -207,40 +232,55 @@ def _above_threshold(candidates, config) -> int:
     return sum(c.similarity >= config["minRelevanceScore"] for c in candidates)
 
 
-def _search(question, vector, scope, config, limit, extra_sql, timer) -> list[Candidate]:
+def _search(search: _Search, config, limit, extra_sql, timer) -> list[Candidate]:
+    scope = search.scope
     with timer.stage("dense"):
-        dense_hits = dense.dense_search(vector=vector, scope=scope, limit=limit, extra_sql=extra_sql)
+        dense_hits = dense.dense_search(
+            vector=search.vector, scope=scope, limit=limit, extra_sql=extra_sql, size=search.size
+        )
     lexical_hits = []
     if config["hybrid"]:
         with timer.stage("lexical"):
             lexical_hits = lexical.lexical_search(
-                query=question,
+                query=search.question,
                 scope_sql=f"{scope.sql()} {extra_sql}",
                 scope_params=scope.params(),
                 limit=limit,
+                stats=search.terms,
             )
     with timer.stage("candidates"):
-        return _merge(vector, dense_hits, lexical_hits)
+        return _merge(search.vector, dense_hits, lexical_hits)
+
+
+# Every candidate's row facts and cosine distance in one round trip (the dense hits' distances
+# are known, but computing them again for ~50 rows costs less than a second query). The order
+# is the chunk model's, which scoring's ties have always fallen back on.
+_CANDIDATES_SQL = """
+    SELECT c.id, c.document_id, c.collection_id, d.source_date, c.embedding <=> %s::vector
+    FROM knowledge_chunk AS c JOIN knowledge_document AS d ON d.id = c.document_id
+    WHERE c.id = ANY(%s)
+    ORDER BY c.document_id, c.index
+"""
 
 
 def _merge(vector, dense_hits, lexical_hits) -> list[Candidate]:
-    distances = {hit.chunk_id: hit.distance for hit in dense_hits}
-    missing = [hit.chunk_id for hit in lexical_hits if hit.chunk_id not in distances]
-    distances.update(dense.distances_for(vector=vector, chunk_ids=missing))
-    rows = Chunk.objects.filter(pk__in=list(distances)).values_list(
-        "pk", "document_id", "collection_id", "document__source_date"
-    )
+    ids = list(dict.fromkeys([hit.chunk_id for hit in dense_hits] + [hit.chunk_id for hit in lexical_hits]))
+    if not ids:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(_CANDIDATES_SQL, [dense.vector_literal(vector), ids])
+        rows = cursor.fetchall()
     dense_rank = {hit.chunk_id: rank for rank, hit in enumerate(dense_hits, start=1)}
     lexical_by_id = {hit.chunk_id: hit for hit in lexical_hits}
     candidates = []
-    for chunk_id, document_id, collection_id, source_date in rows:
+    for chunk_id, document_id, collection_id, source_date, distance in rows:
         lex = lexical_by_id.get(chunk_id)
         candidates.append(
             Candidate(
                 chunk_id=chunk_id,
                 document_id=document_id,
                 collection_id=collection_id,
-                similarity=1.0 - distances[chunk_id],
+                similarity=1.0 - distance,
                 source_date=source_date,
                 dense_rank=dense_rank.get(chunk_id),
                 lexical_rank=lex.rank if lex else None,
@@ -250,15 +290,17 @@ def _merge(vector, dense_hits, lexical_hits) -> list[Candidate]:
     return candidates
 
 
-def _answerability(question, candidates: list[Candidate], chosen: list[Candidate], scope, config) -> Verdict:
+def _answerability(search: _Search, candidates: list[Candidate], chosen: list[Candidate], config) -> Verdict:
     """The verdict on the best chunk chosen, from what both searches found (see answerability.py)."""
-    evidence = answerability_evidence(question, candidates, chosen, scope)
+    evidence = answerability_evidence(search.question, candidates, chosen, search.scope, terms=search.terms)
     return verdict_for(
         evidence, min_answerability=config["minAnswerability"], min_relevance=config["minRelevanceScore"]
     )
 
 
-def answerability_evidence(question, candidates: list[Candidate], chosen: list[Candidate], scope) -> Evidence:
+def answerability_evidence(
+    question, candidates: list[Candidate], chosen: list[Candidate], scope, *, terms=None
+) -> Evidence:
     similarities = [c.similarity for c in candidates if c.dense_rank is not None]
     if not chosen or not similarities:
         return Evidence(
@@ -266,7 +308,7 @@ def answerability_evidence(question, candidates: list[Candidate], chosen: list[C
         )
     best = chosen[0]
     weights = lexical.question_term_weights(
-        query=question, scope_sql=scope.sql(), scope_params=scope.params()
+        query=question, scope_sql=scope.sql(), scope_params=scope.params(), stats=terms
     )
     present = lexical.chunk_lexemes(chunk_id=best.chunk_id, lexemes=list(weights))
     top_dense = min((c for c in candidates if c.dense_rank is not None), key=lambda c: c.dense_rank)

@@ -6,6 +6,7 @@ tasks run synchronously in the test process (settings_test).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import io
 import json
@@ -404,3 +405,48 @@ def test_knowledge_ingest_command_errors(alice, corpus):
             "missing",
             str(corpus / "office" / "dummy.docx"),
         )
+
+
+# --- extraction overlapped with embedding ----------------------------------------------
+
+
+def _sequential(document, profile):
+    """What the pipeline computed before extraction ran in its own thread: all drafts, then all vectors."""
+    from knowledge.clients.embedding import embed_texts
+
+    from knowledge.ingestion.headers import embedding_text
+    from knowledge.ingestion.pipeline import document_chunk_drafts
+
+    drafts = document_chunk_drafts(document, profile)
+    return drafts, embed_texts([embedding_text(d.header, d.content) for d in drafts])
+
+
+def test_overlapped_extraction_yields_the_same_chunks_and_vectors(collection, corpus, monkeypatch, settings):
+    from knowledge.ingestion import pipeline
+
+    document = upload(collection, corpus / "pdf" / "pasa.pdf")
+    profile = collection.chunk_profile
+    expected_drafts, expected_vectors = _sequential(document, profile)
+    # Small windows: many hand-overs between the extracting thread and the encoder.
+    settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE = 4
+    monkeypatch.setattr(pipeline, "_WINDOW_BATCHES", 2)
+    monkeypatch.setattr(pipeline, "_PRODUCER_AHEAD", 3)
+    drafts, vectors = pipeline._drafts_and_vectors(document, profile)
+    assert drafts == expected_drafts
+    assert len(drafts) > 8
+    np.testing.assert_allclose(vectors, expected_vectors, atol=1e-5)
+    stored = np.array([c.embedding for c in chunks_of(document)])
+    np.testing.assert_allclose(stored, expected_vectors, atol=1e-5)
+    document.refresh_from_db()
+    assert document.chunks_total == document.chunks_done == len(drafts)
+
+
+def test_an_extraction_error_in_the_extracting_thread_fails_the_document(collection, corpus, settings):
+    import threading
+
+    settings.KNOWLEDGE_INGEST_LIMITS = dataclasses.replace(settings.KNOWLEDGE_INGEST_LIMITS, max_chunks=5)
+    document = upload(collection, corpus / "pdf" / "pasa.pdf")
+    assert document.status == Document.Status.FAILED
+    assert "chunks" in document.error
+    assert not Chunk.objects.filter(document=document).exists()
+    assert not [t for t in threading.enumerate() if t.name == "ingest-producer"]

@@ -6,11 +6,12 @@ import hashlib
 
 import numpy as np
 import pytest
+from django.db import connection
 
 from knowledge.collections import collection_create
 from knowledge.models import Chunk, Document
-from knowledge.retrieval.dense import dense_search
-from knowledge.retrieval.scope import search_scope
+from knowledge.retrieval.dense import ScopeSize, dense_search, exact_is_cheaper, scope_size
+from knowledge.retrieval.scope import Scope, search_scope
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -88,3 +89,54 @@ def test_unreadable_collections_are_filtered_inside_the_query(alice, charlie):
     scope = search_scope(user=charlie, collection_ids=[secret.pk])
     assert dense_search(vector=vectors[0], scope=scope, limit=10) == []
     assert dense_search(vector=vectors[0], scope=scope, limit=10, exact=False) == []
+
+
+# --- plan choice ---------------------------------------------------------------
+
+
+def _scope(document_ids=None):
+    return Scope("SELECT 1, 1", (), MODEL, document_ids)
+
+
+def test_a_small_scope_in_a_big_table_is_scanned_exactly_and_a_large_share_walks_the_graph():
+    assert exact_is_cheaper(ScopeSize(rows=1_000, table=100_000), limit=50, scope=_scope())
+    assert not exact_is_cheaper(ScopeSize(rows=50_000, table=100_000), limit=50, scope=_scope())
+    # A single big collection is the table: the graph, however many rows (the old rule scanned 20,000).
+    assert not exact_is_cheaper(ScopeSize(rows=9_605, table=9_605), limit=50, scope=_scope())
+    # Tiny tables are scanned: nothing to gain from the graph.
+    assert exact_is_cheaper(ScopeSize(rows=40, table=40), limit=50, scope=_scope())
+    # Too thin for the iterative scan's tuple budget: scanned even when that is slow.
+    assert exact_is_cheaper(ScopeSize(rows=30_000, table=100_000_000), limit=50, scope=_scope())
+    # A scope narrowed to documents is always scanned (their rows are few; the counts cannot see it).
+    assert exact_is_cheaper(ScopeSize(rows=50_000, table=100_000), limit=50, scope=_scope([1, 2]))
+
+
+def test_connections_start_with_the_iterative_hnsw_scan(db):
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW hnsw.iterative_scan")
+        assert cursor.fetchone()[0] == "relaxed_order"
+
+
+@pytest.mark.django_db
+def test_the_chosen_plan_returns_the_full_k_and_the_exact_neighbours_for_small_and_large_scopes(alice):
+    rng = np.random.default_rng(11)
+    big = collection_create(name="big", owner=alice)
+    small = collection_create(name="small", owner=alice)
+    big_ids = _fill(big, _unit(3000, rng))
+    small_ids = _fill(small, _unit(30, rng))  # 1% of the table
+    small_scope = search_scope(user=alice, collection_ids=[small.pk])
+    big_scope = search_scope(user=alice, collection_ids=[big.pk])
+    # The sizes come from the partition counts the lexical triggers keep, not a count(*).
+    assert scope_size(small_scope) == ScopeSize(rows=30, table=3030)
+    assert exact_is_cheaper(scope_size(small_scope), limit=20, scope=small_scope)
+    assert not exact_is_cheaper(scope_size(big_scope), limit=20, scope=big_scope)
+    recalls = []
+    for query in _unit(10, rng):
+        small_hits = dense_search(vector=query, scope=small_scope, limit=20)
+        assert small_hits == dense_search(vector=query, scope=small_scope, limit=20, exact=True)
+        assert {h.chunk_id for h in small_hits} <= set(small_ids)
+        big_hits = dense_search(vector=query, scope=big_scope, limit=20)
+        assert len(big_hits) == 20 and {h.chunk_id for h in big_hits} <= set(big_ids)
+        exact = dense_search(vector=query, scope=big_scope, limit=20, exact=True)
+        recalls.append(len({h.chunk_id for h in big_hits} & {h.chunk_id for h in exact}) / 20)
+    assert np.mean(recalls) >= 0.95

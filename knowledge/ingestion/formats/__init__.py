@@ -1,6 +1,6 @@
 """One module per document format, and the registry that maps a detected format to its extractor.
 
-Each extractor takes (filename, bytes, TextBudget) and returns Sections with one
+Each extractor takes (filename, bytes, TextBudget) and returns (or yields) Sections with one
 strict ``source_ref`` each; knowledge.ingestion.extract picks one through
 ``EXTRACTORS`` after ``detect_format``. Everything here is pure (no Django, no
 database). A file in a format we do not read raises ``UnsupportedFormat``; a

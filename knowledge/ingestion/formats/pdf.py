@@ -14,8 +14,12 @@ _BULLET_START = re.compile(r"^(?:[•●○◦▪▫■□‣–]\s|-\s)")
 _SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*$")
 
 
-def extract_pdf(filename: str, data: bytes, budget: TextBudget) -> list[Section]:
-    """One section per page (``page=N``, 1-based) so citations point at a page."""
+def extract_pdf(filename: str, data: bytes, budget: TextBudget) -> Iterator[Section]:
+    """One section per page (``page=N``, 1-based) so citations point at a page.
+
+    Pages are yielded as they are read: pypdf is the slow reader, and the
+    pipeline chunks and embeds the first pages while the next ones are read.
+    """
     import pypdf
 
     try:
@@ -23,13 +27,11 @@ def extract_pdf(filename: str, data: bytes, budget: TextBudget) -> list[Section]
         if reader.is_encrypted:
             _decrypt_pdf(reader)
         pdf_pages_check(len(reader.pages), budget.limits)
-        sections = []
         for number, page in enumerate(reader.pages, start=1):
             text = _pdf_page_text(budget.charge(page.extract_text() or ""))
             if text:
                 budget.add_section()
-                sections.append(Section(source_ref=f"page={number}", text=text, page=number))
-        return sections
+                yield Section(source_ref=f"page={number}", text=text, page=number)
     except ExtractionError:
         raise
     except Exception as exc:  # corrupt PDFs raise anything from KeyError to PdfStreamError

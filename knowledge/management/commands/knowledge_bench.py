@@ -2,6 +2,7 @@
 
 knowledge_bench ingest [--files PATH...] [--backend torch|onnx|onnx-int8]
 knowledge_bench lexical [--chunks N] [--queries N]
+knowledge_bench retrieve [--chunks N] [--scope-share P ...] [--queries N] [--drop]
 knowledge_bench load [--clients C] [--seconds S] [--url URL] [--sse N]
 """
 
@@ -28,6 +29,23 @@ class Command(BaseCommand):
         lexical = benchmarks.add_parser("lexical", help="BM25 lexical search vs references.")
         lexical.add_argument("--chunks", type=int, default=100_000)
         lexical.add_argument("--queries", type=int, default=50)
+        retrieve = benchmarks.add_parser("retrieve", help="Retrieval latency and HNSW recall at N chunks.")
+        retrieve.add_argument("--chunks", type=int, default=100_000)
+        retrieve.add_argument(
+            "--scope-share",
+            type=float,
+            nargs="+",
+            default=[0.5, 0.01],
+            metavar="P",
+            help="Also search scopes keeping these shares of the rows (default 0.5 0.01).",
+        )
+        retrieve.add_argument("--queries", type=int, default=50)
+        retrieve.add_argument(
+            "--recall-queries", type=int, help="Exact scans for recall (default: all <= 200k)."
+        )
+        retrieve.add_argument(
+            "--drop", action="store_true", help="Delete the benchmark collections and exit."
+        )
         load = benchmarks.add_parser("load", help="Concurrent clients against a live server.")
         load.add_argument("--url", default="http://127.0.0.1:8000")
         load.add_argument("--clients", type=int, default=20)
@@ -72,6 +90,30 @@ class Command(BaseCommand):
         from knowledge.benchmarks import lexical
 
         lexical.run(self.stdout, chunks=options["chunks"], queries=options["queries"])
+
+    def _retrieve(self, options):
+        from knowledge.benchmarks import retrieve
+
+        if options["drop"]:
+            retrieve.drop_collections(self.stdout)
+            return
+        shares = options["scope_share"]
+        if options["chunks"] < 1 or options["queries"] < 1:
+            raise CommandError("--chunks and --queries must be >= 1")
+        if len(set(shares)) != len(shares) or not all(0 < p < 1 for p in shares):
+            raise CommandError("--scope-share values must be distinct and between 0 and 1 (exclusive)")
+        if (
+            any(round(options["chunks"] * p) < 1 for p in shares)
+            or round(options["chunks"] * max(shares)) >= options["chunks"]
+        ):
+            raise CommandError("--chunks is too small for these scope shares: every scope needs >= 1 chunk")
+        retrieve.run(
+            self.stdout,
+            chunks=options["chunks"],
+            scope_shares=shares,
+            queries=options["queries"],
+            recall_queries=options["recall_queries"],
+        )
 
     def _load(self, options):
         from urllib.parse import urlsplit

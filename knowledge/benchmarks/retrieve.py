@@ -1,0 +1,439 @@
+"""knowledge_bench retrieve: retrieval latency and HNSW recall at N chunks, through the product's code.
+
+The collection (built once, reused by later runs with the same N): a few thousand
+real chunks of the Django documentation (knowledge_bench lexical's grouping of
+paragraphs) are embedded once with the configured backend; the rest are derived
+from them by small perturbations, text and vector alike: a derived chunk drops
+one sentence of a real chunk and takes the first sentence of the next one, and
+its vector is the real chunk's moved a random part of the way towards the next
+chunk's plus a little noise (cosine ~0.95 to the real one). So text statistics
+and the vector distribution stay those of real chunks. Rows go in with COPY into
+the product's chunk table (the lexical statistics triggers run as for any
+insert); a large load drops the HNSW and GIN indexes first and builds them
+again afterwards, which is much faster than inserting into them row by row.
+
+The chunks are split into collections so that scopes keeping each
+``--scope-share`` of the table exist: with shares 0.5 and 0.01 the collections
+hold 1%, 49% and 50% of the rows, and the scopes are the first one (1%) and the
+first two (50%), compiled by the product's access code like any search.
+
+Measured in one run, question by question and interleaved so a busy machine
+slows all alike (milliseconds, p50 and p95):
+
+    embed      the question's vector, the query cache cleared first
+    dense      knowledge.retrieval.dense.dense_search over the whole set (plan by cost)
+    lexical    knowledge.retrieval.lexical.lexical_search over the whole set
+    hybrid     knowledge.retrieval.service.retrieve (embedding included, no LLM reranking)
+    reference  plain pgvector: SELECT id ... ORDER BY embedding <=> q LIMIT 50, no filter
+
+plus HNSW recall@10 against an exact scan of the same scope, and per scope share
+the dense p95, the smallest result count (always the full limit?), the plan
+chosen and both plans' medians, so the choice can be checked against the
+faster one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import connection, connections
+from tqdm import tqdm
+
+from knowledge.benchmarks.common import median, percentile
+from knowledge.benchmarks.lexical import QUESTIONS, _chunk_rounds, _create_documents
+from knowledge.collections import collection_create
+from knowledge.clients.embedding import configured_backend, embed_query, embed_texts, query_cache_clear
+from knowledge.models import Collection
+from knowledge.retrieval import dense, lexical
+from knowledge.retrieval.scope import search_scope
+from knowledge.retrieval.service import retrieve
+
+BASE_CHUNKS = 3000
+LIMIT = 50  # the product's candidate count per search (service.MIN_CANDIDATES)
+TOP = 10
+NOISE = 0.2  # norm of the noise added to a derived vector (unit vectors: cosine ~0.95 to the base)
+COPY_BATCH = 20_000
+# A load adding more rows than this rebuilds the vector and full-text indexes instead of inserting.
+REBUILD_INDEXES_ABOVE = 20_000
+PREFIX = "bench-retrieve"
+USER = "bench-retrieve"
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_INDEXES = ("chunk_embedding_hnsw", "chunk_search_vector_gin")
+
+
+def run(
+    stdout, *, chunks: int, scope_shares: list[float], queries: int = 50, recall_queries: int | None = None
+) -> dict:
+    user = _bench_user()
+    parts, build_seconds = _ensure_collections(stdout, user, chunks, sorted(scope_shares))
+    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(queries)]
+    recall_queries = recall_queries if recall_queries is not None else (queries if chunks <= 200_000 else 20)
+    full_ids = [c.pk for c in parts]
+    full = search_scope(user=user, collection_ids=full_ids)
+    scopes = {
+        share: search_scope(user=user, collection_ids=full_ids[: i + 1])
+        for i, share in enumerate(sorted(scope_shares))
+    }
+    stdout.write(f"Measuring {queries} questions (load average {' '.join(load_average())})...\n")
+    timings = _measure_main(user, full_ids, full, questions)
+    recall = _recall(full, questions[:recall_queries])
+    scoped = {share: _measure_scope(scope, questions) for share, scope in scopes.items()}
+    figures = _figures(chunks, build_seconds, timings, recall, scoped)
+    _print_table(stdout, figures)
+    stdout.write(json.dumps(figures) + "\n")
+    return figures
+
+
+# --- the collection ---------------------------------------------------------------
+
+
+def _bench_user():
+    user, _ = get_user_model().objects.get_or_create(username=USER, defaults={"is_active": True})
+    return user
+
+
+def _part_sizes(total: int, shares: list[float]) -> list[int]:
+    """Sizes of the collections: the first i of them hold shares[i-1] of ``total``, the last the rest."""
+    bounds = [round(total * share) for share in shares] + [total]
+    sizes = [bounds[0]] + [b - a for a, b in zip(bounds, bounds[1:], strict=False)]
+    if any(size <= 0 for size in sizes):
+        raise ValueError("every scope share must be > 0, < 1, distinct, and leave at least one chunk")
+    return sizes
+
+
+def _part_name(total: int, shares: list[float], index: int) -> str:
+    key = ",".join(f"{s:g}" for s in shares)
+    return f"{PREFIX}-{total}-[{key}]-{index}"
+
+
+def _ensure_collections(stdout, user, total: int, shares: list[float]) -> tuple[list[Collection], float]:
+    """The collections of a previous run with the same N and shares, or new ones."""
+    sizes = _part_sizes(total, shares)
+    names = [_part_name(total, shares, i) for i in range(len(sizes))]
+    found = {c.name: c for c in Collection.objects.filter(owner=user, name__in=names)}
+    if len(found) == len(names) and all(
+        _chunk_count(found[name]) == size for name, size in zip(names, sizes, strict=True)
+    ):
+        stdout.write(f"Reusing the {total:,}-chunk collection ({len(names)} parts)\n")
+        return [found[name] for name in names], 0.0
+    drop_collections(stdout, names=list(found))
+    started = time.perf_counter()
+    parts = [collection_create(name=name, owner=user) for name in names]
+    _build(stdout, parts, sizes)
+    seconds = time.perf_counter() - started
+    stdout.write(f"Built {total:,} chunks in {seconds:.0f} s\n")
+    return parts, seconds
+
+
+def _chunk_count(collection: Collection) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM knowledge_chunk WHERE collection_id = %s AND chunk_profile_id = %s",
+            [collection.pk, collection.chunk_profile_id],
+        )
+        return cursor.fetchone()[0]
+
+
+def drop_collections(stdout, *, names: list[str] | None = None) -> int:
+    """Delete benchmark collections (all of them without ``names``); chunks first, by plain SQL."""
+    collections = Collection.objects.filter(owner__username=USER)
+    if names is not None:
+        collections = collections.filter(name__in=names)
+    dropped = 0
+    for collection in collections:
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM knowledge_chunk WHERE collection_id = %s", [collection.pk])
+        collection.delete()
+        dropped += 1
+    if dropped:
+        stdout.write(f"Dropped {dropped} benchmark collection(s)\n")
+    return dropped
+
+
+def base_chunks(stdout, count: int = BASE_CHUNKS) -> tuple[list[str], np.ndarray]:
+    """``count`` real chunks and their vectors, embedded once and cached in the data directory."""
+    texts = [text for _, _, group in _chunk_rounds(count) for text in group]
+    backend = configured_backend()
+    # Not keyed by backend: the backends' vectors agree to cosine ~0.99 (knowledge_bench backends),
+    # and the derived ones are perturbed far more than that anyway.
+    digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
+    cache = Path(settings.DATA_DIR) / "bench" / f"retrieve-base-{digest}.npy"
+    if cache.exists():
+        return texts, np.load(cache)
+    stdout.write(f"Embedding {len(texts):,} real chunks once ({backend}; cached in {cache.parent})\n")
+    with tqdm(total=len(texts), desc="Embedding", unit="chunk", file=sys.stderr) as bar:
+        vectors = embed_texts(texts, on_batch=lambda done: bar.update(done - bar.n))
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    np.save(cache, vectors)
+    return texts, vectors
+
+
+def derived_rows(texts: list[str], vectors: np.ndarray, total: int, seed: int = 0) -> Iterator[tuple]:
+    """(text, vector) for ``total`` chunks: the real ones first, then perturbations of them."""
+    rng = np.random.default_rng(seed)
+    base = len(texts)
+    for start in range(0, total, base):
+        count = min(base, total - start)
+        if start == 0:
+            yield from zip(texts[:count], vectors[:count], strict=True)
+            continue
+        index = np.arange(count)
+        following = (index + 1) % base
+        share = rng.uniform(0.0, 0.3, size=(count, 1)).astype(np.float32)
+        noise = rng.normal(size=(count, vectors.shape[1])).astype(np.float32)
+        noise *= NOISE / np.linalg.norm(noise, axis=1, keepdims=True)
+        moved = (1 - share) * vectors[index] + share * vectors[following] + noise
+        moved /= np.linalg.norm(moved, axis=1, keepdims=True)
+        drops = rng.integers(0, 1 << 30, size=count)
+        for i in range(count):
+            yield _text_variant(texts[i], texts[following[i]], int(drops[i])), moved[i]
+
+
+def _text_variant(text: str, following: str, pick: int) -> str:
+    sentences = _SENTENCE.split(text)
+    if len(sentences) > 2:
+        del sentences[1 + pick % (len(sentences) - 1)]
+    return " ".join(sentences + _SENTENCE.split(following)[:1])
+
+
+def _build(stdout, parts: list[Collection], sizes: list[int]) -> None:
+    total = sum(sizes)
+    texts, vectors = base_chunks(stdout, min(BASE_CHUNKS, total))
+    rebuild = total > REBUILD_INDEXES_ABOVE
+    definitions = _drop_indexes() if rebuild else {}
+    rows = derived_rows(texts, vectors, total)
+    with tqdm(total=total, desc="Loading", unit="chunk", file=sys.stderr, mininterval=1) as bar:
+        for part, size in zip(parts, sizes, strict=True):
+            _copy_part(part, size, rows, bar)
+    if rebuild:
+        _create_indexes(stdout, definitions)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE knowledge_chunk")
+        if not rebuild:
+            cursor.execute("SELECT gin_clean_pending_list('chunk_search_vector_gin'::regclass)")
+
+
+def _copy_part(part: Collection, size: int, rows: Iterator[tuple], bar) -> None:
+    per_document = 1000
+    keys = [(part.pk, d) for d in range((size + per_document - 1) // per_document)]
+    documents = _create_documents(part, keys)
+    columns = (
+        "document_id, collection_id, chunk_profile_id, embedding_model, index, content, token_count,"
+        " source_ref, heading_path, sheet, element_id, ref_ids, referenced_by, metadata, embedding,"
+        " created_at"
+    )
+    done = 0
+    while done < size:
+        batch = min(COPY_BATCH, size - done)
+        with (
+            connection.cursor() as cursor,
+            cursor.cursor.copy(f"COPY knowledge_chunk ({columns}) FROM STDIN") as copy,
+        ):
+            for n in range(done, done + batch):
+                text, vector = next(rows)
+                copy.write_row(
+                    (
+                        documents[part.pk, n // per_document],
+                        part.pk,
+                        part.chunk_profile_id,
+                        settings.KNOWLEDGE_EMBEDDING_MODEL,
+                        n % per_document,
+                        text,
+                        len(text.split()),
+                        "section=bench",
+                        "{}",
+                        "",
+                        "",
+                        "{}",
+                        "{}",
+                        "{}",
+                        dense.vector_literal(vector),
+                        "now",
+                    )
+                )
+        done += batch
+        bar.update(batch)
+
+
+def _drop_indexes() -> dict[str, str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'knowledge_chunk'"
+            " AND indexname = ANY(%s)",
+            [list(_INDEXES)],
+        )
+        definitions = dict(cursor.fetchall())
+        for name in definitions:
+            cursor.execute(f'DROP INDEX "{name}"')
+    return definitions
+
+
+def _create_indexes(stdout, definitions: dict[str, str]) -> None:
+    """Build the dropped indexes again, with a progress bar fed by pg_stat_progress_create_index."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET maintenance_work_mem = '2GB'")
+        for name, definition in definitions.items():
+            stop = threading.Event()
+            watcher = threading.Thread(target=_watch_index_build, args=(stdout, name, stop), daemon=True)
+            watcher.start()
+            try:
+                cursor.execute(definition)
+            finally:
+                stop.set()
+                watcher.join()
+        cursor.execute("RESET maintenance_work_mem")
+
+
+def _watch_index_build(stdout, name: str, stop: threading.Event) -> None:
+    try:
+        with tqdm(desc=f"Index {name}", unit="tuple", file=sys.stderr, mininterval=1) as bar:
+            while not stop.wait(1.0):
+                with connections["default"].cursor() as cursor:
+                    cursor.execute(
+                        "SELECT tuples_done, tuples_total FROM pg_stat_progress_create_index"
+                        " WHERE relid = 'knowledge_chunk'::regclass"
+                    )
+                    row = cursor.fetchone()
+                if row:
+                    bar.total = row[1] or bar.total
+                    bar.update(row[0] - bar.n)
+    finally:
+        connections["default"].close()  # this thread's own connection
+
+
+# --- measurement ------------------------------------------------------------------
+
+
+def _ms(function, *args, **kwargs):
+    started = time.perf_counter()
+    result = function(*args, **kwargs)
+    return (time.perf_counter() - started) * 1000, result
+
+
+_REFERENCE_SQL = "SELECT id FROM knowledge_chunk ORDER BY embedding <=> %s::vector LIMIT %s"
+
+
+def _reference(vector) -> list:
+    with connection.cursor() as cursor:
+        cursor.execute(_REFERENCE_SQL, [dense.vector_literal(vector), LIMIT])
+        return cursor.fetchall()
+
+
+def _measure_main(user, collection_ids, scope, questions) -> dict[str, list[float]]:
+    names = ("embed", "embed_cached", "dense", "lexical", "hybrid", "reference")
+    timings: dict[str, list[float]] = {name: [] for name in names}
+    sql, params = scope.sql(), scope.params()
+    for warm, question in [(True, q) for q in questions[:3]] + [(False, q) for q in questions]:
+        query_cache_clear()
+        embed_ms, vector = _ms(embed_query, question)
+        cached_ms, _ = _ms(embed_query, question)
+        dense_ms, _ = _ms(dense.dense_search, vector=vector, scope=scope, limit=LIMIT)
+        lexical_ms, _ = _ms(
+            lexical.lexical_search, query=question, scope_sql=sql, scope_params=params, limit=LIMIT
+        )
+        query_cache_clear()
+        hybrid_ms, _ = _ms(
+            retrieve, user=user, question=question, collection_ids=collection_ids, rerank_enabled=False
+        )
+        reference_ms, _ = _ms(_reference, vector)
+        if not warm:
+            for name, value in zip(
+                names, (embed_ms, cached_ms, dense_ms, lexical_ms, hybrid_ms, reference_ms), strict=True
+            ):
+                timings[name].append(value)
+    return timings
+
+
+def _recall(scope, questions) -> list[float]:
+    recalls = []
+    for question in tqdm(questions, desc="Recall (exact scans)", unit="query", file=sys.stderr):
+        vector = embed_query(question)
+        approximate = dense.dense_search(vector=vector, scope=scope, limit=TOP, exact=False)
+        exact = dense.dense_search(vector=vector, scope=scope, limit=TOP, exact=True)
+        recalls.append(len({h.chunk_id for h in approximate} & {h.chunk_id for h in exact}) / TOP)
+    return recalls
+
+
+def _measure_scope(scope, questions) -> dict:
+    size = dense.scope_size(scope)
+    chosen_exact = dense.exact_is_cheaper(size, limit=LIMIT, scope=scope)
+    auto, exact, hnsw, counts, agree = [], [], [], [], []
+    for question in questions:
+        vector = embed_query(question)
+        auto_ms, hits = _ms(dense.dense_search, vector=vector, scope=scope, limit=LIMIT)
+        exact_ms, exact_hits = _ms(dense.dense_search, vector=vector, scope=scope, limit=LIMIT, exact=True)
+        hnsw_ms, _ = _ms(dense.dense_search, vector=vector, scope=scope, limit=LIMIT, exact=False)
+        auto.append(auto_ms), exact.append(exact_ms), hnsw.append(hnsw_ms), counts.append(len(hits))
+        top = {h.chunk_id for h in exact_hits[:TOP]}
+        agree.append(len(top & {h.chunk_id for h in hits[:TOP]}) / max(1, len(top)))
+    return {
+        "rows": size.rows,
+        "plan": "exact" if chosen_exact else "hnsw",
+        "p50_ms": round(median(auto), 2),
+        "p95_ms": round(percentile(auto, 95), 2),
+        "exact_p50_ms": round(median(exact), 2),
+        "hnsw_p50_ms": round(median(hnsw), 2),
+        "min_results": min(counts),
+        "always_full_k": min(counts) == min(LIMIT, size.rows),
+        "recall_at_10": round(float(np.mean(agree)), 4),
+    }
+
+
+def load_average() -> list[str]:
+    """The machine's 1, 5 and 15 minute load averages (the machine is shared: say how busy it was)."""
+    return Path("/proc/loadavg").read_text().split()[:3]
+
+
+def _figures(chunks, build_seconds, timings, recall, scoped) -> dict:
+    figures: dict = {
+        "benchmark": "retrieve",
+        "chunks": chunks,
+        "limit": LIMIT,
+        "queries": len(timings["dense"]),
+    }
+    figures["build_seconds"] = round(build_seconds, 1)
+    figures["backend"] = configured_backend()
+    for name, values in timings.items():
+        figures[f"{name}_p50_ms"] = round(median(values), 2)
+        figures[f"{name}_p95_ms"] = round(percentile(values, 95), 2)
+    figures["hnsw_recall_at_10"] = round(float(np.mean(recall)), 4) if recall else None
+    figures["recall_queries"] = len(recall)
+    figures["dense_vs_reference_p50"] = round(
+        figures["dense_p50_ms"] / max(figures["reference_p50_ms"], 1e-6), 2
+    )
+    figures["scopes"] = {f"{share:g}": values for share, values in scoped.items()}
+    figures["load_average"] = load_average()
+    return figures
+
+
+def _print_table(stdout, f: dict) -> None:
+    stdout.write(f"\nRetrieval over {f['chunks']:,} chunks, {f['queries']} questions, top {f['limit']}\n")
+    stdout.write(f"{'stage':34} {'p50 ms':>8} {'p95 ms':>8}\n")
+    labels = {
+        "embed": f"query embedding ({f['backend']})",
+        "embed_cached": "query embedding, cached",
+        "dense": "dense (plan by cost)",
+        "lexical": "lexical (BM25)",
+        "hybrid": "full hybrid retrieve()",
+        "reference": "plain pgvector top-50 (reference)",
+    }
+    for name, label in labels.items():
+        stdout.write(f"{label:34} {f[f'{name}_p50_ms']:8.2f} {f[f'{name}_p95_ms']:8.2f}\n")
+    stdout.write(f"HNSW recall@10 vs exact: {f['hnsw_recall_at_10']} over {f['recall_queries']} questions\n")
+    for share, s in f["scopes"].items():
+        stdout.write(
+            f"scope {share:>5} ({s['rows']:,} rows): plan {s['plan']:5} p50 {s['p50_ms']:.2f} p95 "
+            f"{s['p95_ms']:.2f} ms (exact {s['exact_p50_ms']:.2f}, hnsw {s['hnsw_p50_ms']:.2f}); "
+            f"min results {s['min_results']} / {f['limit']}; recall@10 {s['recall_at_10']}\n"
+        )
+    stdout.write(f"load average {' '.join(f['load_average'])}\n\n")
