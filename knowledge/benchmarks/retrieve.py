@@ -51,8 +51,8 @@ from tqdm import tqdm
 
 from knowledge.benchmarks.common import median, percentile
 from knowledge.benchmarks.lexical import QUESTIONS, _chunk_rounds, _create_documents
-from knowledge.collections import collection_create
 from knowledge.clients.embedding import configured_backend, embed_query, embed_texts, query_cache_clear
+from knowledge.collections import collection_create
 from knowledge.models import Collection
 from knowledge.retrieval import dense, lexical
 from knowledge.retrieval.scope import search_scope

@@ -413,7 +413,6 @@ def test_knowledge_ingest_command_errors(alice, corpus):
 def _sequential(document, profile):
     """What the pipeline computed before extraction ran in its own thread: all drafts, then all vectors."""
     from knowledge.clients.embedding import embed_texts
-
     from knowledge.ingestion.headers import embedding_text
     from knowledge.ingestion.pipeline import document_chunk_drafts
 

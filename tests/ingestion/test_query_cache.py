@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from knowledge.clients.embedding import embed_query, embed_texts, query_cache_clear, query_cache_info
 
 
