@@ -1,7 +1,7 @@
 """Source references as people read them: ``page=3`` -> "p. 3", ``operation=POST /pets`` -> "POST /pets".
 
-The stored ``source_ref`` stays strict (docs/design.md#references, for evaluation and the API); this is only how
-pages show it.
+The stored ``source_ref`` stays strict (docs/design.md#references, for evaluation and the API);
+this is only how pages show it.
 """
 
 from __future__ import annotations
