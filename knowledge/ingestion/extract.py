@@ -671,8 +671,11 @@ def _sheet_section(name: str, rows: Iterable[Sequence[object]], budget: TextBudg
 
 _HTML_DROP = ("script", "style", "nav", "aside", "noscript", "form", "template", "svg", "iframe")
 # MediaWiki "[edit]" links sit inside or next to every heading of the most
-# commonly saved article pages and would end up in heading source_refs.
-_HTML_DROP_CLASSES = ("mw-editsection",)
+# commonly saved article pages and would end up in heading source_refs; its
+# reference lists and "[1]" markers are citations, not content, yet the
+# main-content extractor keeps them (Obama's page: 110,000 characters of them,
+# outranking the article for questions about dates and sums).
+_HTML_DROP_CLASSES = ("mw-editsection", "references", "reference")
 _HTML_HEADINGS = {f"h{n}": n for n in range(1, 7)}
 _HTML_BLOCKS = frozenset(
     "address article blockquote body caption dd details dialog div dl dt fieldset figcaption "

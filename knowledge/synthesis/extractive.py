@@ -12,6 +12,7 @@ own text with only its line breaks and runs of spaces collapsed.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -103,24 +104,58 @@ def extractive_answer(
     each source document, so every part of the question found is quoted.
     """
     top = [s for s in sources if s.source_number][:MAX_SOURCES]
+    # A reference list, a footnotes page or a bibliography answers nothing, whatever its rank; the
+    # others keep their rank (leaving one out promotes nothing).
+    ranked = [(rank, s) for rank, s in enumerate(top) if not is_reference_list(s.chunk.content)]
+    content = [s for _, s in ranked]
     candidates = [
         Sentence(text, s.source_number, position, rank)
-        for rank, s in enumerate(top)
+        for rank, s in ranked
         for position, text in enumerate(split_sentences(s.chunk.content))
     ]
-    documents = {s.source_number: s.chunk.document_id for s in top} if cover_documents else None
+    documents = {s.source_number: s.chunk.document_id for s in content} if cover_documents else None
     chosen = _choose(question, candidates, documents) if candidates else []
     if not chosen:
         # Nothing sentence-shaped (a table, a list of names): quote each source's opening.
         chosen = [Sentence(_opening(s.chunk.content), s.source_number, 0, r) for r, s in enumerate(top[:2])]
-    elif not cover_documents and top and not any(c.rank == 0 for c in candidates):
-        # The best source is a table, a spreadsheet row or an API operation: it is the answer, so it leads.
-        chosen = [Sentence(_opening(top[0].chunk.content), top[0].source_number, 0, 0)] + chosen
+    elif not cover_documents and content and _is_structured(content[0]):
+        # The best source is a spreadsheet, an API operation or a schema: the record itself is the
+        # answer, so the most relevant record among the structured sources leads.
+        chosen = [_best_opening(question, ranked)] + chosen
         chosen = chosen[:MAX_SENTENCES]
     by_number = {s.source_number: s for s in top}
     lines = [f'- "{s.text}" [Source {s.source_number}]' for s in chosen]
     citations = [citation_for(by_number[n]) for n in sorted({s.source_number for s in chosen})]
     return ExtractiveAnswer(label + "\n\n" + "\n".join(lines), citations, chosen)
+
+
+# A record, not prose: its opening is the answer even when it holds no sentence.
+_STRUCTURED_REFS = ("sheet=", "operation=", "component=")
+# A chunk whose paragraphs are mostly footnotes, citations or link lists is a reference list.
+REFERENCE_LIST_SHARE = 0.5
+
+
+def _is_structured(source) -> bool:
+    """A spreadsheet, an API operation or schema; a page or section without a sentence is a
+    glossary, a contents page or a figure, not a record."""
+    return source.chunk.source_ref.startswith(_STRUCTURED_REFS)
+
+
+def _best_opening(question: str, ranked: list) -> Sentence:
+    """The opening of the structured source that best matches the question, the better ranked on a tie."""
+    structured = [(rank, s) for rank, s in ranked if _is_structured(s)]
+    openings = [Sentence(_opening(s.chunk.content), s.source_number, 0, rank) for rank, s in structured]
+    scores = _scores(question, openings, with_answer_type=False)
+    return openings[int(np.argmax(scores))]
+
+
+def is_reference_list(text: str) -> bool:
+    """Most of the chunk's lines are footnotes, citations or links: nothing in it answers."""
+    units = [u for paragraph in re.split(r"\n\s*\n", text) for u in _paragraph_units(paragraph)]
+    if not units:
+        return False
+    noise = sum(1 for unit in units if _NOT_ANSWER.search(unit))
+    return noise >= REFERENCE_LIST_SHARE * len(units)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -193,7 +228,7 @@ def _choose(question: str, candidates: list[Sentence], documents: dict | None = 
     return chosen
 
 
-def _scores(question: str, candidates: list[Sentence]) -> np.ndarray:
+def _scores(question: str, candidates: list[Sentence], *, with_answer_type: bool = True) -> np.ndarray:
     from knowledge.ingestion.embedding import embed_texts
 
     vectors = embed_texts([question] + [c.text for c in candidates])
@@ -201,8 +236,10 @@ def _scores(question: str, candidates: list[Sentence]) -> np.ndarray:
     terms = _terms(question)
     overlap = np.array([len(terms & _terms(c.text)) / len(terms) if terms else 0.0 for c in candidates])
     rank = np.array([1.0 - c.rank / MAX_SOURCES for c in candidates])
-    wanted = np.array([answer_type_match(question, c.text) for c in candidates])
-    return cosine + LEXICAL_WEIGHT * overlap + RANK_WEIGHT * rank + ANSWER_TYPE_WEIGHT * wanted
+    scores = cosine + LEXICAL_WEIGHT * overlap + RANK_WEIGHT * rank
+    if with_answer_type:
+        scores += ANSWER_TYPE_WEIGHT * np.array([answer_type_match(question, c.text) for c in candidates])
+    return scores
 
 
 def answer_type_match(question: str, sentence: str) -> float:
@@ -217,14 +254,20 @@ def answer_type_match(question: str, sentence: str) -> float:
 
 
 def _terms(text: str) -> set[str]:
-    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1}
+    words = [w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 1]
+    return set(_stemmer().stemWords(words))
 
 
 def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
+    return _stemmer().stemWord(word)
+
+
+@functools.cache
+def _stemmer():
+    """English Snowball: "died" and "die", "rolled" and "roll" share a stem."""
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")
 
 
 def _opening(text: str, limit: int = 300) -> str:

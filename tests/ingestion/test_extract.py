@@ -570,6 +570,9 @@ def test_wikipedia_html_sections_without_scripts_or_menus():
     for boilerplate in ("Español", "Bahasa Melayu", "Edit links", "Wikimedia Commons has media", "Fred"):
         assert boilerplate not in everything
     assert "heading=External links" not in refs
+    # Reference lists and their "[1]" markers are citations, not content.
+    assert "heading=Footnotes" not in refs
+    assert "1965.[1]" not in sections[0].text and "in 1965." in sections[0].text
     # The infobox is a table trafilatura keeps (minus its image caption's hidden date).
     assert "Date; February 15" in sections[0].text
     assert_clean(sections)
