@@ -32,7 +32,8 @@ MIN_SENTENCES = 2
 MIN_CHARS, MAX_CHARS, MIN_WORDS = 25, 600, 5
 # Sentences that score this far below the best are not worth quoting.
 KEEP_WITHIN = 0.12
-LEXICAL_WEIGHT = 0.2
+# The question's own words (Snowball-stemmed) in the sentence.
+LEXICAL_WEIGHT = 0.3
 # The retrieval ranked whole chunks with their context; a sentence of the first chunk is
 # likelier to answer than an equally similar sentence of the fifth.
 RANK_WEIGHT = 0.2
@@ -69,6 +70,9 @@ _ASKS_DEFINITION = re.compile(r"^\s*(?:what (?:is|are|was|were|does)|define|who 
 # before white space and a capital or digit.
 _SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?:\[\d+\])*(?=\s+[\"'“‘(\[]?[A-Z0-9])")
 _ENDS_SENTENCE = re.compile(r"[.!?][\"'”’)\]]*(?:\[\d+\])*$")
+# A full sentence that ends in a colon introduces an example or a list ("... because joins are
+# used instead of subqueries:"); documentation states many of its answers that way.
+_INTRODUCES_EXAMPLE = re.compile(r"^(?:\S+\s+){7,}\S*:$")
 _ABBREVIATION = re.compile(
     r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|vs|etc|al|e\.g|i\.e|Fig|No|Vol|approx|[A-Z])\.$", re.IGNORECASE
 )
@@ -123,6 +127,13 @@ def extractive_answer(
         # answer, so the most relevant record among the structured sources leads.
         chosen = [_best_opening(question, ranked)] + chosen
         chosen = chosen[:MAX_SENTENCES]
+    elif not cover_documents and content and not split_sentences(content[0].chunk.content):
+        # The best source holds no sentence (a title page's authors, a status page's table, a
+        # glossary): its opening leads only if it matches the question at least as well.
+        opening = Sentence(_opening(content[0].chunk.content), content[0].source_number, 0, ranked[0][0])
+        plain = _scores(question, [opening, chosen[0]], with_answer_type=False)
+        if plain[0] >= plain[1]:
+            chosen = ([opening] + chosen)[:MAX_SENTENCES]
     by_number = {s.source_number: s for s in top}
     lines = [f'- "{s.text}" [Source {s.source_number}]' for s in chosen]
     citations = [citation_for(by_number[n]) for n in sorted({s.source_number for s in chosen})]
@@ -194,7 +205,7 @@ def _is_quotable(sentence: str) -> bool:
         return False
     if sentence[0].islower():
         return False  # the tail of a sentence cut at the chunk's start
-    if not _ENDS_SENTENCE.search(sentence):
+    if not (_ENDS_SENTENCE.search(sentence) or _INTRODUCES_EXAMPLE.search(sentence)):
         return False  # a heading, a table row, or a sentence cut at the chunk's end
     letters = sum(ch.isalpha() for ch in sentence)
     return letters >= 0.5 * len(sentence) and not _NOT_ANSWER.search(sentence)
