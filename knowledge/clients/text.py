@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -23,3 +24,20 @@ def stem(word: str) -> str:
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
+
+
+def snowball_terms(text: str) -> set[str]:
+    """``content_terms`` with English Snowball stems: "died" and "die", "rolled" and "roll" match.
+
+    Answer extraction scores sentences with it; the crude ``stem`` stays where
+    summaries and query classification were tuned with it.
+    """
+    words = [w for w in WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1]
+    return set(_snowball().stemWords(words))
+
+
+@functools.cache
+def _snowball():
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english")

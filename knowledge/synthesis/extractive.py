@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from knowledge.clients.embedding import embed_texts
-from knowledge.clients.text import content_terms as _terms
+from knowledge.clients.text import snowball_terms as _terms
 from knowledge.synthesis.citations import Citation, citation_for
 
 LABEL_NO_LLM = "Extracted from your documents (no language model configured):"
@@ -33,7 +33,8 @@ MIN_SENTENCES = 2
 MIN_CHARS, MAX_CHARS, MIN_WORDS = 25, 600, 5
 # Sentences that score this far below the best are not worth quoting.
 KEEP_WITHIN = 0.12
-LEXICAL_WEIGHT = 0.2
+# The question's own words (Snowball-stemmed) in the sentence.
+LEXICAL_WEIGHT = 0.3
 # The retrieval ranked whole chunks with their context; a sentence of the first chunk is
 # likelier to answer than an equally similar sentence of the fifth.
 RANK_WEIGHT = 0.2
@@ -70,6 +71,9 @@ _ASKS_DEFINITION = re.compile(r"^\s*(?:what (?:is|are|was|were|does)|define|who 
 # before white space and a capital or digit.
 _SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?:\[\d+\])*(?=\s+[\"'“‘(\[]?[A-Z0-9])")
 _ENDS_SENTENCE = re.compile(r"[.!?][\"'”’)\]]*(?:\[\d+\])*$")
+# A full sentence that ends in a colon introduces an example or a list ("... because joins are
+# used instead of subqueries:"); documentation states many of its answers that way.
+_INTRODUCES_EXAMPLE = re.compile(r"^(?:\S+\s+){7,}\S*:$")
 _ABBREVIATION = re.compile(
     r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|vs|etc|al|e\.g|i\.e|Fig|No|Vol|approx|[A-Z])\.$", re.IGNORECASE
 )
@@ -99,24 +103,65 @@ def extractive_answer(
     each source document, so every part of the question found is quoted.
     """
     top = [s for s in sources if s.source_number][:MAX_SOURCES]
+    # A reference list, a footnotes page or a bibliography answers nothing, whatever its rank; the
+    # others keep their rank (leaving one out promotes nothing).
+    ranked = [(rank, s) for rank, s in enumerate(top) if not is_reference_list(s.chunk.content)]
+    content = [s for _, s in ranked]
     candidates = [
         Sentence(text, s.source_number, position, rank)
-        for rank, s in enumerate(top)
+        for rank, s in ranked
         for position, text in enumerate(split_sentences(s.chunk.content))
     ]
-    documents = {s.source_number: s.chunk.document_id for s in top} if cover_documents else None
+    documents = {s.source_number: s.chunk.document_id for s in content} if cover_documents else None
     chosen = _choose(question, candidates, documents) if candidates else []
     if not chosen:
         # Nothing sentence-shaped (a table, a list of names): quote each source's opening.
         chosen = [Sentence(_opening(s.chunk.content), s.source_number, 0, r) for r, s in enumerate(top[:2])]
-    elif not cover_documents and top and not any(c.rank == 0 for c in candidates):
-        # The best source is a table, a spreadsheet row or an API operation: it is the answer, so it leads.
-        chosen = [Sentence(_opening(top[0].chunk.content), top[0].source_number, 0, 0)] + chosen
+    elif not cover_documents and content and _is_structured(content[0]):
+        # The best source is a spreadsheet, an API operation or a schema: the record itself is the
+        # answer, so the most relevant record among the structured sources leads.
+        chosen = [_best_opening(question, ranked)] + chosen
         chosen = chosen[:MAX_SENTENCES]
+    elif not cover_documents and content and not split_sentences(content[0].chunk.content):
+        # The best source holds no sentence (a title page's authors, a status page's table, a
+        # glossary): its opening leads only if it matches the question at least as well.
+        opening = Sentence(_opening(content[0].chunk.content), content[0].source_number, 0, ranked[0][0])
+        plain = _scores(question, [opening, chosen[0]], with_answer_type=False)
+        if plain[0] >= plain[1]:
+            chosen = ([opening] + chosen)[:MAX_SENTENCES]
     by_number = {s.source_number: s for s in top}
     lines = [f'- "{s.text}" [Source {s.source_number}]' for s in chosen]
     citations = [citation_for(by_number[n]) for n in sorted({s.source_number for s in chosen})]
     return ExtractiveAnswer(label + "\n\n" + "\n".join(lines), citations, chosen)
+
+
+# A record, not prose: its opening is the answer even when it holds no sentence.
+_STRUCTURED_REFS = ("sheet=", "operation=", "component=")
+# A chunk whose paragraphs are mostly footnotes, citations or link lists is a reference list.
+REFERENCE_LIST_SHARE = 0.5
+
+
+def _is_structured(source) -> bool:
+    """A spreadsheet, an API operation or schema; a page or section without a sentence is a
+    glossary, a contents page or a figure, not a record."""
+    return source.chunk.source_ref.startswith(_STRUCTURED_REFS)
+
+
+def _best_opening(question: str, ranked: list) -> Sentence:
+    """The opening of the structured source that best matches the question, the better ranked on a tie."""
+    structured = [(rank, s) for rank, s in ranked if _is_structured(s)]
+    openings = [Sentence(_opening(s.chunk.content), s.source_number, 0, rank) for rank, s in structured]
+    scores = _scores(question, openings, with_answer_type=False)
+    return openings[int(np.argmax(scores))]
+
+
+def is_reference_list(text: str) -> bool:
+    """Most of the chunk's lines are footnotes, citations or links: nothing in it answers."""
+    units = [u for paragraph in re.split(r"\n\s*\n", text) for u in _paragraph_units(paragraph)]
+    if not units:
+        return False
+    noise = sum(1 for unit in units if _NOT_ANSWER.search(unit))
+    return noise >= REFERENCE_LIST_SHARE * len(units)
 
 
 def split_sentences(text: str) -> list[str]:
@@ -155,7 +200,7 @@ def _is_quotable(sentence: str) -> bool:
         return False
     if sentence[0].islower():
         return False  # the tail of a sentence cut at the chunk's start
-    if not _ENDS_SENTENCE.search(sentence):
+    if not (_ENDS_SENTENCE.search(sentence) or _INTRODUCES_EXAMPLE.search(sentence)):
         return False  # a heading, a table row, or a sentence cut at the chunk's end
     letters = sum(ch.isalpha() for ch in sentence)
     return letters >= 0.5 * len(sentence) and not _NOT_ANSWER.search(sentence)
@@ -189,14 +234,16 @@ def _choose(question: str, candidates: list[Sentence], documents: dict | None = 
     return chosen
 
 
-def _scores(question: str, candidates: list[Sentence]) -> np.ndarray:
+def _scores(question: str, candidates: list[Sentence], *, with_answer_type: bool = True) -> np.ndarray:
     vectors = embed_texts([question] + [c.text for c in candidates])
     cosine = vectors[1:] @ vectors[0]
     terms = _terms(question)
     overlap = np.array([len(terms & _terms(c.text)) / len(terms) if terms else 0.0 for c in candidates])
     rank = np.array([1.0 - c.rank / MAX_SOURCES for c in candidates])
-    wanted = np.array([answer_type_match(question, c.text) for c in candidates])
-    return cosine + LEXICAL_WEIGHT * overlap + RANK_WEIGHT * rank + ANSWER_TYPE_WEIGHT * wanted
+    scores = cosine + LEXICAL_WEIGHT * overlap + RANK_WEIGHT * rank
+    if with_answer_type:
+        scores += ANSWER_TYPE_WEIGHT * np.array([answer_type_match(question, c.text) for c in candidates])
+    return scores
 
 
 def answer_type_match(question: str, sentence: str) -> float:

@@ -562,7 +562,26 @@ def test_wikipedia_html_sections_without_scripts_or_menus():
     everything = "\n".join(s.text for s in sections)
     for chrome in ("RLQ", "mw.config", "wgHostname", "Jump to content", "Main page", "[edit]"):
         assert chrome not in everything
+    # Boilerplate the main-content extractor leaves out: language links, "Edit links",
+    # the Commons box and the external links list.
+    for boilerplate in ("Español", "Bahasa Melayu", "Edit links", "Wikimedia Commons has media", "Fred"):
+        assert boilerplate not in everything
+    assert "heading=External links" not in refs
+    # Reference lists and their "[1]" markers are citations, not content.
+    assert "heading=Footnotes" not in refs
+    assert "1965.[1]" not in sections[0].text and "in 1965." in sections[0].text
+    # The infobox is a table trafilatura keeps (minus its image caption's hidden date).
+    assert "Date; February 15" in sections[0].text
     assert_clean(sections)
+
+
+def test_wikipedia_hatnotes_are_left_out_and_figure_captions_kept():
+    sections = by_ref(extract("text/obama.txt"))
+    campaign = sections["heading=2012"].text
+    assert "Main articles:" not in campaign
+    # A caption on the page's own figure is content: it is the only place stating 332–206.
+    assert "Obama won 332–206." in campaign
+    assert "Afrikaans" not in sections["heading=Barack Obama"].text
 
 
 def test_apache_status_page_tables_are_rendered_row_wise():

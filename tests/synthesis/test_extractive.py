@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from knowledge.synthesis.extractive import answer_type_match, normalise, split_sentences
+from knowledge.models import Chunk, Document
+from knowledge.retrieval.service import RetrievedChunk
+from knowledge.synthesis.extractive import (
+    answer_type_match,
+    extractive_answer,
+    is_reference_list,
+    normalise,
+    split_sentences,
+)
 
 
 def test_sentences_are_verbatim_runs_of_the_text():
@@ -63,3 +71,65 @@ def test_the_sentence_of_the_kind_asked_for_counts():
     assert answer_type_match("When is Flag Day observed?", "It is observed on February 15.") == 1.0
     assert answer_type_match("What is a gravity hill?", "A gravity hill is a place where...") == 1.0
     assert answer_type_match("Which agents are there?", "The Crawler and the Selector.") == 0.0
+
+
+def _source(number: int, content: str, source_ref: str, filename: str = "doc.html") -> RetrievedChunk:
+    """An unsaved chunk as retrieval returns it: the extractive answer reads nothing else."""
+    document = Document(pk=number, filename=filename, title="")
+    chunk = Chunk(pk=number, document=document, collection_id=1, content=content, source_ref=source_ref)
+    return RetrievedChunk(chunk, {}, source_number=number)
+
+
+REFERENCE_LIST = (
+    '^ "Obama got start in civil rights practice". The Boston Globe. Retrieved June 15, 2008.\n\n'
+    '^ Smith, Ben (May 2, 2008). "Law firm years". Politico. Archived from the original on May 4, 2008.\n\n'
+    '^ "Obama, the civil rights lawyer". Chicago Tribune. Retrieved March 3, 2009.'
+)
+
+
+def test_a_reference_list_is_never_quoted_even_when_ranked_first():
+    assert is_reference_list(REFERENCE_LIST)
+    assert not is_reference_list(
+        "He joined a law firm in 1993. He stayed there for three years as an associate."
+    )
+    sources = [
+        _source(1, REFERENCE_LIST, "heading=References"),
+        _source(
+            2,
+            "He joined Davis, Miner, Barnhill & Galland, a civil rights law firm, in 1993.",
+            "heading=Career",
+        ),
+    ]
+    answer = extractive_answer(question="Which civil rights law firm did Obama join?", sources=sources)
+    assert [s.source_number for s in answer.sentences] == [2]
+    assert "Retrieved" not in answer.text
+
+
+def test_the_most_relevant_api_operation_leads_not_simply_the_first():
+    sources = [
+        _source(
+            1,
+            "GET /pets/{id}\n\nOperation ID: findPetById\n\nReturns one pet by its ID.",
+            "operation=GET /pets/{id}",
+            "petstore.json",
+        ),
+        _source(
+            2,
+            "DELETE /pets/{id}\n\nOperation ID: deletePet\n\nDeletes a single pet based on the ID supplied.",
+            "operation=DELETE /pets/{id}",
+            "petstore.json",
+        ),
+    ]
+    answer = extractive_answer(question="Which operation deletes a pet?", sources=sources)
+    assert answer.sentences[0].source_number == 2
+    assert answer.sentences[0].text.startswith("DELETE /pets/{id}")
+
+
+def test_a_page_without_sentences_does_not_lead():
+    glossary = (
+        "ABBREVIATIONS\nLRM Linear Reference Method\nLRS Linear Reference System\nNID National Identifier"
+    )
+    prose = "The Linear Reference System is the most viable approach when several organizations are involved."
+    sources = [_source(1, glossary, "page=5", "model.pdf"), _source(2, prose, "page=6", "model.pdf")]
+    answer = extractive_answer(question="Why is a linear reference system used?", sources=sources)
+    assert answer.sentences[0].source_number == 2
