@@ -19,7 +19,7 @@ from knowledge.clients.llm import llm_config
 from knowledge.documents import SERVED_CONTENT_TYPES
 from knowledge.event_stream import event_stream_response
 from knowledge.models import ChatSession, Chunk, DocumentSummary, Profile
-from knowledge.views import form_ids, knowledge_page
+from knowledge.web.pages import form_ids, knowledge_page
 
 
 @require_GET
