@@ -8,8 +8,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),
     path("api/v1/", include("knowledge.api.urls")),
-    path("", include("knowledge.urls")),
+    path("", include("knowledge.web.urls")),
 ]
 
-handler404 = "knowledge.views.error_404"
-handler500 = "knowledge.views.error_500"
+handler404 = "knowledge.web.pages.error_404"
+handler500 = "knowledge.web.pages.error_500"

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from django.core.management import call_command
 
-import knowledge.admin_eval  # noqa: F401  (registers the admin until knowledge/admin.py imports it)
+import knowledge.admin.evaluation  # noqa: F401  (the admin registered by the package)
 from knowledge.collections import collection_create, collection_reindex
 from knowledge.documents import document_upload
 from knowledge.evaluation.questions import load_questions

@@ -12,11 +12,19 @@ from rest_framework.response import Response
 from accounts.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
 from knowledge.access import chat_session_for_owner, profile_for_reader, readable_collection_ids_checked
 from knowledge.api.retrieve import ScopeSerializer
-from knowledge.chat import chat_ask, chat_stream, session_get, sse_stream, turn_summary
-from knowledge.event_stream import event_stream_response
+from knowledge.chat import (
+    MAX_TITLE_CHARS,
+    chat_ask,
+    chat_session_delete,
+    chat_session_rename,
+    chat_stream,
+    event_stream_response,
+    session_get,
+    sse_stream,
+    turn_summary,
+)
 from knowledge.models import ChatSession
 from knowledge.retrieval.service import MAX_QUESTION_CHARS
-from knowledge.sessions import MAX_TITLE_CHARS, chat_session_delete, chat_session_rename
 
 
 class QueryRequestSerializer(ScopeSerializer):

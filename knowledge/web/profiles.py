@@ -17,7 +17,7 @@ from knowledge.access import (
 from knowledge.config import global_settings
 from knowledge.parameters import PARAMETERS, ConfigError, validate_overrides
 from knowledge.profiles import profile_create, profile_update
-from knowledge.views import form_ids, knowledge_page
+from knowledge.web.pages import form_ids, knowledge_page
 
 
 @knowledge_page

@@ -1,6 +1,6 @@
 """Admin for rated answers: the question, the answer and its sources with the asker's rating and comment.
 
-Imported from knowledge/admin.py. The export action calls knowledge.feedback, as
+Imported by knowledge/admin/__init__.py. The export action calls knowledge.feedback, as
 ``knowledge_eval_import --from-feedback`` does.
 """
 

@@ -19,7 +19,8 @@ from knowledge.marketplace import (
     subscription_reinstate,
     subscription_revoke,
 )
-from knowledge.views import collection_settings_redirect, knowledge_page
+from knowledge.web.collections import collection_settings_redirect
+from knowledge.web.pages import knowledge_page
 
 
 def _back(request, default: str):

@@ -1,4 +1,5 @@
-"""Operator admin for every model. Actions call the same services as pages and API."""
+"""Operator admin for the content models (settings, collections, documents, profiles, sharing, chat). Actions
+call the same services as pages and API."""
 
 from __future__ import annotations
 
@@ -351,7 +352,3 @@ class ChatTurnAdmin(admin.ModelAdmin):
     list_select_related = ["session"]
     raw_id_fields = ["session"]
     search_fields = ["question", "answer"]
-
-
-# The LLM settings and evaluation admins live in their own modules.
-from knowledge import admin_eval, admin_feedback, admin_llm  # noqa: E402,F401

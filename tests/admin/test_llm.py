@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.admin.sites import AdminSite
 
-from knowledge.admin_llm import LLMSettingsAdmin, LLMSettingsForm
+from knowledge.admin.llm import LLMSettingsAdmin, LLMSettingsForm
 from knowledge.models import LLMSettings
 
 pytestmark = pytest.mark.django_db

@@ -14,12 +14,11 @@ from knowledge.access import (
     profiles_for_user,
     readable_collection_ids_checked,
 )
-from knowledge.chat import chat_stream, session_get, sse_stream
+from knowledge.chat import chat_stream, event_stream_response, session_get, sse_stream
 from knowledge.clients.llm import llm_config
 from knowledge.documents import SERVED_CONTENT_TYPES
-from knowledge.event_stream import event_stream_response
 from knowledge.models import ChatSession, Chunk, DocumentSummary, Profile
-from knowledge.views import form_ids, knowledge_page
+from knowledge.web.pages import form_ids, knowledge_page
 
 
 @require_GET

@@ -1,18 +1,14 @@
-"""Server-rendered pages. Thin: access comes from knowledge.access, writes from services."""
+"""Collection and document pages. Thin: access comes from knowledge.access, writes from services."""
 
 from __future__ import annotations
 
-import functools
-
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from config.errors import KnowledgeError, NotFoundError
-from config.validation import MAX_ID
+from config.errors import KnowledgeError
 from knowledge.access import (
     collection_for_reader,
     collection_for_writer,
@@ -32,32 +28,7 @@ from knowledge.documents import (
 from knowledge.marketplace import collection_subscriptions
 from knowledge.models import ChunkProfile, Collection, Document
 from knowledge.sharing import collection_link_open, collection_link_rotate, collection_share_path
-
-
-def knowledge_page(view):
-    """Login required; unknown or unreadable objects are a 404, refused actions a clear message."""
-
-    @login_required
-    @functools.wraps(view)
-    def wrapper(request, *args, **kwargs):
-        try:
-            return view(request, *args, **kwargs)
-        except NotFoundError as exc:
-            if _wants_json(request):  # the page's scripts show the message, as the API gives it
-                return JsonResponse({"error": str(exc)}, status=exc.status_code)
-            raise Http404(str(exc)) from exc
-        except KnowledgeError as exc:
-            if _wants_json(request):
-                return JsonResponse({"error": str(exc)}, status=exc.status_code)
-            return render(request, "knowledge/error.html", {"message": str(exc)}, status=exc.status_code)
-
-    return wrapper
-
-
-def _wants_json(request) -> bool:
-    """Scripts (fetch, the chat's event stream) read errors as JSON; browsers navigating get the HTML page."""
-    accept = request.headers.get("Accept", "")
-    return "application/json" in accept or "text/event-stream" in accept
+from knowledge.web.pages import knowledge_page, wants_json
 
 
 def collection_settings_redirect(collection):
@@ -65,16 +36,6 @@ def collection_settings_redirect(collection):
     return redirect(
         reverse("knowledge:collection", kwargs={"collection_id": collection.pk}) + "#collection-settings"
     )
-
-
-def form_ids(values, *, field: str) -> list[int]:
-    """Ids from a form's repeated field; anything but a positive bigint is bad input (never dropped)."""
-    ids = []
-    for raw in values:
-        if not (isinstance(raw, str) and raw.isascii() and raw.isdigit() and 0 < int(raw) <= MAX_ID):
-            raise KnowledgeError(f"{field} must be ids (positive whole numbers)")
-        ids.append(int(raw))
-    return ids
 
 
 def home(request):
@@ -229,7 +190,7 @@ def collection_upload(request, collection_id: int):
             if len(files) == 1:
                 raise
             errors.append(str(exc))
-    if _wants_json(request):
+    if wants_json(request):
         return JsonResponse({"documents": results, "errors": errors})
     for error in errors:
         messages.error(request, error)
@@ -255,13 +216,3 @@ def document_delete_view(request, document_id: int):
     document_delete(document=document)
     messages.success(request, f"Deleted {document.filename}.")
     return redirect(reverse("knowledge:collection", kwargs={"collection_id": collection_id}))
-
-
-def error_404(request, exception=None):
-    return render(request, "knowledge/error.html", {"message": "Not found."}, status=404)
-
-
-def error_500(request):
-    return HttpResponse(
-        "<h1>Something went wrong</h1><p>The error was logged. Please try again.</p>", status=500
-    )

@@ -1,4 +1,5 @@
-"""Server-Sent Event responses that stream under both WSGI and ASGI.
+"""Server-Sent Events: a chat's events as ``text/event-stream`` text, and the response that streams them
+under both WSGI and ASGI (pages and the API share it, so it lives below both).
 
 The answer stream is a synchronous generator: retrieval, the embedder and the
 LLM client are blocking code. Django buffers a synchronous iterator completely
@@ -17,6 +18,7 @@ do not need fifty connections.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,7 +26,36 @@ from django.core.handlers.asgi import ASGIRequest
 from django.db import connections
 from django.http import StreamingHttpResponse
 
+from config.errors import KnowledgeError
+from knowledge.models import ChatTurn
+from knowledge.synthesis import events as ev
+from knowledge.synthesis.events import Event
+
+logger = logging.getLogger(__name__)
+
 _END = object()
+
+
+def sse_stream(events: Iterable[Event]) -> Iterator[str]:
+    """``text/event-stream`` text for a StreamingHttpResponse; a failure ends it with an ``error`` event."""
+    yield ": answer stream\n\n"  # sends the headers at once, before retrieval starts
+    try:
+        for event in events:
+            yield ev.sse(event)
+    except KnowledgeError as exc:
+        yield ev.sse(Event(ev.ERROR, {"message": str(exc), "status": exc.status_code}))
+    except Exception:
+        logger.exception("the answer stream failed")
+        yield ev.sse(Event(ev.ERROR, {"message": "the answer could not be completed", "status": 500}))
+
+
+def turn_events(turn: ChatTurn) -> list[Event]:
+    """A saved turn's events, for replay."""
+    return [Event.from_dict(stored) for stored in turn.events]
+
+
+def sse_replay(turn: ChatTurn) -> Iterator[str]:
+    return sse_stream(turn_events(turn))
 
 
 def event_stream_response(lines: Iterable[str], *, request) -> StreamingHttpResponse:

@@ -1,6 +1,6 @@
 """Admin for stored evaluation sets and runs: compare runs side by side, compare two chunk profiles.
 
-Imported from knowledge/admin.py. Actions and forms call the services in
+Imported by knowledge/admin/__init__.py. Actions and forms call the services in
 knowledge.evaluation.store.
 """
 

@@ -17,16 +17,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from config.errors import KnowledgeError, NotFoundError
-from knowledge.access import profile_is_readable
 from knowledge.agents.loop import AgenticRun
+from knowledge.chat.payloads import Answer, call_summary, final_payload, source_summary
+from knowledge.chat.sessions import chat_scope, session_for
 from knowledge.clients.llm import (
     TOKEN_SOURCE_ESTIMATE,
     TOKEN_SOURCE_USAGE,
@@ -44,11 +43,9 @@ from knowledge.retrieval.service import (
     KnowledgeContext,
     question_clean,
     retrieve,
-    search_collections,
 )
-from knowledge.source_labels import source_label
 from knowledge.synthesis import events as ev
-from knowledge.synthesis.citations import answer_html, resolve_citations, source_url
+from knowledge.synthesis.citations import resolve_citations
 from knowledge.synthesis.events import Event
 from knowledge.synthesis.extractive import LABEL_LLM_FAILED, LABEL_NO_LLM, extractive_answer
 from knowledge.synthesis.followup import PreviousTurn, Resolution, resolve_question
@@ -69,20 +66,6 @@ TITLE_CHARS = 80
 HISTORY_TURNS = 6
 
 
-@dataclass
-class Answer:
-    text: str
-    mode: str
-    citations: list = field(default_factory=list)
-    dropped: int = 0
-    label: str = ""
-    input_tokens: int = 0
-    output_tokens: int = 0
-    token_source: str = TOKEN_SOURCE_ESTIMATE
-    model: str = ""
-    duration_ms: float = 0.0
-
-
 class ChatStream:
     """The events of one question, produced as they happen; ``turn`` is set once it is saved.
 
@@ -95,8 +78,8 @@ class ChatStream:
     ) -> None:
         self.user = user
         self.question = question_clean(question)
-        self.session = _session_for(user, session) if session is not None else None
-        self.profile, self.collection_ids = _scope(user, profile, collection_ids, self.session)
+        self.session = session_for(user, session) if session is not None else None
+        self.profile, self.collection_ids = chat_scope(user, profile, collection_ids, self.session)
         self.overrides = validate_overrides(overrides or {})
         self.agentic = resolved_config(self.profile, self.overrides)["agentic.enabled"]
         self._trace: dict | None = None
@@ -139,7 +122,7 @@ class ChatStream:
         self._record(answer, resolution)
         yield self._emit(ev.LLM_STEP, self._llm_step_payload(answer))
         yield self._emit(ev.TOKEN_UPDATE, self._account())
-        yield self._emit(ev.FINAL_ANSWER, _final_payload(answer))
+        yield self._emit(ev.FINAL_ANSWER, final_payload(answer))
         yield self._finish()
 
     def _open_turn(self) -> None:
@@ -173,7 +156,7 @@ class ChatStream:
         if resolution.error:
             self._errors.append(resolution.error)
         if resolution.llm is not None:
-            self._calls.append(_call("rewrite", resolution.llm))
+            self._calls.append(call_summary("rewrite", resolution.llm))
         return resolution
 
     def _history(self) -> tuple[PreviousTurn | None, list[Exchange]]:
@@ -268,7 +251,7 @@ class ChatStream:
                     yield self._emit(ev.ANSWER_DELTA, {"text": delta})
         finally:
             chunks.close()
-        self._calls.append(_call("synthesis", result))
+        self._calls.append(call_summary("synthesis", result))
         cited = resolve_citations(result.text, context.sources)
         return Answer(
             text=cited.text,
@@ -436,7 +419,7 @@ class ChatStream:
         }
 
     def _retrieval_payload(self, context: KnowledgeContext) -> dict:
-        sources = [_source_summary(s) for s in context.sources]
+        sources = [source_summary(s) for s in context.sources]
         self.turn.retrieved = sources
         documents = {s["document_id"]: {"id": s["document_id"], "title": s["title"]} for s in sources}
         return {
@@ -477,45 +460,6 @@ def answerable_only(context: KnowledgeContext) -> KnowledgeContext:
     return context
 
 
-def _final_payload(answer: Answer) -> dict:
-    return {
-        "html": answer_html(answer.text, answer.citations),
-        "text": answer.text,
-        "mode": answer.mode,
-        "label": answer.label,
-        "sources": [{**c.as_dict(), "label": source_label(c.source_ref)} for c in answer.citations],
-        "dropped_citations": answer.dropped,
-    }
-
-
-def _source_summary(retrieved) -> dict:
-    chunk = retrieved.chunk
-    return {
-        "n": retrieved.source_number,
-        "chunk_id": chunk.pk,
-        "document_id": chunk.document_id,
-        "document": chunk.document.filename,
-        "title": chunk.document.display_title,
-        "source_ref": chunk.source_ref,
-        "label": source_label(chunk.source_ref),
-        "page": chunk.page,
-        "role": retrieved.role,
-        "url": source_url(chunk),
-        "scores": retrieved.scores,
-    }
-
-
-def _call(purpose: str, result) -> dict:
-    return {
-        "purpose": purpose,
-        "model": result.model,
-        "input_tokens": result.input_tokens,
-        "output_tokens": result.output_tokens,
-        "token_source": result.token_source,
-        "duration_ms": result.duration_ms,
-    }
-
-
 def _ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 1)
 
@@ -523,40 +467,6 @@ def _ms_since(started: float) -> float:
 def _title(question: str) -> str:
     flat = " ".join(question.split())
     return flat if len(flat) <= TITLE_CHARS else flat[: TITLE_CHARS - 1].rstrip() + "…"
-
-
-def _session_for(user, session) -> ChatSession:
-    session_id = session.pk if isinstance(session, ChatSession) else session
-    return session_get(user=user, session_id=session_id)
-
-
-def session_get(*, user, session_id) -> ChatSession:
-    """``user``'s session; anyone else's is "not found", never "forbidden"."""
-    try:
-        session_id = int(session_id)
-    except (TypeError, ValueError):
-        raise NotFoundError("no such chat session") from None
-    found = ChatSession.objects.filter(pk=session_id, user=user).select_related("profile").first()
-    if found is None:
-        raise NotFoundError("no such chat session")
-    return found
-
-
-def _scope(user, profile, collection_ids, session) -> tuple[Profile | None, list[int] | None]:
-    if profile is None and collection_ids is None and session is not None:
-        profile = session.profile
-        collection_ids = session.collection_ids or None
-    if profile is not None:
-        if not profile_is_readable(user=user, profile=profile):
-            raise NotFoundError("no such profile")
-        collection_ids = None if collection_ids is None else [int(c) for c in collection_ids]
-        search_collections(
-            profile, collection_ids
-        )  # nothing to search is bad input, refused before streaming
-        return profile, collection_ids
-    if not collection_ids:
-        raise KnowledgeError("choose a profile or at least one collection to search")
-    return None, [int(c) for c in collection_ids]
 
 
 # -- the public functions ------------------------------------------------------
@@ -602,48 +512,3 @@ def chat_ask(
         if on_event is not None:
             on_event(event)
     return stream.turn
-
-
-def sse_stream(events: Iterable[Event]) -> Iterator[str]:
-    """``text/event-stream`` text for a StreamingHttpResponse; a failure ends it with an ``error`` event."""
-    yield ": answer stream\n\n"  # sends the headers at once, before retrieval starts
-    try:
-        for event in events:
-            yield ev.sse(event)
-    except KnowledgeError as exc:
-        yield ev.sse(Event(ev.ERROR, {"message": str(exc), "status": exc.status_code}))
-    except Exception:
-        logger.exception("the answer stream failed")
-        yield ev.sse(Event(ev.ERROR, {"message": "the answer could not be completed", "status": 500}))
-
-
-def turn_events(turn: ChatTurn) -> list[Event]:
-    """A saved turn's events, for replay."""
-    return [Event.from_dict(stored) for stored in turn.events]
-
-
-def sse_replay(turn: ChatTurn) -> Iterator[str]:
-    return sse_stream(turn_events(turn))
-
-
-def turn_summary(turn: ChatTurn) -> dict:
-    """A turn as one JSON object (knowledge_ask --json, API responses)."""
-    return {
-        "answer": turn.answer,
-        "mode": turn.mode,
-        "citations": [
-            {k: c.get(k) for k in ("n", "document", "source_ref", "text", "title", "url", "document_id")}
-            for c in turn.cited_sources
-        ],
-        "dropped_citations": turn.dropped_citations,
-        "tokens": {"input": turn.input_tokens, "output": turn.output_tokens, "source": turn.token_source},
-        "events": [e["event"] for e in turn.events],
-        "session": turn.session_id,
-        "turn": turn.index,
-        "question": turn.question,
-        "resolved_question": turn.resolved_question,
-        "model": turn.llm_model,
-        "error": turn.error,
-        "durations_ms": turn.durations_ms,
-        "feedback": {"rating": turn.feedback_rating, "comment": turn.feedback_comment},
-    }

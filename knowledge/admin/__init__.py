@@ -1,0 +1,8 @@
+"""The Django admin, one module per area. Django's autodiscover imports this package, so importing the
+modules here registers every ModelAdmin: content (settings, chunk profiles, collections, documents,
+profiles, sharing, chat sessions), llm (the LLM settings row), evaluation (sets, questions, runs) and
+feedback (rated answers and their export to an evaluation set)."""
+
+from knowledge.admin import content, evaluation, feedback, llm
+
+__all__ = ["content", "evaluation", "feedback", "llm"]
