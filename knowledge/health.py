@@ -19,6 +19,9 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from knowledge.models import WorkerHeartbeat
+from knowledge.processing_jobs import housekeeping_interval, queue_depth
+
 logger = logging.getLogger(__name__)
 
 _broker = None
@@ -46,8 +49,6 @@ def check_database() -> dict:
 
 
 def check_queue() -> dict:
-    from knowledge.processing_jobs import queue_depth
-
     broker = _get_broker()
     broker.ping()  # Redis: raises when unreachable (the ORM broker is the database)
     return {"broker": "redis" if settings.REDIS_URL else "orm", "depth": queue_depth(broker)}
@@ -55,15 +56,11 @@ def check_queue() -> dict:
 
 def worker_silence_limit() -> float:
     """A worker is taken for dead after three missed heartbeats."""
-    from knowledge.processing_jobs import housekeeping_interval
-
     return 3 * housekeeping_interval()
 
 
 def check_worker() -> dict:
     """At least one worker process beat recently (tasks run in-process when KNOWLEDGE_SYNC_TASKS is on)."""
-    from knowledge.models import WorkerHeartbeat
-
     if settings.Q_CLUSTER.get("sync"):
         return {"mode": "sync"}
     now = timezone.now()

@@ -16,6 +16,16 @@ import threading
 
 from django.db import connection
 
+from accounts.rate_limits import rate_counters_prune
+from knowledge.processing_jobs import (
+    housekeeping_interval,
+    jobs_prune,
+    jobs_recover_stale,
+    jobs_requeue_lost,
+    worker_heartbeat,
+    worker_heartbeats_prune,
+)
+
 logger = logging.getLogger(__name__)
 
 
@@ -42,8 +52,6 @@ def start_housekeeping(sender=None, proc_name: str = "", **kwargs) -> None:
 
 
 def _housekeeping_loop() -> None:
-    from knowledge.processing_jobs import housekeeping_interval
-
     stop = threading.Event()  # never set: the thread dies with its process
     while True:
         housekeeping_once()
@@ -51,15 +59,6 @@ def _housekeeping_loop() -> None:
 
 
 def housekeeping_once() -> None:
-    from accounts.rate_limits import rate_counters_prune
-    from knowledge.processing_jobs import (
-        jobs_prune,
-        jobs_recover_stale,
-        jobs_requeue_lost,
-        worker_heartbeat,
-        worker_heartbeats_prune,
-    )
-
     try:
         worker_heartbeat()
         jobs_recover_stale()
