@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 import re
+import threading
 
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
 STOPWORDS = frozenset(
@@ -36,8 +36,15 @@ def snowball_terms(text: str) -> set[str]:
     return set(_snowball().stemWords(words))
 
 
-@functools.cache
-def _snowball():
-    import snowballstemmer
+_thread_state = threading.local()
 
-    return snowballstemmer.stemmer("english")
+
+def _snowball():
+    """This thread's stemmer: a Snowball stemmer keeps the word it works on in itself, so threads
+    sharing one (concurrent answers under the ASGI server) corrupt each other's words."""
+    stemmer = getattr(_thread_state, "snowball", None)
+    if stemmer is None:
+        import snowballstemmer
+
+        stemmer = _thread_state.snowball = snowballstemmer.stemmer("english")
+    return stemmer
