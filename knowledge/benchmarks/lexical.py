@@ -29,8 +29,14 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
-from knowledge.benchmarks.common import median, percentile, throwaway_collection
-from knowledge.models import Document
+from knowledge.benchmarks.common import (
+    CHUNK_COPY_SQL,
+    bench_documents_create,
+    chunk_copy_row,
+    median,
+    percentile,
+    throwaway_collection,
+)
 from knowledge.retrieval.lexical import K1, MAX_TERMS, B, lexical_search, query_terms
 
 QUESTIONS = (
@@ -163,35 +169,19 @@ def _group(paragraphs: list[str], rng: random.Random) -> list[str]:
 def _load(stdout, collection, total: int) -> float:
     started = time.perf_counter()
     rounds = list(_chunk_rounds(total))
-    documents = _create_documents(collection, [(r, f) for r, f, _ in rounds])
-    columns = (
-        "document_id, collection_id, chunk_profile_id, embedding_model, index, content, token_count,"
-        " source_ref, heading_path, sheet, element_id, ref_ids, referenced_by, metadata, embedding,"
-        " created_at"
-    )
-    copy_sql = f"COPY knowledge_chunk ({columns}) FROM STDIN"
-    with connection.cursor() as cursor, cursor.cursor.copy(copy_sql) as copy:
+    documents = bench_documents_create(collection, [(r, f) for r, f, _ in rounds])
+    with connection.cursor() as cursor, cursor.cursor.copy(CHUNK_COPY_SQL) as copy:
         for round_, file_index, texts in rounds:
             document_id = documents[round_, file_index]
             for index, text in enumerate(texts):
                 copy.write_row(
-                    (
-                        document_id,
-                        collection.pk,
-                        collection.chunk_profile_id,
-                        "none",
-                        index,
-                        text,
-                        len(text.split()),
-                        "section=bench",
-                        "{}",
-                        "",
-                        "",
-                        "{}",
-                        "{}",
-                        "{}",
-                        _ZERO_VECTOR,
-                        "now",
+                    chunk_copy_row(
+                        document_id=document_id,
+                        collection=collection,
+                        model="none",
+                        index=index,
+                        text=text,
+                        vector=_ZERO_VECTOR,
                     )
                 )
     with connection.cursor() as cursor:
@@ -201,18 +191,6 @@ def _load(stdout, collection, total: int) -> float:
     seconds = time.perf_counter() - started
     stdout.write(f"Loaded {total:,} chunks in {seconds:.0f} s\n")
     return seconds
-
-
-def _create_documents(collection, keys: list[tuple[int, int]]) -> dict[tuple[int, int], int]:
-    documents = Document.objects.bulk_create(
-        [
-            Document(
-                collection=collection, filename=f"bench-{r}-{f}.txt", content_hash=f"bench-{r}-{f}", size=0
-            )
-            for r, f in keys
-        ]
-    )
-    return {key: document.pk for key, document in zip(keys, documents, strict=True)}
 
 
 def _delete_chunks(collection_id: int) -> None:

@@ -49,8 +49,14 @@ from django.contrib.auth import get_user_model
 from django.db import connection, connections
 from tqdm import tqdm
 
-from knowledge.benchmarks.common import median, percentile
-from knowledge.benchmarks.lexical import QUESTIONS, _chunk_rounds, _create_documents
+from knowledge.benchmarks.common import (
+    CHUNK_COPY_SQL,
+    bench_documents_create,
+    chunk_copy_row,
+    median,
+    percentile,
+)
+from knowledge.benchmarks.lexical import QUESTIONS, _chunk_rounds
 from knowledge.clients.embedding import configured_backend, embed_query, embed_texts, query_cache_clear
 from knowledge.collections import collection_create
 from knowledge.models import Collection
@@ -226,39 +232,24 @@ def _build(stdout, parts: list[Collection], sizes: list[int]) -> None:
 def _copy_part(part: Collection, size: int, rows: Iterator[tuple], bar) -> None:
     per_document = 1000
     keys = [(part.pk, d) for d in range((size + per_document - 1) // per_document)]
-    documents = _create_documents(part, keys)
-    columns = (
-        "document_id, collection_id, chunk_profile_id, embedding_model, index, content, token_count,"
-        " source_ref, heading_path, sheet, element_id, ref_ids, referenced_by, metadata, embedding,"
-        " created_at"
-    )
+    documents = bench_documents_create(part, keys)
     done = 0
     while done < size:
         batch = min(COPY_BATCH, size - done)
         with (
             connection.cursor() as cursor,
-            cursor.cursor.copy(f"COPY knowledge_chunk ({columns}) FROM STDIN") as copy,
+            cursor.cursor.copy(CHUNK_COPY_SQL) as copy,
         ):
             for n in range(done, done + batch):
                 text, vector = next(rows)
                 copy.write_row(
-                    (
-                        documents[part.pk, n // per_document],
-                        part.pk,
-                        part.chunk_profile_id,
-                        settings.KNOWLEDGE_EMBEDDING_MODEL,
-                        n % per_document,
-                        text,
-                        len(text.split()),
-                        "section=bench",
-                        "{}",
-                        "",
-                        "",
-                        "{}",
-                        "{}",
-                        "{}",
-                        dense.vector_literal(vector),
-                        "now",
+                    chunk_copy_row(
+                        document_id=documents[part.pk, n // per_document],
+                        collection=part,
+                        model=settings.KNOWLEDGE_EMBEDDING_MODEL,
+                        index=n % per_document,
+                        text=text,
+                        vector=dense.vector_literal(vector),
                     )
                 )
         done += batch
