@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import sys
 import threading
@@ -272,7 +273,10 @@ def _drop_indexes() -> dict[str, str]:
 def _create_indexes(stdout, definitions: dict[str, str]) -> None:
     """Build the dropped indexes again, with a progress bar fed by pg_stat_progress_create_index."""
     with connection.cursor() as cursor:
-        cursor.execute("SET maintenance_work_mem = '2GB'")
+        cursor.execute("SELECT count(*) FROM knowledge_chunk")
+        # An HNSW build whose graph outgrows maintenance_work_mem slows down many times over
+        # (about 3 kB per 384-dimension vector with its neighbour lists); 2 GB holds some 600,000.
+        cursor.execute(f"SET maintenance_work_mem = '{_index_build_memory_mb(cursor.fetchone()[0])}MB'")
         for name, definition in definitions.items():
             stop = threading.Event()
             watcher = threading.Thread(target=_watch_index_build, args=(stdout, name, stop), daemon=True)
@@ -283,6 +287,10 @@ def _create_indexes(stdout, definitions: dict[str, str]) -> None:
                 stop.set()
                 watcher.join()
         cursor.execute("RESET maintenance_work_mem")
+
+
+def _index_build_memory_mb(rows: int) -> int:
+    return max(2048, math.ceil(rows * 3 / 1024) + 512)
 
 
 def _watch_index_build(stdout, name: str, stop: threading.Event) -> None:
