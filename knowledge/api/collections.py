@@ -15,10 +15,10 @@ from knowledge.access import (
     listed_collections,
     readable_collections,
 )
-from knowledge.collections import collection_create, collection_delete, collection_update
 from knowledge.models import Chunk, Collection, Document
-from knowledge.queries import count_subquery
-from knowledge.sharing import collection_link_open, collection_link_rotate, collection_share_path
+from knowledge.services.collections import collection_create, collection_delete, collection_update
+from knowledge.services.queries import count_subquery
+from knowledge.services.sharing import collection_link_open, collection_link_rotate, collection_share_path
 
 VISIBILITY = Collection.Visibility
 

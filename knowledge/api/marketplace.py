@@ -8,7 +8,8 @@ from rest_framework.response import Response
 
 from accounts.api.base import ApiView, errors
 from knowledge.access import collection_for_writer, marketplace_listing_for
-from knowledge.marketplace import (
+from knowledge.models import Collection, Subscription
+from knowledge.services.marketplace import (
     collection_subscriptions,
     marketplace_collections,
     subscription_collection_for,
@@ -17,7 +18,6 @@ from knowledge.marketplace import (
     subscription_reinstate,
     subscription_revoke,
 )
-from knowledge.models import Collection, Subscription
 
 
 class ListingSerializer(serializers.ModelSerializer):

@@ -32,11 +32,11 @@ from knowledge.api.retrieve import (
     scope_required,
 )
 from knowledge.chat import chat_stream
-from knowledge.collections import chunk_profile_get, collection_reindex, collection_reprocess
 from knowledge.models import Subscription
-from knowledge.passages import MAX_NEIGHBOURS, passage_get
 from knowledge.retrieval.compare import MAX_QUERIES, search_compare
 from knowledge.retrieval.service import MAX_QUESTION_CHARS
+from knowledge.services.collections import chunk_profile_get, collection_reindex, collection_reprocess
+from knowledge.services.passages import MAX_NEIGHBOURS, passage_get
 from knowledge.synthesis import events as ev
 from knowledge.synthesis.citations import source_url
 

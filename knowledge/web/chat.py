@@ -16,8 +16,8 @@ from knowledge.access import (
 )
 from knowledge.chat import chat_stream, event_stream_response, session_get, sse_stream
 from knowledge.clients.llm import llm_config
-from knowledge.documents import SERVED_CONTENT_TYPES
 from knowledge.models import ChatSession, Chunk, DocumentSummary, Profile
+from knowledge.services.documents import SERVED_CONTENT_TYPES
 from knowledge.web.pages import form_ids, knowledge_page
 
 

@@ -16,8 +16,14 @@ from knowledge.access import (
     document_for_writer,
     listed_collections,
 )
-from knowledge.collections import collection_create, collection_delete, collection_reindex, collection_update
-from knowledge.documents import (
+from knowledge.models import ChunkProfile, Collection, Document
+from knowledge.services.collections import (
+    collection_create,
+    collection_delete,
+    collection_reindex,
+    collection_update,
+)
+from knowledge.services.documents import (
     document_delete,
     document_progress,
     document_retry,
@@ -25,9 +31,8 @@ from knowledge.documents import (
     documents_fail_stale,
     upload_size_check,
 )
-from knowledge.marketplace import collection_subscriptions
-from knowledge.models import ChunkProfile, Collection, Document
-from knowledge.sharing import collection_link_open, collection_link_rotate, collection_share_path
+from knowledge.services.marketplace import collection_subscriptions
+from knowledge.services.sharing import collection_link_open, collection_link_rotate, collection_share_path
 from knowledge.web.pages import knowledge_page, wants_json
 
 
