@@ -21,6 +21,7 @@ from statistics import mean
 from config.errors import KnowledgeError
 from knowledge.config import resolved_config
 from knowledge.retrieval.service import KnowledgeContext, question_clean, retrieve
+from knowledge.retrieval.sources import source_fields
 
 MAX_QUERIES = 10
 
@@ -93,13 +94,7 @@ def _variant(context: KnowledgeContext, latency_ms: float) -> dict:
 
 
 def _ranked(item) -> dict:
-    chunk = item.chunk
-    return {
-        "chunk_id": chunk.pk,
-        "document": chunk.document.filename,
-        "source_ref": chunk.source_ref,
-        "scores": item.scores,
-    }
+    return source_fields(item, ("chunk_id", "document", "source_ref", "scores"))
 
 
 def _difference(before: KnowledgeContext, after: KnowledgeContext) -> dict:

@@ -34,6 +34,7 @@ from knowledge.retrieval.intent import intent_filter_sql, query_intent
 from knowledge.retrieval.rerank import rerank
 from knowledge.retrieval.scope import Scope, search_scope
 from knowledge.retrieval.scoring import Candidate, select
+from knowledge.retrieval.sources import RETRIEVED_FIELDS, source_fields
 
 MAX_QUESTION_CHARS = 4000
 MIN_CANDIDATES = 50
@@ -48,20 +49,8 @@ class RetrievedChunk:
     source_number: int | None = None  # its [Source N] in the context, if it fit
 
     def as_dict(self) -> dict:
-        document = self.chunk.document
-        return {
-            "chunk_id": self.chunk.pk,
-            "document_id": document.pk,
-            "document": document.filename,
-            "title": document.display_title,
-            "collection_id": self.chunk.collection_id,
-            "source_ref": self.chunk.source_ref,
-            "page": self.chunk.page,
-            "content": self.chunk.content,
-            "role": self.role,
-            "source_number": self.source_number,
-            "scores": self.scores,
-        }
+        """The API's shape of a retrieved chunk (knowledge.retrieval.sources holds every shape's fields)."""
+        return source_fields(self, RETRIEVED_FIELDS)
 
 
 @dataclass
