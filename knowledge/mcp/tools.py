@@ -16,9 +16,7 @@ from accounts.api.base import MAX_ID, StrictSerializer, validated
 from knowledge.access import (
     collection_for_writer,
     listed_collections,
-    profile_for_reader,
     profiles_for_user,
-    readable_collection_ids_checked,
     readable_collections,
 )
 from knowledge.api.collections import CollectionSerializer, with_counts
@@ -26,6 +24,7 @@ from knowledge.api.query import QueryRequestSerializer, chat_arguments, query_re
 from knowledge.api.retrieve import (
     RetrieveRequestSerializer,
     ScopeSerializer,
+    asked_scope,
     retrieve_response,
     scope_required,
 )
@@ -179,13 +178,8 @@ class OptimizeRequestSerializer(ScopeSerializer):
 
 def optimize_search(*, user, base_url: str, **arguments) -> dict:
     data = validated(OptimizeRequestSerializer, _given(arguments))
-    profile = profile_for_reader(user=user, profile_id=data["profile"]) if "profile" in data else None
-    collection_ids = None
-    if "collections" in data:
-        collection_ids = readable_collection_ids_checked(user=user, collection_ids=data["collections"])
-    return search_compare(
-        user=user, queries=data["queries"], profile=profile, collection_ids=collection_ids, k=data.get("k")
-    )
+    asked = asked_scope(user, data)
+    return search_compare(user=user, queries=data["queries"], asked=asked, k=data.get("k"))
 
 
 class ReindexRequestSerializer(StrictSerializer):

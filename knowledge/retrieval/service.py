@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from config.errors import KnowledgeError
 from config.validation import text_clean
+from knowledge.access import QuestionScope, question_scope_of
 from knowledge.clients.embedding import embed_query
 from knowledge.config import resolved_config
 from knowledge.models import Chunk, Profile
@@ -112,6 +113,7 @@ def retrieve(
     chunk_profile_id: int | None = None,
     document_ids: Iterable[int] | None = None,
     rerank_enabled: bool = True,
+    asked: QuestionScope | None = None,
 ) -> KnowledgeContext:
     """Retrieve for ``question`` from what ``user`` may read within the profile's (or given) collections.
 
@@ -120,13 +122,14 @@ def retrieve(
     ``chunk_profile_id`` searches that chunk profile instead of the active ones;
     ``document_ids`` narrows the search to those documents inside the SQL
     (multi-step retrieval), within what access allows; ``rerank_enabled=False``
-    skips the profile's LLM reranking (to measure what it changes).
+    skips the profile's LLM reranking (to measure what it changes). ``asked`` is the scope an edge
+    resolved (knowledge.access.question_scope_checked), in place of ``profile`` and ``collection_ids``.
     """
     question = question_clean(question)
-    config = resolved_config(profile, overrides, k)
-    scope_ids, rerank_ids = search_collections(profile, collection_ids)
-    rerank_ids = rerank_ids if rerank_enabled else set()
-    scope = search_scope(user=user, collection_ids=scope_ids, chunk_profile_id=chunk_profile_id)
+    asked = asked if asked is not None else question_scope_of(profile, collection_ids)
+    config = resolved_config(asked.profile, overrides, k)
+    rerank_ids = set(asked.rerank_ids) if rerank_enabled else set()
+    scope = search_scope(user=user, collection_ids=asked.search_ids, chunk_profile_id=chunk_profile_id)
     if document_ids is not None:
         scope = scope.restricted_to(document_ids)
     timer = _Timer()
@@ -165,23 +168,6 @@ def question_clean(question: str) -> str:
     if len(question) > MAX_QUESTION_CHARS:
         raise KnowledgeError(f"the question is {len(question)} characters; the limit is {MAX_QUESTION_CHARS}")
     return question
-
-
-def search_collections(profile, collection_ids) -> tuple[list[int] | None, set[int]]:
-    """The collections to search and those whose results the LLM may rerank."""
-    if profile is not None:
-        links = list(profile.profile_collections.values_list("collection_id", "reranking"))
-        ids = [cid for cid, _ in links]
-        if collection_ids is not None:
-            ids = [cid for cid in ids if cid in set(collection_ids)]
-            if not ids:
-                raise KnowledgeError("none of the requested collections is in the profile; ask them directly")
-        if not ids:
-            raise KnowledgeError("the profile has no collections to search; add a collection to it first")
-        return ids, {cid for cid, wanted in links if wanted}
-    if collection_ids is None:
-        raise KnowledgeError("choose a profile or at least one collection to search")
-    return list(collection_ids), set()
 
 
 @dataclass(frozen=True)
