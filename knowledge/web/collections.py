@@ -24,6 +24,7 @@ from knowledge.services.collections import (
     collection_update,
 )
 from knowledge.services.documents import (
+    PROGRESS_FIELDS,
     document_delete,
     document_progress,
     document_retry,
@@ -143,17 +144,7 @@ def collection_documents_status(request, collection_id: int):
     """Polled by the collection page to move progress bars."""
     collection = collection_for_reader(user=request.user, collection_id=collection_id)
     documents_fail_stale(documents=collection.documents.all())
-    rows = collection.documents.values(
-        "id",
-        "title",
-        "filename",
-        "status",
-        "error",
-        "sections_total",
-        "sections_done",
-        "chunks_total",
-        "chunks_done",
-    )
+    rows = collection.documents.values("id", "title", "filename", "status", "error", *PROGRESS_FIELDS)
     documents = [
         {
             **row,
