@@ -18,13 +18,20 @@ change their own, and staff change the operator's.
 
 Chat sessions and their turns belong to the user who asked: anyone else's are
 "not found", for reading and for changing alike.
+
+One question's scope (a profile, collections, or the session it continues) is
+resolved once, at the edge that received it (``question_scope_checked``), into a
+QuestionScope every later step takes; each kind of unreadable id has one message:
+"no such profile", "no such collection: ID", "no such chat session".
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from config.errors import ForbiddenError, NotFoundError
+from config.errors import ForbiddenError, KnowledgeError, NotFoundError
 from knowledge.models import (
     ChatSession,
     ChatTurn,
@@ -141,26 +148,21 @@ def collection_for_writer(*, user, collection_id) -> Collection:
 
 def document_for_reader(*, user, document_id) -> Document:
     """The document if ``user`` may read its collection; otherwise NotFound."""
-    document = (
-        Document.objects.filter(pk=document_id, collection__in=readable_collections(user))
-        .select_related("collection")
-        .first()
-    )
-    if document is None:
-        raise NotFoundError("no such document")
-    return document
+    return _readable_row(Document, user, document_id, related="collection", missing="no such document")
 
 
 def chunk_for_reader(*, user, chunk_id) -> Chunk:
     """The chunk (with its document) if ``user`` may read its collection; otherwise NotFound."""
-    chunk = (
-        Chunk.objects.filter(pk=chunk_id, collection__in=readable_collections(user))
-        .select_related("document")
-        .first()
+    return _readable_row(Chunk, user, chunk_id, related="document", missing="no such passage")
+
+
+def _readable_row(model, user, pk, *, related: str, missing: str):
+    row = (
+        model.objects.filter(pk=pk, collection__in=readable_collections(user)).select_related(related).first()
     )
-    if chunk is None:
-        raise NotFoundError("no such passage")
-    return chunk
+    if row is None:
+        raise NotFoundError(missing)
+    return row
 
 
 def readable_documents(*, user, collection_ids=None) -> QuerySet[Document]:
@@ -229,7 +231,11 @@ def marketplace_listing_for(*, user, collection_id) -> Collection:
 
 
 def chat_session_for_owner(*, user, session_id) -> ChatSession:
-    """``user``'s own chat session; anyone else's is NotFound (never 'forbidden')."""
+    """``user``'s own chat session; anyone else's or a non-numeric id is NotFound (never forbidden)."""
+    try:
+        session_id = int(session_id)
+    except (TypeError, ValueError):
+        raise NotFoundError("no such chat session") from None
     if user is None or not user.is_authenticated:
         raise NotFoundError("no such chat session")
     session = ChatSession.objects.filter(pk=session_id, user=user).select_related("profile").first()
@@ -245,3 +251,77 @@ def chat_turn_for_owner(*, user, session_id, turn_index) -> ChatTurn:
     if turn is None:
         raise NotFoundError(f"this session has no turn {turn_index}")
     return turn
+
+
+@dataclass(frozen=True)
+class QuestionScope:
+    """What one question searches, resolved once; later steps take it and look nothing up again.
+
+    ``collection_ids`` are the ones asked for (with a profile they narrow it), as a new session
+    stores them; ``search_ids`` are the collections searched and ``rerank_ids`` those whose results
+    the LLM may rerank (the profile's choice). The retrieval SQL still applies the access rule to
+    every search: a scope never widens what its user reads.
+    """
+
+    profile: Profile | None
+    collection_ids: tuple[int, ...] | None
+    search_ids: tuple[int, ...]
+    rerank_ids: frozenset[int]
+    session: ChatSession | None = None
+
+
+def question_scope_of(profile: Profile | None, collection_ids=None, session=None) -> QuestionScope:
+    """The collections a profile (narrowed to ``collection_ids``), or the given collections, searches.
+
+    No access check: callers either checked the ids (``question_scope_for``) or leave unreadable
+    ones to the retrieval SQL, which finds nothing in them. Nothing to search is bad input.
+    """
+    asked = None if collection_ids is None else tuple(dict.fromkeys(int(c) for c in collection_ids))
+    if profile is None:
+        if not asked:
+            raise KnowledgeError("choose a profile or at least one collection to search")
+        return QuestionScope(None, asked, asked, frozenset(), session)
+    links = list(profile.profile_collections.values_list("collection_id", "reranking"))
+    ids = tuple(cid for cid, _ in links if asked is None or cid in asked)
+    if asked is not None and not ids:
+        raise KnowledgeError("none of the requested collections is in the profile; ask them directly")
+    if not ids:
+        raise KnowledgeError("the profile has no collections to search; add a collection to it first")
+    return QuestionScope(profile, asked, ids, frozenset(cid for cid, wanted in links if wanted), session)
+
+
+def question_scope_for(*, user, profile=None, collection_ids=None, session=None) -> QuestionScope:
+    """One question's scope for ``user``: the profile must be theirs to use and the session their own.
+
+    ``profile`` is a Profile or its id, ``session`` a ChatSession or its id. With neither a profile
+    nor collections, the question searches what its session searched. The collections are left to
+    the retrieval SQL (an unreadable one yields nothing); ``question_scope_checked`` refuses them.
+    """
+    profile = _usable_profile(user, profile)
+    return _question_scope(user, profile, collection_ids, session)
+
+
+def question_scope_checked(*, user, profile=None, collection_ids=None, session=None) -> QuestionScope:
+    """``question_scope_for`` with every named collection readable: what pages, the API and MCP ask with.
+
+    Checked in the order the API documents its fields: profile, collections, session.
+    """
+    profile = _usable_profile(user, profile)
+    if collection_ids is not None:
+        collection_ids = readable_collection_ids_checked(user=user, collection_ids=list(collection_ids))
+    return _question_scope(user, profile, collection_ids, session)
+
+
+def _usable_profile(user, profile) -> Profile | None:
+    return (
+        None if profile is None else profile_for_reader(user=user, profile_id=getattr(profile, "pk", profile))
+    )
+
+
+def _question_scope(user, profile: Profile | None, collection_ids, session) -> QuestionScope:
+    if session is not None:
+        session = chat_session_for_owner(user=user, session_id=getattr(session, "pk", session))
+        if profile is None and collection_ids is None:
+            profile = _usable_profile(user, session.profile_id)
+            collection_ids = session.collection_ids or None
+    return question_scope_of(profile, collection_ids, session)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 
-from knowledge.documents import documents_fail_stale
 from knowledge.ingestion.pipeline import document_process
 from knowledge.models import Document
 from knowledge.processing_jobs import job_claim
+from knowledge.services.documents import documents_fail_stale
 
 logger = logging.getLogger(__name__)
 

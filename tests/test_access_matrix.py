@@ -17,9 +17,9 @@ from rest_framework.test import APIClient
 
 from accounts.tokens import token_create
 from knowledge.chat import chat_ask
-from knowledge.collections import collection_create
-from knowledge.documents import document_upload
 from knowledge.models import ChatSession, Document, Profile, ProfileCollection
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 
 pytest_plugins = ["tests.synthesis.openai_server"]
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -23,7 +23,7 @@ def test_the_contract_names_the_layers_the_design_document_lists():
     names = {name for layer in order for name in layer}
     assert {"knowledge.clients", "knowledge.config", "knowledge.access", "knowledge.models"} <= names
     assert {"accounts", "config.errors"} <= names
-    assert {"knowledge.web", "knowledge.admin", "knowledge.chat"} <= names
+    assert {"knowledge.web", "knowledge.admin", "knowledge.chat", "knowledge.services"} <= names
     design = (architecture.ROOT / "docs" / "design.md").read_text()
     assert "## Layers" in design and "import-linter" in design
 

@@ -12,8 +12,6 @@ import pytest
 from django.core.management import call_command
 
 import knowledge.admin.evaluation  # noqa: F401  (the admin registered by the package)
-from knowledge.collections import collection_create, collection_reindex
-from knowledge.documents import document_upload
 from knowledge.evaluation.questions import load_questions
 from knowledge.evaluation.runner import run_retrieval
 from knowledge.evaluation.store import (
@@ -25,6 +23,8 @@ from knowledge.evaluation.store import (
 )
 from knowledge.ingestion.extract import extract_sections
 from knowledge.models import Chunk, ChunkProfile, EvalRun, EvalSet
+from knowledge.services.collections import collection_create, collection_reindex
+from knowledge.services.documents import document_upload
 
 pytest_plugins = ["tests.synthesis.openai_server"]
 

@@ -9,10 +9,10 @@ import math
 import pytest
 from django.core.management import call_command
 
-from knowledge.collections import collection_create
-from knowledge.documents import document_upload
 from knowledge.evaluation import metrics
 from knowledge.evaluation.questions import load_questions, normalise
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 
 pytest_plugins = ["tests.synthesis.openai_server"]
 

@@ -10,8 +10,6 @@ import datetime
 import pytest
 from django.utils import timezone
 
-from knowledge.collections import collection_create
-from knowledge.documents import PROCESSING_INTERRUPTED, document_upload
 from knowledge.ingestion.pipeline import document_process
 from knowledge.models import Document, ProcessingJob
 from knowledge.processing_jobs import (
@@ -21,6 +19,8 @@ from knowledge.processing_jobs import (
     jobs_recover_stale,
     jobs_requeue_lost,
 )
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import PROCESSING_INTERRUPTED, document_upload
 from knowledge.tasks import process_document
 
 pytestmark = pytest.mark.django_db(transaction=True)

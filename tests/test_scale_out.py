@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 from django_q.conf import Conf
 
-from knowledge.collections import collection_create
-from knowledge.documents import document_upload
 from knowledge.models import Document, ProcessingJob
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 from tests.conftest import REPO_ROOT, test_database_url
 from tests.redis_server import redis_server
 

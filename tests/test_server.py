@@ -20,8 +20,8 @@ import pytest
 from django.db import connection
 
 from accounts.tokens import token_create
-from knowledge.collections import collection_create
-from knowledge.documents import document_upload
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 from tests.served import served_application
 
 POOL_SIZE = 4

@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from knowledge.collections import collection_create
-from knowledge.documents import document_upload
 from knowledge.models import Document
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 from tests.conftest import REPO_ROOT, test_database_url
 
 TEXT = b"Holidays\n\nEveryone has twenty-five days of paid leave per year.\n"

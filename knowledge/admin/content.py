@@ -11,10 +11,7 @@ from django.db.models import OuterRef
 from django.utils.html import format_html
 
 from config.errors import KnowledgeError
-from knowledge.collections import chunk_profile_default, collection_reindex
-from knowledge.documents import document_delete, document_reindex, document_retry, document_upload
 from knowledge.forms import ProfileCollectionForm
-from knowledge.marketplace import subscriptions_end_all
 from knowledge.models import (
     ChatSession,
     ChatTurn,
@@ -30,7 +27,10 @@ from knowledge.models import (
     Subscription,
 )
 from knowledge.parameters import ConfigError, validate_value
-from knowledge.queries import count_subquery
+from knowledge.services.collections import chunk_profile_default, collection_reindex
+from knowledge.services.documents import document_delete, document_reindex, document_retry, document_upload
+from knowledge.services.marketplace import subscriptions_end_all
+from knowledge.services.queries import count_subquery
 
 
 class KnowledgeSettingForm(forms.ModelForm):

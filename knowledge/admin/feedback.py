@@ -1,6 +1,6 @@
 """Admin for rated answers: the question, the answer and its sources with the asker's rating and comment.
 
-Imported by knowledge/admin/__init__.py. The export action calls knowledge.feedback, as
+Imported by knowledge/admin/__init__.py. The export action calls knowledge.evaluation.feedback, as
 ``knowledge_eval_import --from-feedback`` does.
 """
 
@@ -11,7 +11,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from config.errors import KnowledgeError
-from knowledge.feedback import feedback_eval_set_import
+from knowledge.evaluation.feedback import feedback_eval_set_import
 from knowledge.models import ChatTurn, RatedAnswer
 
 

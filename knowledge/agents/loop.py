@@ -22,7 +22,7 @@ import time
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 
-from knowledge.access import readable_documents
+from knowledge.access import QuestionScope, readable_documents
 from knowledge.agents.budget import Budget, BudgetExhausted, ask
 from knowledge.agents.grading import grade
 from knowledge.agents.grounding import check, supported_only
@@ -40,7 +40,6 @@ from knowledge.retrieval.service import (
     context_from_chunks,
     interleave,
     retrieve,
-    search_collections,
 )
 from knowledge.synthesis import events as ev
 from knowledge.synthesis.citations import resolve_citations
@@ -78,15 +77,12 @@ class AgenticRun:
     message needs no search (classified direct).
     """
 
-    def __init__(
-        self, *, user, question, profile, collection_ids, overrides, llm, emit, on_context, generate
-    ):
-        self.user, self.question, self.profile = user, question, profile
+    def __init__(self, *, user, question, asked: QuestionScope, overrides, llm, emit, on_context, generate):
+        self.user, self.question, self.asked = user, question, asked
         self.overrides = overrides
-        self.config = resolved_config(profile, overrides)
+        self.config = resolved_config(asked.profile, overrides)
         self.settings = AgenticSettings.from_config(self.config)
-        self.collection_ids = collection_ids
-        self.scope_ids, self.rerank_ids = search_collections(profile, collection_ids)
+        self.scope_ids, self.rerank_ids = list(asked.search_ids), set(asked.rerank_ids)
         self.scope = search_scope(user=user, collection_ids=self.scope_ids)  # for references and contexts
         self.llm = llm if llm is not None and llm.configured else None
         self.budget = Budget(self.settings.time_budget_seconds, self.settings.token_budget)
@@ -398,8 +394,7 @@ class AgenticRun:
         return retrieve(
             user=self.user,
             question=query,
-            profile=self.profile,
-            collection_ids=self.collection_ids,
+            asked=self.asked,
             overrides=self.overrides,
             document_ids=document_ids,
         )

@@ -15,10 +15,10 @@ from knowledge.access import (
     listed_collections,
     readable_collections,
 )
-from knowledge.collections import collection_create, collection_delete, collection_update
 from knowledge.models import Chunk, Collection, Document
-from knowledge.queries import count_subquery
-from knowledge.sharing import collection_link_open, collection_link_rotate, collection_share_path
+from knowledge.services.collections import collection_create, collection_delete, collection_update
+from knowledge.services.queries import count_subquery
+from knowledge.services.sharing import collection_link_open, collection_link_rotate, collection_share_path
 
 VISIBILITY = Collection.Visibility
 
@@ -41,7 +41,18 @@ def collection_for_api_reader(*, user, collection_id) -> Collection:
     return collection
 
 
-class CollectionSerializer(serializers.ModelSerializer):
+# What every view of a collection shows first (the API's collections and the marketplace's listings).
+COLLECTION_FIELDS = ["id", "name", "description", "tags", "visibility"]
+
+
+# A serializer's ``owner`` method field: the owner's user name, None for an admin-owned collection.
+# (A comment, not a docstring: drf-spectacular would take a docstring as the serializers' description.)
+class OwnerName:
+    def get_owner(self, collection) -> str | None:
+        return collection.owner.username if collection.owner_id else None
+
+
+class CollectionSerializer(OwnerName, serializers.ModelSerializer):
     owner = serializers.SerializerMethodField()
     is_admin_owned = serializers.BooleanField(read_only=True)
     can_write = serializers.SerializerMethodField()
@@ -61,11 +72,7 @@ class CollectionSerializer(serializers.ModelSerializer):
     class Meta:
         model = Collection
         fields = [
-            "id",
-            "name",
-            "description",
-            "tags",
-            "visibility",
+            *COLLECTION_FIELDS,
             "listed",
             "owner",
             "is_admin_owned",
@@ -81,9 +88,6 @@ class CollectionSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = fields
-
-    def get_owner(self, collection) -> str | None:
-        return collection.owner.username if collection.owner_id else None
 
     def get_can_write(self, collection) -> bool:
         return collection_is_writable(user=self.context["request"].user, collection=collection)

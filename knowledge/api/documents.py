@@ -17,8 +17,9 @@ from knowledge.access import (
     document_for_reader,
     document_for_writer,
 )
-from knowledge.collections import chunk_profile_get, collection_reindex
-from knowledge.documents import (
+from knowledge.models import Chunk, Document, DocumentSummary
+from knowledge.services.collections import chunk_profile_get, collection_reindex
+from knowledge.services.documents import (
     document_delete,
     document_progress,
     document_reindex,
@@ -27,8 +28,7 @@ from knowledge.documents import (
     documents_fail_stale,
     upload_size_check,
 )
-from knowledge.models import Chunk, Document, DocumentSummary
-from knowledge.queries import count_subquery
+from knowledge.services.queries import count_subquery
 
 # Room for the multipart envelope and metadata fields around the file itself.
 MULTIPART_OVERHEAD = 1024 * 1024

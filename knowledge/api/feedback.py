@@ -8,8 +8,8 @@ from rest_framework.response import Response
 
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from knowledge.access import chat_turn_for_owner
-from knowledge.feedback import MAX_COMMENT_CHARS, turn_feedback_set
 from knowledge.models import ChatTurn
+from knowledge.services.feedback import MAX_COMMENT_CHARS, turn_feedback_set
 
 
 class FeedbackRequestSerializer(StrictSerializer):

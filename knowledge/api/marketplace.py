@@ -8,7 +8,9 @@ from rest_framework.response import Response
 
 from accounts.api.base import ApiView, errors
 from knowledge.access import collection_for_writer, marketplace_listing_for
-from knowledge.marketplace import (
+from knowledge.api.collections import COLLECTION_FIELDS, OwnerName
+from knowledge.models import Collection, Subscription
+from knowledge.services.marketplace import (
     collection_subscriptions,
     marketplace_collections,
     subscription_collection_for,
@@ -17,10 +19,9 @@ from knowledge.marketplace import (
     subscription_reinstate,
     subscription_revoke,
 )
-from knowledge.models import Collection, Subscription
 
 
-class ListingSerializer(serializers.ModelSerializer):
+class ListingSerializer(OwnerName, serializers.ModelSerializer):
     owner = serializers.SerializerMethodField()
     is_owner = serializers.SerializerMethodField()
     document_count = serializers.IntegerField(read_only=True, help_text="Ready (searchable) documents.")
@@ -30,11 +31,7 @@ class ListingSerializer(serializers.ModelSerializer):
     class Meta:
         model = Collection
         fields = [
-            "id",
-            "name",
-            "description",
-            "tags",
-            "visibility",
+            *COLLECTION_FIELDS,
             "owner",
             "is_owner",
             "document_count",
@@ -44,9 +41,6 @@ class ListingSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = fields
-
-    def get_owner(self, collection) -> str | None:
-        return collection.owner.username if collection.owner_id else None
 
     def get_is_owner(self, collection) -> bool:
         return collection.owner_id is not None and collection.owner_id == self.context["request"].user.pk

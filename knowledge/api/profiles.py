@@ -18,7 +18,7 @@ from knowledge.api.retrieve import overrides_field_validate
 from knowledge.config import effective_config
 from knowledge.models import Profile
 from knowledge.parameters import PARAMETERS
-from knowledge.profiles import ignored_overrides, profile_create, profile_delete, profile_update
+from knowledge.services.profiles import ignored_overrides, profile_create, profile_delete, profile_update
 
 MAX_PROFILE_COLLECTIONS = 100
 

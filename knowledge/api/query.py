@@ -10,8 +10,8 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 
 from accounts.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
-from knowledge.access import chat_session_for_owner, profile_for_reader, readable_collection_ids_checked
-from knowledge.api.retrieve import ScopeSerializer
+from knowledge.access import chat_session_for_owner
+from knowledge.api.retrieve import ScopeSerializer, asked_scope
 from knowledge.chat import (
     MAX_TITLE_CHARS,
     chat_ask,
@@ -19,7 +19,6 @@ from knowledge.chat import (
     chat_session_rename,
     chat_stream,
     event_stream_response,
-    session_get,
     sse_stream,
     turn_summary,
 )
@@ -89,16 +88,8 @@ def query_response(turn) -> dict:
 
 
 def chat_arguments(user, data: dict) -> dict:
-    """Resolve ids to what the user may use; anything else is "not found"."""
-    kwargs = {"user": user, "question": data["question"], "profile": None, "collection_ids": None}
-    if "profile" in data:
-        kwargs["profile"] = profile_for_reader(user=user, profile_id=data["profile"])
-    if "collections" in data:
-        kwargs["collection_ids"] = readable_collection_ids_checked(
-            user=user, collection_ids=data["collections"]
-        )
-    kwargs["session"] = session_get(user=user, session_id=data["session"]) if "session" in data else None
-    return kwargs
+    """The question and its scope, resolved once (knowledge.access); anything unreadable is "not found"."""
+    return {"user": user, "question": data["question"], "asked": asked_scope(user, data)}
 
 
 class SessionSerializer(serializers.ModelSerializer):
@@ -159,7 +150,7 @@ class SessionDetailView(ApiView):
 
     @extend_schema(summary="A session with its turns", responses={200: dict, **errors(404)})
     def get(self, request, session_id: int):
-        session = session_get(user=request.user, session_id=session_id)
+        session = chat_session_for_owner(user=request.user, session_id=session_id)
         turns = [turn_summary(turn) for turn in session.turns.order_by("index")]
         return Response(
             {

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from accounts.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
-from knowledge.access import profile_for_reader, readable_collection_ids_checked
+from knowledge.access import question_scope_checked
 from knowledge.parameters import ConfigError, validate_overrides
 from knowledge.retrieval.service import MAX_QUESTION_CHARS, retrieve
 
@@ -35,6 +35,19 @@ class ScopeSerializer(StrictSerializer):
         max_length=MAX_COLLECTIONS,
         required=False,
         help_text="Collection ids; with a profile, narrows it to these.",
+    )
+
+
+def asked_scope(user, data: dict):
+    """The validated request's scope (profile, collections, session), resolved and checked once.
+
+    Every later step takes the result (knowledge.access.QuestionScope); an unreadable id is "not found".
+    """
+    return question_scope_checked(
+        user=user,
+        profile=data.get("profile"),
+        collection_ids=data.get("collections"),
+        session=data.get("session"),
     )
 
 
@@ -103,17 +116,11 @@ class RetrieveView(ApiView):
 
 def retrieve_response(*, user, data: dict) -> dict:
     """The response body for validated retrieve input (the MCP search tool answers with it too)."""
-    profile = None
-    if "profile" in data:
-        profile = profile_for_reader(user=user, profile_id=data["profile"])
-    collection_ids = None
-    if "collections" in data:
-        collection_ids = readable_collection_ids_checked(user=user, collection_ids=data["collections"])
+    asked = asked_scope(user, data)
     context = retrieve(
         user=user,
         question=data["question"],
-        profile=profile,
-        collection_ids=collection_ids,
+        asked=asked,
         k=data.get("k"),
         overrides=data.get("overrides") or {},
     )

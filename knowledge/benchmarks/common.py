@@ -8,9 +8,9 @@ import statistics
 import time
 from collections.abc import Iterator
 
-from knowledge.collections import collection_create
 from knowledge.evaluation.metrics import percentile  # noqa: F401  (re-exported for benchmarks)
 from knowledge.models import Collection, Document
+from knowledge.services.collections import collection_create
 
 
 def median(values: list[float]) -> float:

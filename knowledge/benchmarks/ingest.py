@@ -18,10 +18,10 @@ from django.conf import settings
 
 from knowledge.benchmarks.common import peak_memory_mb, throwaway_collection
 from knowledge.clients.embedding import get_model
-from knowledge.documents import document_upload
 from knowledge.ingestion.headers import embedding_text
 from knowledge.ingestion.pipeline import document_chunk_drafts
 from knowledge.models import Document
+from knowledge.services.documents import document_upload
 
 DEFAULT_FILES = (
     "pdf/pasa.pdf",

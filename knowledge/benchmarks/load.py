@@ -32,10 +32,10 @@ from django.db import connection
 from accounts.models import ApiToken
 from accounts.tokens import token_create
 from knowledge.benchmarks.common import median, percentile
-from knowledge.collections import collection_create
-from knowledge.documents import document_upload
 from knowledge.evaluation.questions import load_questions
 from knowledge.models import Collection, Document
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 
 LOAD_USER = "bench-load"
 LOAD_COLLECTION = "bench-load"

@@ -59,11 +59,11 @@ from knowledge.benchmarks.common import (
 )
 from knowledge.benchmarks.lexical import QUESTIONS, _chunk_rounds
 from knowledge.clients.embedding import configured_backend, embed_query, embed_texts, query_cache_clear
-from knowledge.collections import collection_create
 from knowledge.models import Collection
 from knowledge.retrieval import dense, lexical
 from knowledge.retrieval.scope import search_scope
 from knowledge.retrieval.service import retrieve
+from knowledge.services.collections import collection_create
 
 BASE_CHUNKS = 3000
 LIMIT = 50  # the product's candidate count per search (service.MIN_CANDIDATES)

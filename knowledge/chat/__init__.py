@@ -1,13 +1,13 @@
 """The chat: question -> follow-up resolution -> retrieval -> synthesis -> saved turn.
 
 ``stream`` runs one question as events (``chat_stream``, ``chat_ask``); ``payloads`` builds the events'
-payloads and a turn's summary; ``sessions`` finds a user's session and the scope a question searches, and
-renames and deletes sessions; ``sse`` writes the events as Server-Sent Events and streams them. The public
-names are importable from ``knowledge.chat``.
+payloads and a turn's summary; ``sessions`` renames and deletes sessions (finding a user's session and
+the scope a question searches is knowledge.access); ``sse`` writes the events as Server-Sent Events and
+streams them. The public names are importable from ``knowledge.chat``.
 """
 
 from knowledge.chat.payloads import Answer, turn_summary
-from knowledge.chat.sessions import MAX_TITLE_CHARS, chat_session_delete, chat_session_rename, session_get
+from knowledge.chat.sessions import MAX_TITLE_CHARS, chat_session_delete, chat_session_rename
 from knowledge.chat.sse import event_stream_response, sse_replay, sse_stream, turn_events
 from knowledge.chat.stream import (
     DIRECT_TEXT,
@@ -30,7 +30,6 @@ __all__ = [
     "chat_session_rename",
     "chat_stream",
     "event_stream_response",
-    "session_get",
     "sse_replay",
     "sse_stream",
     "turn_events",

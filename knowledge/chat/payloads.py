@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from knowledge.clients.llm import TOKEN_SOURCE_ESTIMATE
 from knowledge.models import ChatTurn
-from knowledge.source_labels import source_label
-from knowledge.synthesis.citations import answer_html, source_url
+from knowledge.retrieval.sources import source_fields, source_label
+from knowledge.synthesis.citations import answer_html
 
 
 @dataclass
@@ -36,21 +36,24 @@ def final_payload(answer: Answer) -> dict:
     }
 
 
+# The chat's ``sources`` event: one entry per chunk in the context, in [Source N] order.
+SOURCE_EVENT_FIELDS = (
+    "n",
+    "chunk_id",
+    "document_id",
+    "document",
+    "title",
+    "source_ref",
+    "label",
+    "page",
+    "role",
+    "url",
+    "scores",
+)
+
+
 def source_summary(retrieved) -> dict:
-    chunk = retrieved.chunk
-    return {
-        "n": retrieved.source_number,
-        "chunk_id": chunk.pk,
-        "document_id": chunk.document_id,
-        "document": chunk.document.filename,
-        "title": chunk.document.display_title,
-        "source_ref": chunk.source_ref,
-        "label": source_label(chunk.source_ref),
-        "page": chunk.page,
-        "role": retrieved.role,
-        "url": source_url(chunk),
-        "scores": retrieved.scores,
-    }
+    return source_fields(retrieved, SOURCE_EVENT_FIELDS)
 
 
 def call_summary(purpose: str, result) -> dict:

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from knowledge.access import QuestionScope, question_scope_for
 from knowledge.agents.loop import AgenticRun
 from knowledge.chat.payloads import Answer, call_summary, final_payload, source_summary
-from knowledge.chat.sessions import chat_scope, session_for
 from knowledge.clients.llm import (
     TOKEN_SOURCE_ESTIMATE,
     TOKEN_SOURCE_USAGE,
@@ -70,16 +70,29 @@ class ChatStream:
     """The events of one question, produced as they happen; ``turn`` is set once it is saved.
 
     Bad input (empty question, unknown session, no collections) raises
-    KnowledgeError here, before anything is streamed.
+    KnowledgeError here, before anything is streamed. ``asked`` is the scope an edge resolved
+    (knowledge.access.question_scope_checked); without it, the profile, collections and session
+    given are resolved here, once. Every later step takes ``self.asked``.
     """
 
     def __init__(
-        self, *, user, question: str, profile=None, collection_ids=None, session=None, overrides=None
+        self,
+        *,
+        user,
+        question: str,
+        asked: QuestionScope | None = None,
+        profile=None,
+        collection_ids=None,
+        session=None,
+        overrides=None,
     ) -> None:
         self.user = user
         self.question = question_clean(question)
-        self.session = session_for(user, session) if session is not None else None
-        self.profile, self.collection_ids = chat_scope(user, profile, collection_ids, self.session)
+        if asked is None:
+            asked = question_scope_for(
+                user=user, profile=profile, collection_ids=collection_ids, session=session
+            )
+        self.asked, self.session, self.profile = asked, asked.session, asked.profile
         self.overrides = validate_overrides(overrides or {})
         self.agentic = resolved_config(self.profile, self.overrides)["agentic.enabled"]
         self._trace: dict | None = None
@@ -131,7 +144,7 @@ class ChatStream:
                 self.session = ChatSession.objects.create(
                     user=self.user,
                     profile=self.profile,
-                    collection_ids=[] if self.profile else list(self.collection_ids),
+                    collection_ids=[] if self.profile else list(self.asked.collection_ids),
                     title=_title(self.question),
                 )
             session = ChatSession.objects.select_for_update().get(pk=self.session.pk)
@@ -188,8 +201,7 @@ class ChatStream:
         run = AgenticRun(
             user=self.user,
             question=resolution.question,
-            profile=self.profile,
-            collection_ids=self.collection_ids,
+            asked=self.asked,
             overrides=self.overrides,
             llm=llm,
             emit=self._emit,
@@ -207,8 +219,7 @@ class ChatStream:
         context = retrieve(
             user=self.user,
             question=question,
-            profile=self.profile,
-            collection_ids=self.collection_ids,
+            asked=self.asked,
             overrides=self.overrides,
         )
         return answerable_only(context)
@@ -410,7 +421,7 @@ class ChatStream:
         }
 
     def _retrieval_start_payload(self, resolution: Resolution) -> dict:
-        count = self.profile.profile_collections.count() if self.profile else len(self.collection_ids)
+        count = self.profile.profile_collections.count() if self.profile else len(self.asked.collection_ids)
         return {
             "collection_count": count,
             "question": self.question,
@@ -472,42 +483,22 @@ def _title(question: str) -> str:
 # -- the public functions ------------------------------------------------------
 
 
-def chat_stream(
-    *, user, question: str, profile=None, collection_ids=None, session=None, overrides=None
-) -> ChatStream:
-    """The events of answering ``question``, to iterate (e.g. into ``sse_stream``).
+def chat_stream(**arguments) -> ChatStream:
+    """The events of answering a question, to iterate (e.g. into ``sse_stream``).
 
-    ``overrides`` are per-call parameter values (evaluation runs), below admin locks.
+    The arguments are ChatStream's: ``user``, ``question``, then ``asked`` (the scope an edge
+    resolved) or ``profile``, ``collection_ids`` and ``session``; ``overrides`` are per-call
+    parameter values (evaluation runs), below admin locks.
     """
-    return ChatStream(
-        user=user,
-        question=question,
-        profile=profile,
-        collection_ids=collection_ids,
-        session=session,
-        overrides=overrides,
-    )
+    return ChatStream(**arguments)
 
 
-def chat_ask(
-    *,
-    user,
-    question: str,
-    profile=None,
-    collection_ids: Iterable[int] | None = None,
-    session=None,
-    on_event: Callable[[Event], None] | None = None,
-    overrides: dict | None = None,
-) -> ChatTurn:
-    """Answer ``question`` and return the saved turn; ``on_event`` sees every event as it happens."""
-    stream = chat_stream(
-        user=user,
-        question=question,
-        profile=profile,
-        collection_ids=collection_ids,
-        session=session,
-        overrides=overrides,
-    )
+def chat_ask(*, on_event: Callable[[Event], None] | None = None, **arguments) -> ChatTurn:
+    """Answer a question and return the saved turn; ``on_event`` sees every event as it happens.
+
+    The other arguments are ``chat_stream``'s.
+    """
+    stream = ChatStream(**arguments)
     for event in stream:
         if on_event is not None:
             on_event(event)

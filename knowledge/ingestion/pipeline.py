@@ -8,7 +8,7 @@ until the last step, and that step deletes and inserts atomically.
 Every progress write doubles as a heartbeat (``updated_at``), and a thread
 beats while a long step (extraction, an LLM summary) writes nothing, so a
 ``processing`` document that stops beating belongs to a dead worker
-(``knowledge.documents.documents_fail_stale``). A progress write that finds
+(``knowledge.services.documents.documents_fail_stale``). A progress write that finds
 the row gone means the document was deleted: the run stops there and writes
 nothing more.
 """

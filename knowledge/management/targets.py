@@ -6,9 +6,9 @@ from django.contrib.auth import get_user_model
 
 from accounts.selectors import user_find
 from config.errors import KnowledgeError
-from knowledge.collections import collection_find
 from knowledge.parameters import validate_overrides
-from knowledge.profiles import profile_find
+from knowledge.services.collections import collection_find
+from knowledge.services.profiles import profile_find
 
 
 def operator_user():

@@ -208,26 +208,51 @@ def _add_search_tools(server: MCPServer, identity: Identity) -> None:
 
 
 def _add_answer_tools(server: MCPServer, identity: Identity) -> None:
-    """Answers with citations, standard and agentic."""
+    """Answers with citations, standard and agentic: one signature, two tool functions."""
+    for name, title, description in ANSWER_TOOLS:
+        answer = _answer_tool(identity, getattr(tools, name))
+        answer.__name__ = answer.__qualname__ = name  # the SDK names the input schema after it
+        server.tool(name=name, title=title, description=description, annotations=ANSWERS)(answer)
 
-    @server.tool(title="Answer with citations", annotations=ANSWERS)
-    async def answer_research_question(
-        ctx: Context,
-        question: Question,
-        collections: Collections = None,
-        profile: ProfileId = None,
-        session: SessionId = None,
-    ) -> CallToolResult:
+
+ANSWER_TOOLS = (
+    (
+        "answer_research_question",
+        "Answer with citations",
         """Answer a question from the documents, with [Source N] citations (document, source_ref, URL),
         the sources searched and the tokens used; the same as the REST API's /api/v1/query/. The
         answer is written by the configured LLM, or extracted verbatim from the sources when none is
         configured (mode "extractive"); mode "no_results" means nothing relevant was found. Best for
         factual lookups; use agentic_research_question for multi-hop questions. Saved as a chat
-        session: pass its id as `session` to ask a follow-up."""
+        session: pass its id as `session` to ask a follow-up.""",
+    ),
+    (
+        "agentic_research_question",
+        "Answer with the agentic loop",
+        """Like answer_research_question, but through the agentic loop: it classifies the question,
+        expands and decomposes it, routes to documents, grades what it retrieves, rewrites weak
+        queries and checks the answer is grounded, then answers with citations. Slower and uses more
+        LLM calls: for multi-hop, comparative or synthesis questions. Returns the answer with its
+        steps and trace; when the operator has switched agentic retrieval off it returns the standard
+        answer (agentic: false).""",
+    ),
+)
+
+
+def _answer_tool(identity: Identity, function: Callable[..., dict]):
+    """An answer tool calling ``function`` (knowledge.mcp.tools); the SDK reads its signature."""
+
+    async def answer(
+        ctx: Context,
+        question: Question,
+        collections: Collections = None,
+        profile: ProfileId = None,
+        session: SessionId = None,
+    ) -> CallToolResult:
         return await run_tool(
             identity,
             ctx,
-            tools.answer_research_question,
+            function,
             throttle="retrieve",
             question=question,
             collections=collections,
@@ -235,30 +260,7 @@ def _add_answer_tools(server: MCPServer, identity: Identity) -> None:
             session=session,
         )
 
-    @server.tool(title="Answer with the agentic loop", annotations=ANSWERS)
-    async def agentic_research_question(
-        ctx: Context,
-        question: Question,
-        collections: Collections = None,
-        profile: ProfileId = None,
-        session: SessionId = None,
-    ) -> CallToolResult:
-        """Like answer_research_question, but through the agentic loop: it classifies the question,
-        expands and decomposes it, routes to documents, grades what it retrieves, rewrites weak
-        queries and checks the answer is grounded, then answers with citations. Slower and uses more
-        LLM calls: for multi-hop, comparative or synthesis questions. Returns the answer with its
-        steps and trace; when the operator has switched agentic retrieval off it returns the standard
-        answer (agentic: false)."""
-        return await run_tool(
-            identity,
-            ctx,
-            tools.agentic_research_question,
-            throttle="retrieve",
-            question=question,
-            collections=collections,
-            profile=profile,
-            session=session,
-        )
+    return answer
 
 
 def _add_passage_tools(server: MCPServer, identity: Identity) -> None:

@@ -9,8 +9,6 @@ the API's response bodies, with links made absolute so a client can open them.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from django.db.models import Q
 from rest_framework import serializers
 
@@ -18,9 +16,7 @@ from accounts.api.base import MAX_ID, StrictSerializer, validated
 from knowledge.access import (
     collection_for_writer,
     listed_collections,
-    profile_for_reader,
     profiles_for_user,
-    readable_collection_ids_checked,
     readable_collections,
 )
 from knowledge.api.collections import CollectionSerializer, with_counts
@@ -28,17 +24,18 @@ from knowledge.api.query import QueryRequestSerializer, chat_arguments, query_re
 from knowledge.api.retrieve import (
     RetrieveRequestSerializer,
     ScopeSerializer,
+    asked_scope,
     retrieve_response,
     scope_required,
 )
 from knowledge.chat import chat_stream
-from knowledge.collections import chunk_profile_get, collection_reindex, collection_reprocess
 from knowledge.models import Subscription
-from knowledge.passages import MAX_NEIGHBOURS, passage_get
 from knowledge.retrieval.compare import MAX_QUERIES, search_compare
 from knowledge.retrieval.service import MAX_QUESTION_CHARS
+from knowledge.retrieval.sources import place_url
+from knowledge.services.collections import chunk_profile_get, collection_reindex, collection_reprocess
+from knowledge.services.passages import MAX_NEIGHBOURS, passage_get
 from knowledge.synthesis import events as ev
-from knowledge.synthesis.citations import source_url
 
 MAX_LISTED = 500
 AGENTIC_ON = {"agentic.enabled": True}
@@ -104,14 +101,17 @@ def search_knowledge(*, user, base_url: str, **arguments) -> dict:
     data = validated(RetrieveRequestSerializer, _given(arguments))
     body = retrieve_response(user=user, data=data)
     for item in body["results"] + body["references"]:
-        item["url"] = absolute(base_url, source_url(_place(item)))
+        item["url"] = absolute(base_url, _place_url(item))
     return body
 
 
-def _place(item: dict) -> SimpleNamespace:
-    """What source_url reads from a chunk, taken from a retrieved chunk's dict."""
-    return SimpleNamespace(
-        pk=item["chunk_id"], document_id=item["document_id"], page=item["page"], source_ref=item["source_ref"]
+def _place_url(item: dict) -> str:
+    """The viewer link of a retrieved chunk's dict (the API shape has no url field)."""
+    return place_url(
+        document_id=item["document_id"],
+        chunk_id=item["chunk_id"],
+        page=item["page"],
+        source_ref=item["source_ref"],
     )
 
 
@@ -178,13 +178,8 @@ class OptimizeRequestSerializer(ScopeSerializer):
 
 def optimize_search(*, user, base_url: str, **arguments) -> dict:
     data = validated(OptimizeRequestSerializer, _given(arguments))
-    profile = profile_for_reader(user=user, profile_id=data["profile"]) if "profile" in data else None
-    collection_ids = None
-    if "collections" in data:
-        collection_ids = readable_collection_ids_checked(user=user, collection_ids=data["collections"])
-    return search_compare(
-        user=user, queries=data["queries"], profile=profile, collection_ids=collection_ids, k=data.get("k")
-    )
+    asked = asked_scope(user, data)
+    return search_compare(user=user, queries=data["queries"], asked=asked, k=data.get("k"))
 
 
 class ReindexRequestSerializer(StrictSerializer):

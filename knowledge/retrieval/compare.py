@@ -19,22 +19,23 @@ import time
 from statistics import mean
 
 from config.errors import KnowledgeError
+from knowledge.access import QuestionScope
 from knowledge.config import resolved_config
 from knowledge.retrieval.service import KnowledgeContext, question_clean, retrieve
+from knowledge.retrieval.sources import source_fields
 
 MAX_QUERIES = 10
 
 
-def search_compare(
-    *, user, queries: list[str], profile=None, collection_ids=None, k: int | None = None
-) -> dict:
-    """Every query's variants and their differences, and averages over the queries."""
+def search_compare(*, user, queries: list[str], asked: QuestionScope, k: int | None = None) -> dict:
+    """Every query's variants and their differences, and averages over the queries.
+
+    ``asked`` is the scope the edge resolved (knowledge.access.question_scope_checked).
+    """
     queries = _clean_queries(queries)
-    config = resolved_config(profile, None, k)
-    reranks = profile is not None and profile.profile_collections.filter(reranking=True).exists()
-    per_query = [
-        _compare_one(user, query, profile, collection_ids, k, config["hybrid"], reranks) for query in queries
-    ]
+    config = resolved_config(asked.profile, None, k)
+    reranks = bool(asked.rerank_ids)  # a collection of the profile asks for reranking
+    per_query = [_compare_one(user, query, asked, k, config["hybrid"], reranks) for query in queries]
     return {
         "configured": {"hybrid": config["hybrid"], "reranking": reranks, "maxDocs": config["maxDocs"]},
         "queries": per_query,
@@ -50,14 +51,13 @@ def _clean_queries(queries) -> list[str]:
     return [question_clean(query) for query in queries]
 
 
-def _compare_one(user, query, profile, collection_ids, k, configured_hybrid, reranks) -> dict:
+def _compare_one(user, query, asked, k, configured_hybrid, reranks) -> dict:
     def run(hybrid: bool, rerank: bool) -> tuple[KnowledgeContext, float]:
         started = time.perf_counter()
         context = retrieve(
             user=user,
             question=query,
-            profile=profile,
-            collection_ids=collection_ids,
+            asked=asked,
             k=k,
             overrides={"hybrid": hybrid},
             rerank_enabled=rerank,
@@ -93,13 +93,7 @@ def _variant(context: KnowledgeContext, latency_ms: float) -> dict:
 
 
 def _ranked(item) -> dict:
-    chunk = item.chunk
-    return {
-        "chunk_id": chunk.pk,
-        "document": chunk.document.filename,
-        "source_ref": chunk.source_ref,
-        "scores": item.scores,
-    }
+    return source_fields(item, ("chunk_id", "document", "source_ref", "scores"))
 
 
 def _difference(before: KnowledgeContext, after: KnowledgeContext) -> dict:

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from config.errors import KnowledgeError
 from config.validation import text_clean
+from knowledge.access import QuestionScope, question_scope_of
 from knowledge.clients.embedding import embed_query
 from knowledge.config import resolved_config
 from knowledge.models import Chunk, Profile
@@ -34,6 +35,7 @@ from knowledge.retrieval.intent import intent_filter_sql, query_intent
 from knowledge.retrieval.rerank import rerank
 from knowledge.retrieval.scope import Scope, search_scope
 from knowledge.retrieval.scoring import Candidate, select
+from knowledge.retrieval.sources import RETRIEVED_FIELDS, source_fields
 
 MAX_QUESTION_CHARS = 4000
 MIN_CANDIDATES = 50
@@ -48,20 +50,8 @@ class RetrievedChunk:
     source_number: int | None = None  # its [Source N] in the context, if it fit
 
     def as_dict(self) -> dict:
-        document = self.chunk.document
-        return {
-            "chunk_id": self.chunk.pk,
-            "document_id": document.pk,
-            "document": document.filename,
-            "title": document.display_title,
-            "collection_id": self.chunk.collection_id,
-            "source_ref": self.chunk.source_ref,
-            "page": self.chunk.page,
-            "content": self.chunk.content,
-            "role": self.role,
-            "source_number": self.source_number,
-            "scores": self.scores,
-        }
+        """The API's shape of a retrieved chunk (knowledge.retrieval.sources holds every shape's fields)."""
+        return source_fields(self, RETRIEVED_FIELDS)
 
 
 @dataclass
@@ -123,6 +113,7 @@ def retrieve(
     chunk_profile_id: int | None = None,
     document_ids: Iterable[int] | None = None,
     rerank_enabled: bool = True,
+    asked: QuestionScope | None = None,
 ) -> KnowledgeContext:
     """Retrieve for ``question`` from what ``user`` may read within the profile's (or given) collections.
 
@@ -131,13 +122,14 @@ def retrieve(
     ``chunk_profile_id`` searches that chunk profile instead of the active ones;
     ``document_ids`` narrows the search to those documents inside the SQL
     (multi-step retrieval), within what access allows; ``rerank_enabled=False``
-    skips the profile's LLM reranking (to measure what it changes).
+    skips the profile's LLM reranking (to measure what it changes). ``asked`` is the scope an edge
+    resolved (knowledge.access.question_scope_checked), in place of ``profile`` and ``collection_ids``.
     """
     question = question_clean(question)
-    config = resolved_config(profile, overrides, k)
-    scope_ids, rerank_ids = search_collections(profile, collection_ids)
-    rerank_ids = rerank_ids if rerank_enabled else set()
-    scope = search_scope(user=user, collection_ids=scope_ids, chunk_profile_id=chunk_profile_id)
+    asked = asked if asked is not None else question_scope_of(profile, collection_ids)
+    config = resolved_config(asked.profile, overrides, k)
+    rerank_ids = set(asked.rerank_ids) if rerank_enabled else set()
+    scope = search_scope(user=user, collection_ids=asked.search_ids, chunk_profile_id=chunk_profile_id)
     if document_ids is not None:
         scope = scope.restricted_to(document_ids)
     timer = _Timer()
@@ -176,23 +168,6 @@ def question_clean(question: str) -> str:
     if len(question) > MAX_QUESTION_CHARS:
         raise KnowledgeError(f"the question is {len(question)} characters; the limit is {MAX_QUESTION_CHARS}")
     return question
-
-
-def search_collections(profile, collection_ids) -> tuple[list[int] | None, set[int]]:
-    """The collections to search and those whose results the LLM may rerank."""
-    if profile is not None:
-        links = list(profile.profile_collections.values_list("collection_id", "reranking"))
-        ids = [cid for cid, _ in links]
-        if collection_ids is not None:
-            ids = [cid for cid in ids if cid in set(collection_ids)]
-            if not ids:
-                raise KnowledgeError("none of the requested collections is in the profile; ask them directly")
-        if not ids:
-            raise KnowledgeError("the profile has no collections to search; add a collection to it first")
-        return ids, {cid for cid, wanted in links if wanted}
-    if collection_ids is None:
-        raise KnowledgeError("choose a profile or at least one collection to search")
-    return list(collection_ids), set()
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import asdict, dataclass
-from urllib.parse import quote
+from dataclasses import asdict, dataclass, fields
 
-from django.utils.text import slugify
+from knowledge.retrieval.sources import source_fields
 
 # [Source 1]  [Source 1, 3]  [Sources 1-2]  [source: 4]  [Source 1 and Source 2]  [Source #2]
 MARKER = re.compile(
@@ -38,6 +37,10 @@ class Citation:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+# A citation's fields are read from its retrieved chunk like every other shape's.
+CITATION_FIELDS = tuple(field.name for field in fields(Citation))
 
 
 @dataclass(frozen=True)
@@ -83,42 +86,7 @@ def resolve_citations(text: str, sources: list) -> CitedAnswer:
 
 
 def citation_for(retrieved) -> Citation:
-    chunk = retrieved.chunk
-    document = chunk.document
-    return Citation(
-        n=retrieved.source_number,
-        chunk_id=chunk.pk,
-        document_id=document.pk,
-        collection_id=chunk.collection_id,
-        document=document.filename,
-        title=document.display_title,
-        source_ref=chunk.source_ref,
-        page=chunk.page,
-        url=source_url(chunk),
-        text=chunk.content,
-    )
-
-
-def source_url(chunk) -> str:
-    """Where a cited chunk lives: the document viewer, scrolled to the chunk's location.
-
-    PDF  #page=N (the PDF open-parameter form), PPTX #slide=N, XLSX/CSV
-    #sheet=NAME, DOCX/HTML/Markdown #<heading anchor>, TXT #section=NAME,
-    OpenAPI #operation=METHOD /path or #component=TYPE/NAME.
-    """
-    return f"/documents/{chunk.document_id}/view/?chunk={chunk.pk}{source_fragment(chunk)}"
-
-
-def source_fragment(chunk) -> str:
-    kind, _, value = (chunk.source_ref or "").partition("=")
-    if chunk.page or kind == "page":
-        return f"#page={chunk.page or value}"
-    if kind == "heading":
-        anchor = slugify(value, allow_unicode=True)
-        return f"#{quote(anchor)}" if anchor else ""
-    if kind in {"slide", "sheet", "section", "operation", "component"}:
-        return f"#{kind}={quote(value, safe='/{}')}"
-    return ""
+    return Citation(**source_fields(retrieved, CITATION_FIELDS))
 
 
 _LINK = re.compile(r"\[([^\]\n]{1,300})\]\((https?://[^\s)]{1,2000})\)")

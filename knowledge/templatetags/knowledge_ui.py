@@ -2,7 +2,7 @@
 
 from django import template
 
-from knowledge.source_labels import source_label
+from knowledge.retrieval.sources import source_label
 
 register = template.Library()
 

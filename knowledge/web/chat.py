@@ -8,16 +8,17 @@ from django.views.decorators.http import require_GET, require_POST
 
 from config.errors import KnowledgeError, NotFoundError
 from knowledge.access import (
+    chat_session_for_owner,
     document_for_reader,
     listed_collections,
-    profile_for_reader,
     profiles_for_user,
+    question_scope_checked,
     readable_collection_ids_checked,
 )
-from knowledge.chat import chat_stream, event_stream_response, session_get, sse_stream
+from knowledge.chat import chat_stream, event_stream_response, sse_stream
 from knowledge.clients.llm import llm_config
-from knowledge.documents import SERVED_CONTENT_TYPES
-from knowledge.models import ChatSession, Chunk, DocumentSummary, Profile
+from knowledge.models import ChatSession, Chunk, DocumentSummary
+from knowledge.services.documents import SERVED_CONTENT_TYPES
 from knowledge.web.pages import form_ids, knowledge_page
 
 
@@ -26,7 +27,7 @@ from knowledge.web.pages import form_ids, knowledge_page
 def chat_page(request):
     session = None
     if request.GET.get("session"):
-        session = session_get(user=request.user, session_id=request.GET["session"])
+        session = chat_session_for_owner(user=request.user, session_id=request.GET["session"])
     sessions = list(ChatSession.objects.filter(user=request.user)[:50])
     collections = listed_collections(request.user).order_by("name")
     profile_id, collection_ids = _preselected(request, sessions, collections)
@@ -92,31 +93,17 @@ def _turn_row(turn) -> dict:
 @knowledge_page
 def chat_ask_stream(request):
     """Answer as Server-Sent Events: retrieval, the answer text as it is written, then the final answer."""
-    profile = _chosen_profile(request)
-    collection_ids = _chosen_collections(request)
-    stream = chat_stream(
+    raw_profile = request.POST.get("profile", "")
+    profile_id = form_ids([raw_profile], field="profile")[0] if raw_profile else None
+    # The scope is resolved once, with the API's checks and messages (knowledge.access).
+    asked = question_scope_checked(
         user=request.user,
-        question=request.POST.get("question", ""),
-        profile=profile,
-        collection_ids=collection_ids,
+        profile=profile_id,
+        collection_ids=form_ids(request.POST.getlist("collections"), field="collections") or None,
         session=request.POST.get("session") or None,
     )
+    stream = chat_stream(user=request.user, question=request.POST.get("question", ""), asked=asked)
     return event_stream_response(sse_stream(stream), request=request)
-
-
-def _chosen_profile(request) -> Profile | None:
-    raw = request.POST.get("profile", "")
-    if not raw:
-        return None
-    return profile_for_reader(user=request.user, profile_id=form_ids([raw], field="profile")[0])
-
-
-def _chosen_collections(request) -> list[int] | None:
-    """The chosen collections, each readable (the API's check and message), or None for none chosen."""
-    requested = form_ids(request.POST.getlist("collections"), field="collections")
-    if not requested:
-        return None
-    return readable_collection_ids_checked(user=request.user, collection_ids=requested)
 
 
 @require_GET

@@ -16,8 +16,15 @@ from knowledge.access import (
     document_for_writer,
     listed_collections,
 )
-from knowledge.collections import collection_create, collection_delete, collection_reindex, collection_update
-from knowledge.documents import (
+from knowledge.models import ChunkProfile, Collection, Document
+from knowledge.services.collections import (
+    collection_create,
+    collection_delete,
+    collection_reindex,
+    collection_update,
+)
+from knowledge.services.documents import (
+    PROGRESS_FIELDS,
     document_delete,
     document_progress,
     document_retry,
@@ -25,9 +32,8 @@ from knowledge.documents import (
     documents_fail_stale,
     upload_size_check,
 )
-from knowledge.marketplace import collection_subscriptions
-from knowledge.models import ChunkProfile, Collection, Document
-from knowledge.sharing import collection_link_open, collection_link_rotate, collection_share_path
+from knowledge.services.marketplace import collection_subscriptions
+from knowledge.services.sharing import collection_link_open, collection_link_rotate, collection_share_path
 from knowledge.web.pages import knowledge_page, wants_json
 
 
@@ -138,17 +144,7 @@ def collection_documents_status(request, collection_id: int):
     """Polled by the collection page to move progress bars."""
     collection = collection_for_reader(user=request.user, collection_id=collection_id)
     documents_fail_stale(documents=collection.documents.all())
-    rows = collection.documents.values(
-        "id",
-        "title",
-        "filename",
-        "status",
-        "error",
-        "sections_total",
-        "sections_done",
-        "chunks_total",
-        "chunks_done",
-    )
+    rows = collection.documents.values("id", "title", "filename", "status", "error", *PROGRESS_FIELDS)
     documents = [
         {
             **row,

@@ -9,8 +9,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from config.errors import NotFoundError
 from knowledge.access import collection_for_writer, marketplace_listing_for
-from knowledge.collections import collection_update
-from knowledge.marketplace import (
+from knowledge.services.collections import collection_update
+from knowledge.services.marketplace import (
     marketplace_collections,
     subscribed_collections,
     subscription_collection_for,

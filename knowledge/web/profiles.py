@@ -16,7 +16,7 @@ from knowledge.access import (
 )
 from knowledge.config import global_settings
 from knowledge.parameters import PARAMETERS, ConfigError, validate_overrides
-from knowledge.profiles import profile_create, profile_update
+from knowledge.services.profiles import profile_create, profile_update
 from knowledge.web.pages import form_ids, knowledge_page
 
 

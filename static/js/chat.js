@@ -3,6 +3,7 @@
 // line, Stop ends a running answer. Answers can be copied and rated; sessions renamed and deleted.
 (function () {
   "use strict";
+  const el = window.KnowledgeDom.el;
   const root = document.getElementById("chat");
   const form = document.getElementById("ask");
   if (!root || !form) return;
@@ -52,13 +53,6 @@
       text += d.grounded === null ? " not checked" : d.grounded ? " grounded" : " unsupported claims";
     }
     return text;
-  }
-
-  function el(tag, cls, text) {
-    const node = document.createElement(tag);
-    if (cls) node.className = cls;
-    if (text !== undefined) node.textContent = text;
-    return node;
   }
 
   function csrfToken() {

@@ -3,6 +3,7 @@
 // rows update in place with their status, error, title link and actions (Retry, Delete).
 (function () {
   "use strict";
+  const el = window.KnowledgeDom.el;
   const form = document.getElementById("upload-form");
   const table = document.getElementById("documents");
   const uploads = document.getElementById("uploads");
@@ -11,13 +12,6 @@
   const canWrite = table.dataset.canWrite === "1";
   const LABELS = { uploaded: "Uploaded", processing: "Processing", ready: "Ready", failed: "Failed" };
   const uploadRows = {}; // document id -> its upload row
-
-  function el(tag, cls, text) {
-    const node = document.createElement(tag);
-    if (cls) node.className = cls;
-    if (text !== undefined) node.textContent = text;
-    return node;
-  }
 
   function csrfToken() {
     const field = document.querySelector("input[name=csrfmiddlewaretoken]");

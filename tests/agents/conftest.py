@@ -7,9 +7,9 @@ from types import SimpleNamespace
 import pytest
 from django.contrib.auth import get_user_model
 
-from knowledge.collections import collection_create
-from knowledge.documents import document_delete, document_upload
 from knowledge.models import ChatSession, Document
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_delete, document_upload
 from tests.conftest import CORPUS
 
 FILES = ("text/gravity_hill.md", "html/flag_day.html", "office/dummy.docx", "office/dummy.pptx")

@@ -220,7 +220,7 @@ def test_unusable_step_replies_fall_back_and_still_answer(kb, model, llm_env):
 
 
 def test_a_profile_selects_the_loop_and_the_api_streams_its_steps(kb, model, llm_env, client):
-    from knowledge.profiles import profile_create
+    from knowledge.services.profiles import profile_create
     from knowledge.synthesis.events import parse_sse
 
     client.force_login(kb.user)

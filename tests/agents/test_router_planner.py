@@ -10,8 +10,8 @@ from knowledge.agents.router import route
 from knowledge.chat import chat_ask
 from knowledge.clients.embedding import embed_query
 from knowledge.clients.llm import llm_config
-from knowledge.collections import collection_create
 from knowledge.retrieval.service import retrieve
+from knowledge.services.collections import collection_create
 from knowledge.synthesis import events as ev
 from tests.agents.conftest import AGENTIC
 from tests.agents.script import AgentModel

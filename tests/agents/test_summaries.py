@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.collections import collection_create
-from knowledge.documents import document_reindex, document_upload
 from knowledge.models import Document, DocumentSummary
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_reindex, document_upload
 from knowledge.synthesis.extractive import normalise
 from tests.agents.script import AgentModel
 from tests.conftest import CORPUS

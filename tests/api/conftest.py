@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from accounts.tokens import token_create
 from config.api_settings import REST_FRAMEWORK
-from knowledge.collections import collection_create
+from knowledge.services.collections import collection_create
 
 RATES = {"uploads": "1000/minute", "retrieve": "1000/minute", "auth": "1000/minute"}
 

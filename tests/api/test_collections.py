@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.collections import collection_create
 from knowledge.models import Collection
+from knowledge.services.collections import collection_create
 from tests.api.conftest import assert_error
 
 pytestmark = pytest.mark.django_db

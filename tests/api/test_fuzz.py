@@ -19,9 +19,9 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
 from accounts.tokens import token_create
-from knowledge.collections import collection_create
-from knowledge.documents import document_upload
 from knowledge.parameters import PARAMETERS
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 
 MAX_EXAMPLES = 15  # per operation and generation mode
 REQUEST_TIMEOUT = 120

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.collections import collection_create, collection_update
-from knowledge.documents import document_upload
 from knowledge.models import Document, Subscription
+from knowledge.services.collections import collection_create, collection_update
+from knowledge.services.documents import document_upload
 from tests.api.conftest import assert_error
 
 MARKET = "/api/v1/marketplace/"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.collections import collection_create
-from knowledge.documents import document_upload
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 from knowledge.synthesis.events import parse_sse
 from tests.api.conftest import assert_error
 

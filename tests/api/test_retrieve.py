@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.documents import document_upload
 from knowledge.models import Document, Profile, ProfileCollection
+from knowledge.services.documents import document_upload
 from tests.api.conftest import assert_error
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -13,8 +13,8 @@ from rest_framework.test import APIClient
 
 from accounts.models import ApiToken
 from accounts.tokens import token_create
-from knowledge.collections import collection_create
 from knowledge.models import Document
+from knowledge.services.collections import collection_create
 from tests.browser.test_journey import browser  # noqa: F401  (the Chromium fixture)
 from tests.conftest import CORPUS
 

@@ -13,10 +13,10 @@ import re
 
 import pytest
 
-from knowledge.collections import collection_create
 from knowledge.config import PARAMETERS, global_settings_ensure
-from knowledge.documents import document_upload
 from knowledge.models import ChatSession, ChatTurn, Collection, Document, KnowledgeSetting
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 from tests.browser.test_journey import CHROMIUM, CHROMIUM_ARGS
 from tests.conftest import CORPUS
 from tests.synthesis.openai_server import Reply

@@ -21,10 +21,10 @@ from django.core.management import CommandError, call_command
 from config.errors import KnowledgeError, NotFoundError
 from knowledge.chat import NO_RESULTS_TEXT, chat_ask, chat_stream, sse_replay, sse_stream
 from knowledge.clients.tokens import llm_token_count
-from knowledge.collections import collection_create
-from knowledge.documents import document_delete, document_upload
 from knowledge.models import ChatSession, ChatTurn, Chunk, Document, Profile, ProfileCollection
 from knowledge.retrieval.service import retrieve
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_delete, document_upload
 from knowledge.synthesis import events as ev
 from knowledge.synthesis.extractive import LABEL_LLM_FAILED, LABEL_NO_LLM, normalise
 from knowledge.synthesis.prompts import (

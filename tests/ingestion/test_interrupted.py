@@ -16,10 +16,15 @@ import pytest
 from django.db.models import F
 from django.utils import timezone
 
-from knowledge.collections import collection_create
-from knowledge.documents import PROCESSING_INTERRUPTED, document_delete, document_upload, documents_fail_stale
 from knowledge.ingestion.pipeline import _heartbeat, document_chunk_drafts
 from knowledge.models import Chunk, Document, DocumentSummary
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import (
+    PROCESSING_INTERRUPTED,
+    document_delete,
+    document_upload,
+    documents_fail_stale,
+)
 from tests.ingestion.test_pipeline import _start_worker_process, _wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.security]

@@ -26,9 +26,9 @@ from pypdf import PdfReader, PdfWriter
 
 from config.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.clients.embedding import MAX_CONTENT_TOKENS, count_tokens
-from knowledge.collections import collection_create, collection_reindex
-from knowledge.documents import PROCESSING_INTERRUPTED, document_retry, document_upload
 from knowledge.models import Chunk, ChunkProfile, Document
+from knowledge.services.collections import collection_create, collection_reindex
+from knowledge.services.documents import PROCESSING_INTERRUPTED, document_retry, document_upload
 from knowledge.tasks import process_document
 from tests.conftest import REPO_ROOT, test_database_url
 

@@ -23,8 +23,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from accounts.tokens import token_create
-from knowledge.collections import collection_create
-from knowledge.documents import document_upload
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 from tests.conftest import CORPUS, REPO_ROOT, test_database_url
 from tests.served import free_port, wait_for_port
 

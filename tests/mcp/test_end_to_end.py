@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from knowledge.collections import collection_create
 from knowledge.models import LLMSettings
+from knowledge.services.collections import collection_create
 from tests.conftest import CORPUS
 from tests.mcp.conftest import http_client, payload, run
 

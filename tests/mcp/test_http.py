@@ -12,8 +12,8 @@ from mcp import MCPError
 
 from accounts.tokens import token_revoke
 from knowledge.chat import chat_ask
-from knowledge.collections import collection_create
 from knowledge.models import ChatSession, Chunk, Collection, Profile, ProfileCollection
+from knowledge.services.collections import collection_create
 from tests.mcp.conftest import TOOLS, error_text, http_client, payload, run
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,9 +11,9 @@ from mcp import Client
 from rest_framework.test import APIClient
 
 from config.api_settings import REST_FRAMEWORK
-from knowledge.collections import collection_create
 from knowledge.mcp.identity import NamedUserIdentity
 from knowledge.mcp.server import build_server
+from knowledge.services.collections import collection_create
 from tests.mcp.conftest import error_text, payload, run
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from knowledge.collections import collection_create
 from knowledge.models import Chunk, Document
 from knowledge.retrieval.dense import ScopeSize, dense_search, exact_is_cheaper, scope_size
 from knowledge.retrieval.scope import Scope, search_scope
+from knowledge.services.collections import collection_create
 
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 

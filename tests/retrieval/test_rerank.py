@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from knowledge.collections import collection_create
-from knowledge.documents import document_upload
 from knowledge.models import Profile, ProfileCollection
 from knowledge.retrieval.rerank import parse_scores
 from knowledge.retrieval.service import retrieve
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 from tests.synthesis.openai_server import Reply
 
 pytest_plugins = ["tests.synthesis.openai_server"]

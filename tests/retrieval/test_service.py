@@ -11,12 +11,12 @@ import pytest
 from django.core.management import call_command
 
 from config.errors import KnowledgeError
-from knowledge.collections import collection_create
-from knowledge.documents import document_upload
 from knowledge.models import Chunk, Document, Profile, ProfileCollection
 from knowledge.retrieval.expansion import expand_references, reference_budget
 from knowledge.retrieval.scope import search_scope
 from knowledge.retrieval.service import retrieve
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from knowledge.synthesis.citations import answer_html, marker_numbers, resolve_citations, source_url
+from knowledge.retrieval.sources import source_url
+from knowledge.synthesis.citations import answer_html, marker_numbers, resolve_citations
 
 
 def source(n: int, *, filename="a.pdf", source_ref="page=3", page=3, chunk_id=None, document_id=None):

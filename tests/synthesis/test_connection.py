@@ -10,9 +10,9 @@ import pytest
 from django.db import connections
 
 from knowledge.chat import chat_ask
-from knowledge.collections import collection_create
-from knowledge.documents import document_upload
 from knowledge.models import ChatTurn, Document
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 from tests.synthesis.openai_server import Reply
 
 # The loopback LLM server's fixtures: llm_server, llm_env, no_llm.

@@ -6,9 +6,9 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from knowledge.collections import collection_create
-from knowledge.documents import document_upload
 from knowledge.models import ChatSession, Document
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 from knowledge.synthesis.events import parse_sse
 
 pytest_plugins = ["tests.synthesis.openai_server"]

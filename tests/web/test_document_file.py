@@ -13,8 +13,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from accounts.tokens import token_create
-from knowledge.collections import collection_create
 from knowledge.models import Document
+from knowledge.services.collections import collection_create
 from tests.conftest import CORPUS
 
 pytestmark = [pytest.mark.security, pytest.mark.django_db(transaction=True)]

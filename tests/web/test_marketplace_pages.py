@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from knowledge.collections import collection_create
-from knowledge.documents import document_upload
 from knowledge.models import Collection, Document, Subscription
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
 
 
 @pytest.fixture

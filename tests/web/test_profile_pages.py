@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from knowledge.collections import collection_create
 from knowledge.config import global_setting_set
 from knowledge.models import Profile
+from knowledge.services.collections import collection_create
 
 pytestmark = pytest.mark.django_db
 

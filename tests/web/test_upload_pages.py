@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from knowledge.collections import collection_create
 from knowledge.models import Collection, Document
+from knowledge.services.collections import collection_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

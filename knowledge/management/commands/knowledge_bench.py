@@ -74,8 +74,8 @@ class Command(BaseCommand):
     def _backends(self, options):
         from config.errors import KnowledgeError
         from knowledge.benchmarks import backends
-        from knowledge.collections import collection_find
         from knowledge.evaluation.questions import load_questions
+        from knowledge.services.collections import collection_find
 
         try:
             collection = collection_find(options["collection"], any_owner=True)

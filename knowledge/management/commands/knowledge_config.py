@@ -15,7 +15,7 @@ from config.errors import KnowledgeError
 from knowledge.config import effective_config, global_setting_set
 from knowledge.models import Profile
 from knowledge.parameters import ConfigError, parameter, validate_value
-from knowledge.profiles import profile_find
+from knowledge.services.profiles import profile_find
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@
 --corpus-out writes the BEIR corpus as one .txt per document, ready for
 knowledge_ingest; see knowledge.evaluation.store.eval_set_import_beir for the
 document/source_ref mapping. --from-feedback takes the answers rated helpful
-(thumbs up) on the chat page or through the API (knowledge.feedback); --out
+(thumbs up) on the chat page or through the API (knowledge.services.feedback); --out
 keeps the JSON Lines file it wrote, for knowledge_eval --questions.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from config.errors import KnowledgeError
+from knowledge.evaluation.feedback import feedback_eval_set_import
 from knowledge.evaluation.store import eval_set_import, eval_set_import_beir
-from knowledge.feedback import feedback_eval_set_import
 
 
 class Command(BaseCommand):

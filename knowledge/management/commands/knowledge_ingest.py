@@ -18,9 +18,9 @@ from tqdm import tqdm
 
 from accounts.selectors import user_find
 from config.errors import KnowledgeError
-from knowledge.collections import chunk_profile_get, collection_create
-from knowledge.documents import document_upload
 from knowledge.models import Chunk, Collection, Document
+from knowledge.services.collections import chunk_profile_get, collection_create
+from knowledge.services.documents import document_upload
 
 
 class Command(BaseCommand):

@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from config.errors import KnowledgeError
 from knowledge.management.targets import resolve_target
 from knowledge.retrieval.service import retrieve
+from knowledge.retrieval.sources import source_fields
 
 
 class Command(BaseCommand):
@@ -71,12 +72,7 @@ class Command(BaseCommand):
 
 
 def _result(r) -> dict:
-    return {
-        "document": r.chunk.document.filename,
-        "source_ref": r.chunk.source_ref,
-        "content": r.chunk.content,
-        "scores": r.scores,
-    }
+    return source_fields(r, ("document", "source_ref", "content", "scores"))
 
 
 def _queries(options) -> list[str]:

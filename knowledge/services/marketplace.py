@@ -19,7 +19,7 @@ from knowledge.access import (
     readable_collections,
 )
 from knowledge.models import Collection, Document, LinkGrant, Subscription
-from knowledge.queries import count_subquery
+from knowledge.services.queries import count_subquery
 
 
 def _tags_text():

@@ -221,7 +221,8 @@ def documents_fail_stale(*, documents: QuerySet[Document], now: datetime.datetim
     )
 
 
-_PROGRESS_FIELDS = ("sections_done", "sections_total", "chunks_done", "chunks_total")
+# The processing counters, in the order the pages and the API show them.
+PROGRESS_FIELDS = ("sections_done", "sections_total", "chunks_done", "chunks_total")
 
 
 def document_progress(*, document: Document | Mapping) -> dict:
@@ -229,7 +230,7 @@ def document_progress(*, document: Document | Mapping) -> dict:
 
     ``document`` is a Document or a ``.values()`` row holding ``status`` and the counters.
     """
-    fields = ("status", *_PROGRESS_FIELDS)
+    fields = ("status", *PROGRESS_FIELDS)
     row = document if isinstance(document, Mapping) else {f: getattr(document, f) for f in fields}
     if row["status"] == Document.Status.READY:
         percent = 100
@@ -237,4 +238,4 @@ def document_progress(*, document: Document | Mapping) -> dict:
         percent = 10 + int(90 * row["chunks_done"] / row["chunks_total"])
     else:
         percent = 5 if row["status"] == Document.Status.PROCESSING else 0
-    return {field: row[field] for field in _PROGRESS_FIELDS} | {"percent": percent}
+    return {field: row[field] for field in PROGRESS_FIELDS} | {"percent": percent}

@@ -6,13 +6,13 @@ from django.db import IntegrityError, transaction
 
 from config.errors import KnowledgeError, NotFoundError
 from config.validation import text_clean
-from knowledge.documents import (
+from knowledge.models import ChunkProfile, Collection, Document
+from knowledge.services.documents import (
     document_files_delete_on_commit,
     document_reindex,
     enqueue_document_processing,
 )
-from knowledge.marketplace import subscriptions_end_all
-from knowledge.models import ChunkProfile, Collection, Document
+from knowledge.services.marketplace import subscriptions_end_all
 
 MAX_DESCRIPTION = 20000
 MAX_TAGS = 50

@@ -5,21 +5,20 @@ evaluation questions in the JSON Lines format ``knowledge_eval`` loads
 (knowledge.evaluation.questions): the question as it was searched, the cited
 (document, source_ref) pairs as the expected sources, and the answer. A helpful
 "nothing on this" answer cited nothing, so it becomes a question the knowledge
-base cannot answer (an empty ``expected_sources``), which is what it showed.
+base cannot answer (an empty ``expected_sources``), which is what it showed. Storing them as an
+evaluation set is knowledge.evaluation.feedback, which sits above the services.
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from config.errors import KnowledgeError
-from knowledge.evaluation.store import eval_set_import
-from knowledge.models import ChatTurn, EvalSet
+from knowledge.models import ChatTurn
 
 MAX_COMMENT_CHARS = 2000
 FEEDBACK_KIND = "feedback"
@@ -66,21 +65,3 @@ def feedback_questions_write(*, turns, path: Path) -> int:
     lines = [json.dumps(feedback_question(turn), ensure_ascii=False) for turn in turns]
     Path(path).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return len(lines)
-
-
-def feedback_eval_set_import(*, name: str, turns=None, out: Path | None = None) -> tuple[EvalSet, int]:
-    """Store the helpful answers (or ``turns``) as EvalSet ``name``, through the JSON Lines loader.
-
-    Going through the file ``knowledge_eval_import --jsonl`` reads proves the export is in that
-    format; ``out`` keeps the file. Nothing rated helpful is bad input: no set is replaced.
-    """
-    turns = list(rated_turns(rating=ChatTurn.Rating.UP) if turns is None else turns)
-    if not turns:
-        raise KnowledgeError("no answer has been rated helpful yet, so there is nothing to export")
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(out) if out is not None else Path(folder) / "feedback.jsonl"
-        feedback_questions_write(turns=turns, path=path)
-        eval_set, errors = eval_set_import(name=name, path=path)
-    if errors:
-        raise KnowledgeError(f"line {errors[0][0]} of the export is invalid: {errors[0][1]}")
-    return eval_set, len(turns)
