@@ -20,10 +20,12 @@ first two (50%), compiled by the product's access code like any search.
 Measured in one run, question by question and interleaved so a busy machine
 slows all alike (milliseconds, p50 and p95):
 
-    embed      the question's vector, the query cache cleared first
+    embed      the question's vector, the query cache cleared first (the query backend)
+    embed_torch  the same through sentence-transformers on torch (the reference encoder)
     dense      knowledge.retrieval.dense.dense_search over the whole set (plan by cost)
     lexical    knowledge.retrieval.lexical.lexical_search over the whole set
     hybrid     knowledge.retrieval.service.retrieve (embedding included, no LLM reranking)
+    hybrid_sequential  the same with the embedding before the lexical search, not alongside it
     reference  plain pgvector: SELECT id ... ORDER BY embedding <=> q LIMIT 50, no filter
 
 plus HNSW recall@10 against an exact scan of the same scope, and per scope share
@@ -58,9 +60,16 @@ from knowledge.benchmarks.common import (
     percentile,
 )
 from knowledge.benchmarks.lexical import QUESTIONS, _chunk_rounds
-from knowledge.clients.embedding import configured_backend, embed_query, embed_texts, query_cache_clear
+from knowledge.clients.embedding import (
+    configured_backend,
+    embed_query,
+    embed_texts,
+    get_model,
+    query_backend,
+    query_cache_clear,
+)
 from knowledge.models import Collection
-from knowledge.retrieval import dense, lexical
+from knowledge.retrieval import dense, lexical, service
 from knowledge.retrieval.scope import search_scope
 from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create
@@ -329,28 +338,49 @@ def _reference(vector) -> list:
 
 
 def _measure_main(user, collection_ids, scope, questions) -> dict[str, list[float]]:
-    names = ("embed", "embed_cached", "dense", "lexical", "hybrid", "reference")
-    timings: dict[str, list[float]] = {name: [] for name in names}
+    timings: dict[str, list[float]] = {name: [] for name in _MAIN_STAGES}
     sql, params = scope.sql(), scope.params()
+    torch_model = get_model("torch")
     for warm, question in [(True, q) for q in questions[:3]] + [(False, q) for q in questions]:
         query_cache_clear()
-        embed_ms, vector = _ms(embed_query, question)
-        cached_ms, _ = _ms(embed_query, question)
-        dense_ms, _ = _ms(dense.dense_search, vector=vector, scope=scope, limit=LIMIT)
-        lexical_ms, _ = _ms(
+        figures = {}
+        figures["embed"], vector = _ms(embed_query, question)
+        figures["embed_cached"], _ = _ms(embed_query, question)
+        figures["embed_torch"], _ = _ms(torch_model.encode, [question], normalize_embeddings=True)
+        figures["dense"], _ = _ms(dense.dense_search, vector=vector, scope=scope, limit=LIMIT)
+        figures["lexical"], _ = _ms(
             lexical.lexical_search, query=question, scope_sql=sql, scope_params=params, limit=LIMIT
         )
-        query_cache_clear()
-        hybrid_ms, _ = _ms(
-            retrieve, user=user, question=question, collection_ids=collection_ids, rerank_enabled=False
-        )
-        reference_ms, _ = _ms(_reference, vector)
+        for name, alongside in (("hybrid", True), ("hybrid_sequential", False)):
+            query_cache_clear()
+            service.EMBED_ALONGSIDE_LEXICAL = alongside
+            try:
+                figures[name], _ = _ms(
+                    retrieve,
+                    user=user,
+                    question=question,
+                    collection_ids=collection_ids,
+                    rerank_enabled=False,
+                )
+            finally:
+                service.EMBED_ALONGSIDE_LEXICAL = True
+        figures["reference"], _ = _ms(_reference, vector)
         if not warm:
-            for name, value in zip(
-                names, (embed_ms, cached_ms, dense_ms, lexical_ms, hybrid_ms, reference_ms), strict=True
-            ):
-                timings[name].append(value)
+            for name in _MAIN_STAGES:
+                timings[name].append(figures[name])
     return timings
+
+
+_MAIN_STAGES = (
+    "embed",
+    "embed_cached",
+    "embed_torch",
+    "dense",
+    "lexical",
+    "hybrid",
+    "hybrid_sequential",
+    "reference",
+)
 
 
 def _recall(scope, questions) -> list[float]:
@@ -402,6 +432,7 @@ def _figures(chunks, build_seconds, timings, recall, scoped) -> dict:
     }
     figures["build_seconds"] = round(build_seconds, 1)
     figures["backend"] = configured_backend()
+    figures["query_backend"] = query_backend()
     for name, values in timings.items():
         figures[f"{name}_p50_ms"] = round(median(values), 2)
         figures[f"{name}_p95_ms"] = round(percentile(values, 95), 2)
@@ -419,11 +450,13 @@ def _print_table(stdout, f: dict) -> None:
     stdout.write(f"\nRetrieval over {f['chunks']:,} chunks, {f['queries']} questions, top {f['limit']}\n")
     stdout.write(f"{'stage':34} {'p50 ms':>8} {'p95 ms':>8}\n")
     labels = {
-        "embed": f"query embedding ({f['backend']})",
+        "embed": f"query embedding ({f['query_backend']})",
         "embed_cached": "query embedding, cached",
+        "embed_torch": "query embedding (torch, reference)",
         "dense": "dense (plan by cost)",
         "lexical": "lexical (BM25)",
         "hybrid": "full hybrid retrieve()",
+        "hybrid_sequential": "  the same, embedding not overlapped",
         "reference": "plain pgvector top-50 (reference)",
     }
     for name, label in labels.items():

@@ -7,8 +7,11 @@ context. Returns a KnowledgeContext (docs/design.md#references) with per-stage t
 
 from __future__ import annotations
 
+import os
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from django.db import connection
@@ -133,12 +136,9 @@ def retrieve(
     if document_ids is not None:
         scope = scope.restricted_to(document_ids)
     timer = _Timer()
+    started = time.perf_counter()
     context = KnowledgeContext(question=question, config=config, scope=scope)
-    with timer.stage("embed"):
-        vector = embed_query(question)
-    with timer.stage("statistics"):
-        search = _prepare(question, vector, scope)
-    candidates, context.stats = _candidates(search, config, timer)
+    search, candidates, context.stats = _searched(question, scope, config, timer)
     # Reranking looks at maxDocs x 3 candidates, then keeps maxDocs (docs/design.md#scoring).
     pool = {**config, "maxDocs": config["maxDocs"] * 3} if rerank_ids else config
     with timer.stage("score"):
@@ -156,8 +156,23 @@ def retrieve(
     context.stats.update(_expansion_stats(expansion))
     with timer.stage("context"):
         _assemble(context, max_tokens=config["maxTokens"])
-    context.timings_ms = {**timer.timings, "total": round(sum(timer.timings.values()), 2)}
+    # Wall time: the embedding overlaps the statistics and lexical stages.
+    context.timings_ms = {**timer.timings, "total": round((time.perf_counter() - started) * 1000, 2)}
     return context
+
+
+def _searched(question: str, scope: Scope, config, timer: _Timer) -> tuple[_Search, list[Candidate], dict]:
+    """Both searches' candidates; the lexical search needs no vector, so it runs while the
+    question is being embedded."""
+    vector_of = _embedding_started(question, timer)
+    with timer.stage("statistics"):
+        terms = _statistics(question, scope)
+    limit = max(MIN_CANDIDATES, config["maxDocs"] * 10)
+    intent = query_intent(question)
+    first_lexical = _lexical(question, scope, terms, config, limit, intent_filter_sql(intent), timer)
+    search = _Search(question, vector_of(), scope, terms, _size(terms))
+    candidates, stats = _candidates(search, config, timer, intent, limit, first_lexical)
+    return search, candidates, stats
 
 
 def question_clean(question: str) -> str:
@@ -181,24 +196,91 @@ class _Search:
     size: dense.ScopeSize | None
 
 
-def _prepare(question, vector, scope: Scope) -> _Search:
+# The question's embedding runs on one of these threads while the caller's thread does the
+# lexical round trips; both release the GIL (onnxruntime / torch, and the database socket).
+EMBED_ALONGSIDE_LEXICAL = True
+EMBEDDING_THREADS = 4
+_pools: dict[int, tuple[ThreadPoolExecutor, threading.BoundedSemaphore]] = {}
+
+
+def _embedding_pool() -> tuple[ThreadPoolExecutor, threading.BoundedSemaphore]:
+    """This process's threads and free-slot count (per process id: threads do not survive a fork)."""
+    pid = os.getpid()
+    if pid not in _pools:
+        _pools.clear()
+        _pools[pid] = (
+            ThreadPoolExecutor(max_workers=EMBEDDING_THREADS, thread_name_prefix="query-embedding"),
+            threading.BoundedSemaphore(EMBEDDING_THREADS),
+        )
+    return _pools[pid]
+
+
+def _embedding_started(question: str, timer: _Timer) -> Callable[[], object]:
+    """Start embedding the question; returns a function that waits for its vector.
+
+    On a thread of its own when one is free (no database connection is used
+    there: the embedding only computes), else inline, so a burst of requests
+    never queues behind each other's embeddings.
+    """
+    pool, slots = _embedding_pool()
+    if not EMBED_ALONGSIDE_LEXICAL or not slots.acquire(blocking=False):
+        with timer.stage("embed"):
+            vector = embed_query(question)
+        return lambda: vector
+
+    def embed():
+        try:
+            begun = time.perf_counter()
+            vector = embed_query(question)
+            return vector, round((time.perf_counter() - begun) * 1000, 2)
+        finally:
+            slots.release()
+
+    future = pool.submit(embed)
+
+    def wait():
+        with timer.stage("embed_wait"):  # what the embedding added after the lexical search
+            vector, timer.timings["embed"] = future.result()
+        return vector
+
+    return wait
+
+
+def _statistics(question: str, scope: Scope) -> lexical.ScopeStatistics:
     """One statistics lookup serves the dense plan, the lexical search and the answerability verdict.
 
     Chunk-level conditions (documents, the intent filter) do not change the
     partition statistics, so the same lookup holds for every search below.
     """
-    terms = lexical.scope_statistics(query=question, scope_sql=scope.sql(), scope_params=scope.params())
-    size = dense.ScopeSize(rows=terms.chunks, table=terms.table_chunks) if terms.table_chunks else None
-    return _Search(question, vector, scope, terms, size)
+    return lexical.scope_statistics(query=question, scope_sql=scope.sql(), scope_params=scope.params())
 
 
-def _candidates(search: _Search, config, timer) -> tuple[list[Candidate], dict]:
-    limit = max(MIN_CANDIDATES, config["maxDocs"] * 10)
-    intent = query_intent(search.question)
-    candidates = _search(search, config, limit, intent_filter_sql(intent), timer)
+def _size(terms: lexical.ScopeStatistics) -> dense.ScopeSize | None:
+    return dense.ScopeSize(rows=terms.chunks, table=terms.table_chunks) if terms.table_chunks else None
+
+
+def _lexical(question, scope: Scope, terms, config, limit, extra_sql, timer) -> list:
+    if not config["hybrid"]:
+        return []
+    with timer.stage("lexical"):
+        return lexical.lexical_search(
+            query=question,
+            scope_sql=f"{scope.sql()} {extra_sql}",
+            scope_params=scope.params(),
+            limit=limit,
+            stats=terms,
+        )
+
+
+def _candidates(search: _Search, config, timer, intent, limit, first_lexical) -> tuple[list[Candidate], dict]:
+    """Candidates within the question's intent filter (its lexical hits already found), or, when
+    fewer than INTENT_FALLBACK_BELOW of them pass the relevance threshold, within the whole scope."""
+    extra_sql = intent_filter_sql(intent)
+    candidates = _search(search, config, limit, extra_sql, timer, first_lexical)
     stats = {"intent": intent, "intent_fallback": False, "candidates": len(candidates)}
     if intent and _above_threshold(candidates, config) < INTENT_FALLBACK_BELOW:
-        candidates = _search(search, config, limit, "", timer)
+        lexical_hits = _lexical(search.question, search.scope, search.terms, config, limit, "", timer)
+        candidates = _search(search, config, limit, "", timer, lexical_hits)
         stats.update(intent_fallback=True, candidates=len(candidates))
     return candidates, stats
 
@@ -207,22 +289,11 @@ def _above_threshold(candidates, config) -> int:
     return sum(c.similarity >= config["minRelevanceScore"] for c in candidates)
 
 
-def _search(search: _Search, config, limit, extra_sql, timer) -> list[Candidate]:
-    scope = search.scope
+def _search(search: _Search, config, limit, extra_sql, timer, lexical_hits) -> list[Candidate]:
     with timer.stage("dense"):
         dense_hits = dense.dense_search(
-            vector=search.vector, scope=scope, limit=limit, extra_sql=extra_sql, size=search.size
+            vector=search.vector, scope=search.scope, limit=limit, extra_sql=extra_sql, size=search.size
         )
-    lexical_hits = []
-    if config["hybrid"]:
-        with timer.stage("lexical"):
-            lexical_hits = lexical.lexical_search(
-                query=search.question,
-                scope_sql=f"{scope.sql()} {extra_sql}",
-                scope_params=scope.params(),
-                limit=limit,
-                stats=search.terms,
-            )
     with timer.stage("candidates"):
         return _merge(search.vector, dense_hits, lexical_hits)
 
