@@ -19,7 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 EMBEDDED_DATABASE = "knowledge"
 # Dense search settings of every connection (knowledge/retrieval/dense.py chooses its plans by them).
-HNSW_EF_SEARCH = 100
+HNSW_EF_SEARCH = 400
 HNSW_ITERATIVE_SCAN = "relaxed_order"
 
 
