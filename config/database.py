@@ -19,6 +19,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 EMBEDDED_DATABASE = "knowledge"
 # Dense search settings of every connection (knowledge/retrieval/dense.py chooses its plans by them).
+# ef_search: HNSW recall@10 against exact search on the 100,000-chunk benchmark (knowledge_bench
+# retrieve, whose chunks come in clusters of near-duplicates, the hard case for a graph) was 0.80 at
+# 100, 0.94 at 200, 0.96 at 300 and 0.98 at 400, for about 1 ms more per search than at 100.
 HNSW_EF_SEARCH = 400
 HNSW_ITERATIVE_SCAN = "relaxed_order"
 

@@ -497,3 +497,15 @@ def test_nonsense_limits_return_nothing(docs):
     a, _ = docs
     assert search("cache", a, limit=0) == []
     assert search("cache", a, limit=-5) == []
+
+
+def test_an_underfilled_threshold_is_retried_lower_before_plain_or():
+    """A rare word with common ones: the first threshold wants both rarest words together;
+    the retry accepts the rare word alone, and plain OR (most of the table) comes last."""
+    df = {"router": 222, "multipl": 5_573, "databas": 20_127, "use": 62_664}
+    stats = lexical.ScopeStatistics(chunks=100_000, avg_length=75.0, df=df)
+    weights = lexical.term_weights(stats)
+    first, retry, last = lexical._candidate_queries(weights, stats, limit=50)
+    assert last == lexical.tsquery_any(list(weights))
+    assert "'router' & " in first
+    assert retry != last and "'router'" in retry and "'use'" not in retry
