@@ -125,15 +125,25 @@ def dense_search(
     if exact is None:
         exact = exact_is_cheaper(size or scope_size(scope), limit=limit, scope=scope)
     literal = vector_literal(vector)
-    # "+ 0" keeps the planner off the HNSW index for the exact plan.
-    order = "(c.embedding <=> %s::vector) + 0" if exact else "c.embedding <=> %s::vector"
-    # The exact plan joins the scope's collections (their b-tree finds the rows); the HNSW plan
-    # checks each row the graph walk yields against them.
-    sql = (
-        f"SELECT c.id, c.embedding <=> %s::vector AS distance FROM knowledge_chunk c "
-        f"WHERE {scope.sql(per_row=not exact)} {extra_sql} ORDER BY {order} LIMIT %s"
-    )
-    params = [literal, *scope.params(), *extra_params, literal, limit]
+    if exact:
+        # The scope's rows through their b-tree (the scope's collections joined), each distance
+        # computed once: "OFFSET 0" keeps the subquery whole, so the planner neither walks the
+        # HNSW index for the ORDER BY nor computes (and detoasts the vector for) the distance a
+        # second time to sort by it (1,000 rows: 12.1 -> 9.2 ms p50).
+        sql = (
+            f"SELECT id, distance FROM (SELECT c.id, c.embedding <=> %s::vector AS distance"
+            f" FROM knowledge_chunk c WHERE {scope.sql()} {extra_sql} OFFSET 0) AS scoped"
+            f" ORDER BY distance LIMIT %s"
+        )
+        params = [literal, *scope.params(), *extra_params, limit]
+    else:
+        # The graph walk yields rows in distance order; each is checked against the scope's
+        # collections as a per-row filter.
+        sql = (
+            f"SELECT c.id, c.embedding <=> %s::vector AS distance FROM knowledge_chunk c "
+            f"WHERE {scope.sql(per_row=True)} {extra_sql} ORDER BY c.embedding <=> %s::vector LIMIT %s"
+        )
+        params = [literal, *scope.params(), *extra_params, literal, limit]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
