@@ -254,6 +254,7 @@ def query_model(backend: str):
     if backend == "torch":
         return get_model("torch")
     with _load_lock:
+        logger.info("Loading the embedding model (%s backend, for questions)", backend)
         return _load(backend, threads=QUERY_THREADS)
 
 
