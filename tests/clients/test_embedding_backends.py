@@ -100,3 +100,7 @@ def test_threads_share_one_encoder_without_tokenizer_conflicts():
     assert len(results) == 40
     for result in results:
         np.testing.assert_allclose(result, expected, atol=1e-5)
+
+
+def test_no_texts_give_an_empty_matrix_of_the_model_width():
+    assert get_model("onnx").encode([]).shape == (0, 384)
