@@ -14,7 +14,7 @@ from pathlib import Path
 from csp.constants import NONE, SELF
 
 from config.api_settings import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401
-from config.database import database_config
+from config.database import database_config, default_shared_buffers_mb
 from config.env import env_bool, env_choice, env_int, env_list, env_str
 from knowledge.ingestion.limits import DEFAULT_LIMITS as DEFAULT_INGEST_LIMITS
 from knowledge.ingestion.limits import SETTINGS as INGEST_LIMIT_SETTINGS
@@ -103,6 +103,8 @@ DATABASES = {
         # and closes its connection after every task.
         pool_max_size=0 if sys.argv[1:2] == ["qcluster"] else env_int("DB_POOL_MAX_SIZE", 20, minimum=0),
         conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0),
+        # The embedded server only (an external one is its operator's to size).
+        shared_buffers_mb=env_int("KNOWLEDGE_PG_SHARED_BUFFERS_MB", default_shared_buffers_mb(), minimum=16),
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
