@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # The web server alone: uvicorn serving the ASGI application on $HOST:$PORT
 # (default 127.0.0.1:8000) with $WEB_WORKERS processes
-# (default: half the CPUs, at least one). scripts/run.sh starts it
+# (default: one per CPU). scripts/run.sh starts it
 # after the migrations and the worker; tests start it against their database.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-# One process per two CPUs by default, each letting torch use its share of the CPUs:
-# a query's embedding already runs on two threads, and more processes than that
-# only contend for the same cores (measured: 2 processes on 2 cores were no faster
-# than 1). Several machines behind a load balancer scale further (see README).
+# One process per CPU by default: a question is embedded on one onnxruntime thread
+# and the rest of a request is Python and SQL, so one process is held to a core by
+# its interpreter lock (measured with knowledge_bench load, 20 clients, retrieve:
+# 51-57 requests/s with one process on 2 cores, 70-74 with two).
 cpus=$(nproc)
-workers=${WEB_WORKERS:-$(( cpus / 2 > 0 ? cpus / 2 : 1 ))}
+workers=${WEB_WORKERS:-$cpus}
 threads=$(( cpus / workers > 0 ? cpus / workers : 1 ))
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$threads}
 access_log=--no-access-log
