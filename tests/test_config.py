@@ -23,8 +23,9 @@ SEED_DEFAULTS = {
     "freshnessDecayRate": 0.005,
     "synthesisPromptOverride": "",
     "hybrid": True,
-    "semanticWeight": 0.3,
+    "semanticWeight": 0.35,
     "rrfK": 60,
+    "spreadSources": True,
     # Multi-step retrieval (docs/design.md#agents): off by default.
     "agentic.enabled": False,
     "agentic.maxRetries": 2,
