@@ -116,7 +116,7 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter(
             "minAnswerability",
             float,
-            0.2,
+            0.18,
             "Answerability score (0.0-1.0: best similarity, its margin, rare-word coverage, search "
             "agreement) below which the question is judged not covered by the documents; 0 never refuses.",
             0.0,
