@@ -116,7 +116,7 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter(
             "minAnswerability",
             float,
-            0.2,
+            0.18,
             "Answerability score (0.0-1.0: best similarity, its margin, rare-word coverage, search "
             "agreement) below which the question is judged not covered by the documents; 0 never refuses.",
             0.0,
@@ -157,10 +157,16 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter(
             "semanticWeight",
             float,
-            0.3,
+            0.35,
             "Weight of the semantic ranking in Reciprocal Rank Fusion.",
             0.0,
             1.0,
+        ),
+        Parameter(
+            "spreadSources",
+            bool,
+            True,
+            "Rank each page's or section's best chunk before any page's second chunk.",
         ),
         Parameter("rrfK", int, 60, "Smoothing constant k of Reciprocal Rank Fusion.", 1, 1000),
         *AGENTIC_PARAMETERS,

@@ -14,17 +14,18 @@ from knowledge.parameters import PARAMETERS, ConfigError, validate_value
 
 SEED_DEFAULTS = {
     "maxDocs": 3,
-    # Measured defaults (README, evaluation): no cosine cut before fusion; refuse below 0.2 answerability.
+    # Measured defaults (README, evaluation): no cosine cut before fusion; refuse below 0.18 answerability.
     "minRelevanceScore": 0.0,
-    "minAnswerability": 0.2,
+    "minAnswerability": 0.18,
     "maxTokens": 2000,
     "maxChunksPerDocument": 0,
     "freshnessWeight": 0.0,
     "freshnessDecayRate": 0.005,
     "synthesisPromptOverride": "",
     "hybrid": True,
-    "semanticWeight": 0.3,
+    "semanticWeight": 0.35,
     "rrfK": 60,
+    "spreadSources": True,
     # Multi-step retrieval (docs/design.md#agents): off by default.
     "agentic.enabled": False,
     "agentic.maxRetries": 2,

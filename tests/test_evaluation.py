@@ -109,6 +109,8 @@ def test_knowledge_eval_on_an_unseen_question_set(alice, corpus, tmp_path, no_ll
         "--answers",
         "--set",
         "minRelevanceScore=0.45",
+        "--per-question",
+        str(tmp_path / "rows.jsonl"),
         stdout=out,
         stderr=err,
     )
@@ -139,3 +141,17 @@ def test_knowledge_eval_on_an_unseen_question_set(alice, corpus, tmp_path, no_ll
     assert set(summary["by_kind"]) == {"md", "none"}
     assert {"p50", "p95"} <= set(summary["latency_ms"]["dense"])
     assert summary["settings"] == {"minRelevanceScore": 0.45}
+    # One row per question says what moved the metrics: the gold source's rank, the verdict, the quote.
+    rows = {row["id"]: row for row in map(json.loads, (tmp_path / "rows.jsonl").read_text().splitlines())}
+    assert rows["1"]["gold_rank"] == 1 and rows["1"]["recall@5"] == 1.0 and not rows["1"]["refused"]
+    assert rows["1"]["first_quote_hit"] and rows["1"]["first_quote"] == [
+        "gravity_hill.md",
+        "heading=gravity hill",
+    ]
+    assert rows["2"]["refused"] and rows["2"]["gold_rank"] is None and "first_quote" not in rows["2"]
+    assert set(rows["1"]["answerability"]["evidence"]) == {
+        "best_similarity",
+        "margin",
+        "coverage",
+        "agreement",
+    }

@@ -125,6 +125,35 @@ def _metrics(results: list[QuestionResult], *, k: int, with_answers: bool) -> di
     return out
 
 
+def question_rows(results: list[QuestionResult]) -> list[dict]:
+    """One row per question (what moved a metric): the gold source's rank, the verdict, the first quote."""
+    return [_question_row(result) for result in results]
+
+
+def _question_row(result: QuestionResult) -> dict:
+    expected = set(result.question.expected)
+    rank = next((n for n, source in enumerate(result.ranked, start=1) if source in expected), None)
+    verdict = result.context.answerability if result.context else None
+    row = {
+        "id": result.question.id,
+        "kind": result.question.kind,
+        "answerable": result.question.answerable,
+        "gold_rank": rank,
+        "recall@5": metrics.recall_at(result.question.expected, result.retrieved_at[5])
+        if 5 in result.retrieved_at
+        else None,
+        "refused": _refused(result),
+        "answerability": verdict.as_dict() if verdict else None,
+        "top": [list(source) for source in result.ranked[:3]],
+    }
+    if result.answer_run is not None:
+        row["first_quote"] = list(result.first_quote) if result.first_quote else None
+        row["first_quote_hit"] = result.first_quote in expected
+        row["citation_hit"] = bool(expected & set(result.cited))
+        row["answer_similarity"] = result.answer_similarity
+    return row
+
+
 def _refused(result: QuestionResult) -> bool:
     return result.returned == 0 or not result.answerable
 

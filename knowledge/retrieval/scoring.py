@@ -9,7 +9,9 @@ Order of operations on the candidates (documented, and tested):
    fused by weighted Reciprocal Rank Fusion; with hybrid off, the order is the
    adjusted score alone. semanticWeight 0 (or 1) keeps only what the lexical
    (or semantic) search ranked.
-4. maxChunksPerDocument keeps the best chunks of each document, then maxDocs
+4. spreadSources puts each source's (page's, section's) best chunk before any
+   source's second chunk, so one long page cannot fill the first places.
+5. maxChunksPerDocument keeps the best chunks of each document, then maxDocs
    cuts the list, across all of a profile's collections together.
 """
 
@@ -36,6 +38,7 @@ class Candidate:
     freshness: float = UNDATED_FRESHNESS
     adjusted: float = 0.0
     fused: float = 0.0
+    source_ref: str = ""  # the page, section or element it comes from (its document's part)
     extra: dict = field(default_factory=dict)
 
 
@@ -89,6 +92,23 @@ def score_candidates(
     return sorted(ranked, key=lambda c: (-c.fused, -c.adjusted, c.chunk_id))
 
 
+def spread_sources(candidates: list[Candidate]) -> list[Candidate]:
+    """Each source's best chunk first, in order; then each source's second best, and so on.
+
+    A long page or section is cut into several chunks that score alike: without
+    this, three chunks of the best page fill the first places and push the next
+    page, which may hold the answer, out of the few chunks an answer is made
+    from. The order of first appearances is unchanged.
+    """
+    occurrence: dict[tuple[int, str], int] = {}
+    keyed = []
+    for position, c in enumerate(candidates):
+        source = (c.document_id, c.source_ref)
+        occurrence[source] = occurrence.get(source, 0) + 1
+        keyed.append((occurrence[source], position, c))
+    return [c for _, _, c in sorted(keyed, key=lambda item: item[:2])]
+
+
 def limit_per_document(candidates: list[Candidate], *, max_per_document: int) -> list[Candidate]:
     """Keep at most ``max_per_document`` chunks of each document, in order; 0 means no limit."""
     if max_per_document <= 0:
@@ -106,5 +126,7 @@ def select(
     candidates: list[Candidate], *, config: dict, today: datetime.date, hybrid: bool
 ) -> list[Candidate]:
     ordered = score_candidates(candidates, config=config, today=today, hybrid=hybrid)
+    if config.get("spreadSources"):
+        ordered = spread_sources(ordered)
     limited = limit_per_document(ordered, max_per_document=config["maxChunksPerDocument"])
     return limited[: config["maxDocs"]]

@@ -106,6 +106,10 @@ PARAMETER_GROUPS = [
                 "Rank fusion smoothing",
                 "Higher values flatten the difference between top and lower ranks.",
             ),
+            "spreadSources": (
+                "One passage per page first",
+                "Show the best passage of each page or section before a second passage of any.",
+            ),
         },
     ),
 ]

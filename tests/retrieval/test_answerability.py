@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from knowledge.retrieval.answerability import (
+    SIMILARITY_FLOOR,
     Evidence,
     answerability_score,
     coverage_of,
@@ -56,3 +57,11 @@ def test_a_best_chunk_unlike_the_question_is_refused_whatever_else_agrees():
     refused = verdict_for(unlike, min_answerability=0.2, min_relevance=0.0)
     assert not refused.answerable and refused.reason == "the best chunk is unlike the question"
     assert verdict_for(unlike, min_answerability=0.0, min_relevance=0.0).answerable
+
+
+def test_a_cross_lingual_match_under_the_old_floor_is_judged_on_its_evidence():
+    # English questions about a spreadsheet's Japanese cells: the right sheet scores 0.25-0.28.
+    cross_lingual = Evidence(best_similarity=0.27, margin=0.03, coverage=0.16, agreement=0.0)
+    assert SIMILARITY_FLOOR < 0.27 < 0.30
+    assert verdict_for(cross_lingual, min_answerability=0.18, min_relevance=0.0).answerable
+    assert not verdict_for(cross_lingual, min_answerability=0.3, min_relevance=0.0).answerable

@@ -15,6 +15,7 @@ from knowledge.retrieval.scoring import (
     rrf_scores,
     score_candidates,
     select,
+    spread_sources,
 )
 
 TODAY = datetime.date(2026, 11, 21)
@@ -120,6 +121,23 @@ def test_threshold_then_per_document_limit_then_max_docs():
     assert [c.chunk_id for c in chosen] == [1, 2, 4, 5]
     unlimited = select(candidates, config=config(maxDocs=10), today=TODAY, hybrid=False)
     assert [c.chunk_id for c in unlimited] == [1, 2, 3, 4, 5]
+
+
+def test_each_source_best_chunk_comes_before_any_second_chunk():
+    # Three chunks of one long page score alike; the next page must not be pushed out of the top three.
+    candidates = [
+        Candidate(1, 1, 1, similarity=0.90, source_ref="page=20"),
+        Candidate(2, 1, 1, similarity=0.89, source_ref="page=20"),
+        Candidate(3, 1, 1, similarity=0.88, source_ref="page=20"),
+        Candidate(4, 1, 1, similarity=0.80, source_ref="page=21"),
+        Candidate(5, 2, 1, similarity=0.79, source_ref="page=20"),  # same page number, another document
+        Candidate(6, 1, 1, similarity=0.70, source_ref="page=21"),
+    ]
+    assert [c.chunk_id for c in spread_sources(candidates)] == [1, 4, 5, 2, 6, 3]
+    spread = select(candidates, config=config(maxDocs=3, spreadSources=True), today=TODAY, hybrid=False)
+    assert [c.chunk_id for c in spread] == [1, 4, 5]
+    plain = select(candidates, config=config(maxDocs=3, spreadSources=False), today=TODAY, hybrid=False)
+    assert [c.chunk_id for c in plain] == [1, 2, 3]
 
 
 def test_collections_compete_on_merit():

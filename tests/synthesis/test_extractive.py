@@ -133,3 +133,18 @@ def test_a_page_without_sentences_does_not_lead():
     sources = [_source(1, glossary, "page=5", "model.pdf"), _source(2, prose, "page=6", "model.pdf")]
     answer = extractive_answer(question="Why is a linear reference system used?", sources=sources)
     assert answer.sentences[0].source_number == 2
+
+
+def test_the_best_chunk_leads_over_a_restatement_further_down():
+    # A later page restating the topic in the question's own words must not lead: the retrieval,
+    # which read whole chunks, ranked the page holding the figures first.
+    figures = (
+        "We generated 3,011 search session trajectories and 9,978 expand session trajectories. "
+        "These were used to train the model."
+    )
+    restatement = "The crawler is first trained by imitation learning, then by reinforcement learning."
+    sources = [_source(1, figures, "page=12", "pasa.pdf"), _source(2, restatement, "page=5", "pasa.pdf")]
+    question = "How many session trajectories were generated for the crawler's imitation learning?"
+    answer = extractive_answer(question=question, sources=sources)
+    assert answer.sentences[0].source_number == 1
+    assert answer.sentences[0].text.startswith("We generated 3,011")

@@ -2,7 +2,7 @@
 
     knowledge_eval (--profile NAME | --collection NAME) --questions FILE.jsonl
                    [--k 10] [--answers] [--json] [--set KEY=VALUE ...] [--user USERNAME]
-                   [--store NAME]
+                   [--store NAME] [--per-question FILE.jsonl]
 
 --set overrides knowledge parameters for this run only (stored settings are
 untouched), e.g. --set hybrid=false or --set semanticWeight=0 (lexical only),
@@ -10,6 +10,9 @@ or --set agentic.enabled=true to answer (--answers) with the agentic loop;
 with --answers the JSON also holds retry_rate, rewrite_rate, expansion_rate,
 hallucination_detection_rate, avg_retrieval_rounds, graded_relevant_ratio,
 llm_calls_per_answer and answer_latency_ms.
+--per-question FILE.jsonl writes one line per question (the first gold
+source's rank, recall@5, the answerability verdict, the top three sources
+and, with --answers, the first quote's source and whether it is gold).
 --store NAME imports (replacing) the question file into EvalSet NAME and
 records the run with its metrics as an EvalRun (see the admin to compare runs).
 """
@@ -25,7 +28,7 @@ from tqdm import tqdm
 from config.errors import KnowledgeError
 from knowledge.evaluation.answers import score_answers
 from knowledge.evaluation.questions import load_questions
-from knowledge.evaluation.runner import RECALL_CUTS, run_retrieval, summarise
+from knowledge.evaluation.runner import RECALL_CUTS, question_rows, run_retrieval, summarise
 from knowledge.evaluation.store import eval_run_record, eval_set_import
 from knowledge.management.targets import parse_settings, resolve_target
 from knowledge.models import Collection
@@ -74,6 +77,9 @@ class Command(BaseCommand):
         parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
         parser.add_argument("--user", metavar="USERNAME", help="Evaluate as this user (default: owner).")
         parser.add_argument("--store", metavar="NAME", help="Store as EvalSet NAME; record the run.")
+        parser.add_argument(
+            "--per-question", metavar="FILE.jsonl", help="Write one JSON line per question to FILE."
+        )
 
     def handle(self, *args, **options):
         try:
@@ -86,6 +92,8 @@ class Command(BaseCommand):
         except (KnowledgeError, ConfigError) as exc:
             raise CommandError(str(exc)) from exc
         summary = summarise(results, k=options["k"], with_answers=options["answers"])
+        if options["per_question"]:
+            _write_rows(Path(options["per_question"]), question_rows(results))
         summary["skipped_lines"] = len(loaded.errors)
         summary["settings"] = overrides
         self._print_table(summary)
@@ -163,6 +171,14 @@ class Command(BaseCommand):
             process = ", ".join(f"{key} {summary[key]}" for key in PROCESS_KEYS)
             latency = summary["answer_latency_ms"]
             self.stdout.write(f"answering: {process}; latency p50 {latency['p50']} / p95 {latency['p95']} ms")
+
+
+def _write_rows(path: Path, rows: list[dict]) -> None:
+    try:
+        with path.open("w", encoding="utf-8") as handle:
+            handle.writelines(json.dumps(row) + "\n" for row in rows)
+    except OSError as exc:
+        raise CommandError(f"{path}: cannot write: {exc.strerror}") from exc
 
 
 def _cell(value) -> str:
