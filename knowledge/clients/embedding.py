@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from functools import cache, lru_cache
 from pathlib import Path
@@ -146,7 +147,10 @@ def _export_onnx(target: Path) -> None:
     sample = tuple(torch.ones(1, 8, dtype=torch.long) for _ in names)
     axes = {name: {0: "batch", 1: "tokens"} for name in [*names, "last_hidden_state"]}
     partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")  # processes may export at once
-    with torch.no_grad():
+    # The tracer's warnings are about shapes it fixes while tracing; this graph keeps batch and
+    # length dynamic, and tests/clients/test_embedding_backends.py checks its vectors against torch's.
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         torch.onnx.export(
             _Hidden(model),
             sample,

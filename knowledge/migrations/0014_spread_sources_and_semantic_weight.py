@@ -29,5 +29,5 @@ def backwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("knowledge", "0012_chat_turn_feedback")]
+    dependencies = [("knowledge", "0013_chunk_metadata_statistics")]
     operations = [migrations.RunPython(forwards, backwards)]
