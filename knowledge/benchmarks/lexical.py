@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 from django.conf import settings
+from django.core.management.base import CommandError
 from django.db import connection
 
 from knowledge.benchmarks.common import (
@@ -130,9 +131,12 @@ def run(stdout, *, chunks: int = 100_000, queries: int = 50) -> dict:
 # --- corpus ------------------------------------------------------------------
 
 
+def _corpus_dir() -> Path:
+    return Path(settings.BASE_DIR).parent / "shared" / "corpus" / "django-docs"
+
+
 def _corpus_files() -> list[Path]:
-    docs = Path(settings.BASE_DIR).parent / "shared" / "corpus" / "django-docs"
-    return sorted(docs.rglob("*.txt"))
+    return sorted(_corpus_dir().rglob("*.txt"))
 
 
 def _paragraphs(path: Path) -> list[str]:
@@ -143,6 +147,10 @@ def _paragraphs(path: Path) -> list[str]:
 def _chunk_rounds(total: int):
     """(round, file index, chunk texts) until ``total`` chunks; each round groups paragraphs anew."""
     files = [_paragraphs(path) for path in _corpus_files()]
+    if not any(files):  # nothing to group: the loop below would never reach the total
+        raise CommandError(
+            f"no Django documentation text under {_corpus_dir()}: the benchmarks build their chunks from it"
+        )
     produced, round_ = 0, 0
     while produced < total:
         rng = random.Random(round_)

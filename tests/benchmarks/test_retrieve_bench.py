@@ -10,6 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from knowledge.benchmarks import retrieve
+from knowledge.benchmarks.lexical import _chunk_rounds
 from knowledge.models import Chunk, Collection
 
 pytestmark = pytest.mark.django_db
@@ -63,3 +64,10 @@ BAD = [["--scope-share", "0.5", "0.5"], ["--scope-share", "1.5"], ["--chunks", "
 def test_bad_arguments_are_refused(args):
     with pytest.raises(CommandError):
         call_command("knowledge_bench", "retrieve", *args, stdout=io.StringIO())
+
+
+def test_without_the_documentation_corpus_the_benchmarks_stop_with_a_reason(settings, tmp_path):
+    """The benchmarks' chunks come from the corpus's Django documentation; without it they used to loop."""
+    settings.BASE_DIR = tmp_path / "checkout"
+    with pytest.raises(CommandError, match="no Django documentation text under"):
+        next(_chunk_rounds(10))
