@@ -7,7 +7,7 @@ import json
 import math
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from knowledge.evaluation import metrics
 from knowledge.evaluation.questions import load_questions, normalise
@@ -155,3 +155,17 @@ def test_knowledge_eval_on_an_unseen_question_set(alice, corpus, tmp_path, no_ll
         "coverage",
         "agreement",
     }
+
+
+def test_a_per_question_file_in_a_missing_folder_is_refused_before_the_run(tmp_path):
+    missing = tmp_path / "no-such-folder" / "rows.jsonl"
+    with pytest.raises(CommandError, match="cannot write: no folder"):
+        call_command(
+            "knowledge_eval",
+            "--collection",
+            "any",
+            "--questions",
+            "tests/data/dev_questions.jsonl",
+            "--per-question",
+            str(missing),
+        )

@@ -82,6 +82,9 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        rows_file = Path(options["per_question"]) if options["per_question"] else None
+        if rows_file is not None and not rows_file.parent.is_dir():  # say so before a long run, not after
+            raise CommandError(f"{rows_file}: cannot write: no folder {rows_file.parent}")
         try:
             overrides = parse_settings(options["set"])
             loaded = self._questions(Path(options["questions"]))
@@ -92,8 +95,8 @@ class Command(BaseCommand):
         except (KnowledgeError, ConfigError) as exc:
             raise CommandError(str(exc)) from exc
         summary = summarise(results, k=options["k"], with_answers=options["answers"])
-        if options["per_question"]:
-            _write_rows(Path(options["per_question"]), question_rows(results))
+        if rows_file is not None:
+            _write_rows(rows_file, question_rows(results))
         summary["skipped_lines"] = len(loaded.errors)
         summary["settings"] = overrides
         self._print_table(summary)
