@@ -192,7 +192,7 @@ def test_the_share_link_lets_charlie_read_until_alice_rotates_it(
     token = _share_token(alice_api, unlisted.pk)
     assert len(token) >= 32
 
-    opened = charlie_web.get(f"/collections/link/{token}/")
+    opened = charlie_web.post(f"/collections/link/{token}/")
     assert opened.status_code == 302 and opened["Location"] == f"/collections/{unlisted.pk}/"
     assert charlie_web.get(f"/collections/{unlisted.pk}/").status_code == 200
     assert charlie_web.get(f"/documents/{document.pk}/view/").status_code == 200
@@ -210,7 +210,7 @@ def test_the_share_link_lets_charlie_read_until_alice_rotates_it(
     bob_api = APIClient()
     bob_api.credentials(HTTP_AUTHORIZATION=f"Bearer {token_create(user=bob, name='b')[1]}")
     assert bob_api.get(f"/api/v1/collections/{unlisted.pk}/").status_code == 404
-    by_link = bob_api.get(f"/api/v1/collections/link/{token}/")
+    by_link = bob_api.post(f"/api/v1/collections/link/{token}/")
     assert by_link.status_code == 200 and by_link.json()["id"] == unlisted.pk
     assert bob_api.get(f"/api/v1/collections/{unlisted.pk}/").status_code == 200
 
@@ -222,7 +222,7 @@ def test_the_share_link_lets_charlie_read_until_alice_rotates_it(
         assert client.get(f"/api/v1/documents/{document.pk}/").status_code == 404
         assert client.get(f"/api/v1/collections/link/{token}/").status_code == 404
     assert charlie_web.get(f"/collections/link/{token}/").status_code == 404
-    assert charlie_web.get(f"/collections/link/{rotated.json()['share_token']}/").status_code == 302
+    assert charlie_web.post(f"/collections/link/{rotated.json()['share_token']}/").status_code == 302
     assert charlie_web.get(f"/collections/{unlisted.pk}/").status_code == 200
     assert alice_api.post(f"/api/v1/collections/{alices['c']['public'].pk}/share-link/").status_code == 200
     assert charlie_api.post(f"/api/v1/collections/{unlisted.pk}/share-link/").status_code == 403
@@ -238,7 +238,7 @@ def test_a_link_opens_only_an_unlisted_collection(alices, alice_api, charlie_api
     assert charlie_web.get("/collections/link/%00/").status_code == 400  # NUL: bad input, not a lookup
     assert charlie_api.get(f"/api/v1/collections/{private.pk}/").status_code == 404
     alice_api.patch(f"/api/v1/collections/{private.pk}/", {"visibility": "unlisted"}, format="json")
-    assert charlie_api.get(f"/api/v1/collections/link/{token}/").status_code == 200
+    assert charlie_api.post(f"/api/v1/collections/link/{token}/").status_code == 200
     # Made private again: the link and what it granted stop working at once.
     alice_api.patch(f"/api/v1/collections/{private.pk}/", {"visibility": "private"}, format="json")
     assert charlie_api.get(f"/api/v1/collections/{private.pk}/").status_code == 404

@@ -18,7 +18,12 @@ from knowledge.access import (
 from knowledge.models import Chunk, Collection, Document
 from knowledge.services.collections import collection_create, collection_delete, collection_update
 from knowledge.services.queries import count_subquery
-from knowledge.services.sharing import collection_link_open, collection_link_rotate, collection_share_path
+from knowledge.services.sharing import (
+    collection_link_open,
+    collection_link_preview,
+    collection_link_rotate,
+    collection_share_path,
+)
 
 VISIBILITY = Collection.Visibility
 
@@ -195,17 +200,46 @@ class CollectionDetailView(ApiView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class CollectionLinkSerializer(CollectionSerializer):
+    opened = serializers.BooleanField(
+        read_only=True, help_text="Whether you read the collection (by id, in searches) already."
+    )
+
+    class Meta(CollectionSerializer.Meta):
+        fields = [*CollectionSerializer.Meta.fields, "opened"]
+        read_only_fields = fields
+
+
 class CollectionLinkView(ApiView):
-    serializer_class = CollectionSerializer
+    """A share link: GET shows what it opens, POST opens it.
+
+    A GET never records anything: cookie sessions are sent when a page navigates a signed-in
+    browser to the link, and only a POST is CSRF-checked for them.
+    """
+
+    serializer_class = CollectionLinkSerializer
+
+    @extend_schema(
+        summary="Preview a share link: the unlisted collection it opens, without opening it",
+        responses={200: CollectionLinkSerializer, **errors(403, 404)},
+    )
+    def get(self, request, share_token: str):
+        collection, opened = collection_link_preview(user=request.user, share_token=share_token)
+        return self._collection(request, collection, opened=opened)
 
     @extend_schema(
         summary="Open a share link: the unlisted collection, readable by id from now on",
-        responses={200: CollectionSerializer, **errors(403, 404)},
+        request=None,
+        responses={200: CollectionLinkSerializer, **errors(403, 404)},
     )
-    def get(self, request, share_token: str):
+    def post(self, request, share_token: str):
         collection = collection_link_open(user=request.user, share_token=share_token)
-        fresh = collection_for_api_reader(user=request.user, collection_id=collection.pk)
-        return Response(CollectionSerializer(fresh, context={"request": request}).data)
+        return self._collection(request, collection, opened=True)
+
+    def _collection(self, request, collection: Collection, *, opened: bool) -> Response:
+        counted = with_counts(Collection.objects.filter(pk=collection.pk)).get()
+        counted.opened = opened
+        return Response(CollectionLinkSerializer(counted, context={"request": request}).data)
 
 
 class CollectionShareLinkView(ApiView):

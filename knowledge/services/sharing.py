@@ -14,8 +14,21 @@ from knowledge.models import Collection, LinkGrant
 from knowledge.models.collections import new_share_token
 
 
+def collection_link_preview(*, user, share_token: str) -> tuple[Collection, bool]:
+    """The collection a link opens and whether ``user`` reads it already; records nothing.
+
+    Following a link must not open it: a page can navigate a signed-in visitor to any link, so
+    only a deliberate POST (``collection_link_open``) records the grant.
+    """
+    collection = collection_for_link(user=user, share_token=share_token)
+    return collection, collection_is_readable(user=user, collection=collection)
+
+
 def collection_link_open(*, user, share_token: str) -> Collection:
-    """Record that ``user`` holds the link, so the collection opens by id from now on; returns it."""
+    """Record that ``user`` holds the link, so the collection opens by id from now on; returns it.
+
+    Callers reach this only from a POST (CSRF-checked for cookie sessions); see ``collection_link_preview``.
+    """
     collection = collection_for_link(user=user, share_token=share_token)
     if collection_is_readable(user=user, collection=collection):
         return collection  # the owner, a subscriber, a public collection: nothing to record

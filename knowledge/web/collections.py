@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.errors import KnowledgeError
 from knowledge.access import (
@@ -33,7 +33,12 @@ from knowledge.services.documents import (
     upload_size_check,
 )
 from knowledge.services.marketplace import collection_subscriptions
-from knowledge.services.sharing import collection_link_open, collection_link_rotate, collection_share_path
+from knowledge.services.sharing import (
+    collection_link_open,
+    collection_link_preview,
+    collection_link_rotate,
+    collection_share_path,
+)
 from knowledge.web.pages import knowledge_page, wants_json
 
 
@@ -94,12 +99,22 @@ def collection_detail(request, collection_id: int):
     )
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 @knowledge_page
 def collection_link_view(request, share_token: str):
-    """Opening an unlisted collection's share link: from now on this reader opens it by id too."""
-    collection = collection_link_open(user=request.user, share_token=share_token)
-    return redirect("knowledge:collection", collection_id=collection.pk)
+    """A share link: GET shows what it opens, the page's POST opens it (this reader opens it by id too).
+
+    A reader who already has the collection goes straight to it.
+    """
+    if request.method == "POST":
+        collection = collection_link_open(user=request.user, share_token=share_token)
+        messages.success(request, f"{collection.name} is in your collections now.")
+        return redirect("knowledge:collection", collection_id=collection.pk)
+    collection, readable = collection_link_preview(user=request.user, share_token=share_token)
+    if readable:
+        return redirect("knowledge:collection", collection_id=collection.pk)
+    ready = collection.documents.filter(status=Document.Status.READY).count()
+    return render(request, "knowledge/collection_link.html", {"collection": collection, "ready": ready})
 
 
 @require_POST

@@ -264,7 +264,7 @@ def test_revoking_also_drops_the_share_link_grant(bearer, alice, bob, world):
     as_alice, as_bob = bearer(alice), bearer(bob)
     detail = f"/api/v1/collections/{shared.pk}/"
     token = as_alice.get(detail).json()["share_token"]
-    assert as_bob.get(f"/api/v1/collections/link/{token}/").status_code == 200
+    assert as_bob.post(f"/api/v1/collections/link/{token}/").status_code == 200
     subscription_id = as_bob.post(subscribe_url(shared.pk)).json()["id"]
     assert as_alice.delete(f"{detail}subscriptions/{subscription_id}/").status_code == 204
     assert_error(as_bob.get(detail), 404)

@@ -83,7 +83,7 @@ def test_admin_owned_and_opened_unlisted_collections_are_searchable_by_id(bearer
     as_charlie = bearer(charlie)
     body = {"question": QUESTION, "collections": [world["unlisted"].pk, world["admin"].pk]}
     assert_error(as_charlie.post(URL, body, format="json"), 404)  # unlisted: not by id alone
-    assert as_charlie.get(f"/api/v1/collections/link/{world['unlisted'].share_token}/").status_code == 200
+    assert as_charlie.post(f"/api/v1/collections/link/{world['unlisted'].share_token}/").status_code == 200
     response = as_charlie.post(URL, body, format="json")
     assert response.status_code == 200
     assert response.json()["results"][0]["collection_id"] == world["unlisted"].pk
