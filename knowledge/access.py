@@ -153,7 +153,11 @@ def document_for_reader(*, user, document_id) -> Document:
 
 def chunk_for_reader(*, user, chunk_id) -> Chunk:
     """The chunk (with its document) if ``user`` may read its collection; otherwise NotFound."""
-    return _readable_row(Chunk, user, chunk_id, related="document", missing="no such passage")
+    # Chunk ids change when a document is re-indexed; the citation's document and source_ref do not.
+    missing = (
+        "no such passage (chunk ids change when a document is re-indexed: ask by document and source_ref)"
+    )
+    return _readable_row(Chunk, user, chunk_id, related="document", missing=missing)
 
 
 def _readable_row(model, user, pk, *, related: str, missing: str):

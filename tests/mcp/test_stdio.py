@@ -60,7 +60,7 @@ def test_stdio_server_acts_as_the_named_user_with_every_tool(alice, hills, bob_c
     assert results["get_passage"]["cited_chunk_id"] == top["chunk_id"]
     assert [error_text(result) for result in refused] == [
         f"no such collection: {secret.pk}",
-        "no such passage",
+        "no such passage (chunk ids change when a document is re-indexed: ask by document and source_ref)",
         "no such collection",
     ]
 
