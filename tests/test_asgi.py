@@ -35,3 +35,36 @@ def test_a_web_process_loads_the_embedding_model_before_its_first_question():
     assert "Loading the embedding model" in starting
     assert "== answered" in after
     assert "Loading the embedding model" not in after
+
+
+_EXTRACTIVE_PROGRAM = """
+import sys
+import config.asgi as asgi
+asgi.embedding_warm_up.join(600)
+from knowledge.models import Chunk, Document
+from knowledge.retrieval.service import RetrievedChunk
+from knowledge.synthesis.extractive import extractive_answer
+text = "A gravity hill is a place where a slight downhill slope looks like an uphill slope."
+chunk = Chunk(pk=1, document=Document(pk=1, filename="hills.md", title=""), collection_id=1,
+              content=text, source_ref="heading=Hills")
+source = RetrievedChunk(chunk, {}, source_number=1)
+answer = extractive_answer(question="Why do cars seem to roll uphill?", sources=[source])
+assert answer.sentences, answer.text
+print("torch imported:", "torch" in sys.modules)
+"""
+
+
+def test_a_web_process_answers_extractively_without_loading_torch():
+    """Questions and extractive answers use the ONNX encoder (the same vectors): torch stays out of web
+    processes, which saves each of them about half a gigabyte."""
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "KNOWLEDGE_EMBEDDING_BACKEND": "torch"}
+    run = subprocess.run(
+        [sys.executable, "-c", _EXTRACTIVE_PROGRAM],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "torch imported: False" in run.stdout

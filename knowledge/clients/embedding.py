@@ -23,7 +23,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -61,7 +61,6 @@ class OnnxEncoder:
     def __init__(self, model_file: Path, *, threads: int = 0) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
-        from transformers import AutoTokenizer
 
         source = _model_source()
         options = onnxruntime.SessionOptions()
@@ -73,7 +72,15 @@ class OnnxEncoder:
         self._pieces = Tokenizer.from_file(str(source / "tokenizer.json"))
         self._pieces.enable_truncation(max_length=_max_sequence_tokens(source))
         self._pieces.enable_padding(pad_id=0, pad_token="[PAD]")  # to the batch's longest text
-        self.tokenizer = AutoTokenizer.from_pretrained(str(source))
+
+    @cached_property
+    def tokenizer(self):
+        """The transformers tokenizer, loaded only where tokens are counted (chunking, in workers):
+        importing transformers imports torch, which a web process answering questions never needs.
+        """
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(_model_source()))
 
     def encode(
         self,
