@@ -162,8 +162,11 @@ def _drafts_and_vectors(document: Document, profile: ChunkProfile) -> tuple[list
         if not document.title:  # a title given by the user stays; otherwise the document's own
             _update(document, title=title)
         with _Producer(run.drafts(), on_stop=run.abort) as produced:
-            # Start as soon as one batch is there; take more when the producer has run ahead.
-            while window := produced.take(minimum=batch, maximum=batch * _WINDOW_BATCHES):
+            # Start as soon as a few drafts are there (the encoder waits only for the first
+            # pages), then take at least a batch, and more when the producer has run ahead.
+            minimum = min(batch, _FIRST_WINDOW)
+            while window := produced.take(minimum=minimum, maximum=batch * _WINDOW_BATCHES):
+                minimum = batch
                 sections = window[-1][0]
                 window_drafts = [draft for _, draft in window]
                 vectors.append(_embed_window(window_drafts, progress, done=len(drafts), known=produced.count))
@@ -180,6 +183,8 @@ def _drafts_and_vectors(document: Document, profile: ChunkProfile) -> tuple[list
     return drafts, np.concatenate(vectors)
 
 
+# The first window: this many drafts are enough to start the encoder.
+_FIRST_WINDOW = 8
 # At most this many batches per embedding window: enough texts to sort by length, few enough to
 # keep progress moving.
 _WINDOW_BATCHES = 4
