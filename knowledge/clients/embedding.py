@@ -22,7 +22,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from functools import cache, lru_cache
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -186,15 +186,29 @@ def _load(backend: str, *, threads: int = 0):
     return OnnxEncoder(onnx_model_file(backend), threads=threads)
 
 
-@cache
+_models: dict[tuple[str, int], object] = {}
+
+
+def _loaded(backend: str, *, threads: int, purpose: str):
+    """The process's one encoder for (backend, threads), loaded once even when many threads ask at
+    once (``functools.cache`` lets concurrent first callers each load their own copy)."""
+    key = (backend, threads)
+    model = _models.get(key)
+    if model is None:
+        with _load_lock:
+            model = _models.get(key)
+            if model is None:
+                logger.info("Loading the embedding model (%s backend%s)", backend, purpose)
+                model = _models[key] = _load(backend, threads=threads)
+    return model
+
+
 def get_model(backend: str | None = None):
     """The process's SentenceTransformer for ``backend`` (default: the configured one)."""
     backend = backend or configured_backend()
     if backend not in BACKENDS:
         raise ValueError(f"unknown embedding backend {backend!r}; use one of {', '.join(BACKENDS)}")
-    with _load_lock:
-        logger.info("Loading the embedding model (%s backend)", backend)
-        return _load(backend)
+    return _loaded(backend, threads=0, purpose="")
 
 
 def configured_backend() -> str:
@@ -251,14 +265,11 @@ def query_backend(backend: str | None = None) -> str:
     return "onnx" if backend == "torch" else backend
 
 
-@cache
 def query_model(backend: str):
     """The process's encoder for single questions (few intra-op threads, see QUERY_THREADS)."""
     if backend == "torch":
         return get_model("torch")
-    with _load_lock:
-        logger.info("Loading the embedding model (%s backend, for questions)", backend)
-        return _load(backend, threads=QUERY_THREADS)
+    return _loaded(backend, threads=QUERY_THREADS, purpose=", for questions")
 
 
 @lru_cache(maxsize=QUERY_CACHE_SIZE)

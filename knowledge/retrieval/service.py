@@ -369,7 +369,8 @@ def answerability_evidence(
 
 
 def _load(chosen: list[Candidate]) -> list[RetrievedChunk]:
-    chunks = Chunk.objects.select_related("document").in_bulk([c.chunk_id for c in chosen])
+    # Not the vectors: nothing downstream reads them, and each one is 384 numbers parsed from text.
+    chunks = Chunk.objects.select_related("document").defer("embedding").in_bulk([c.chunk_id for c in chosen])
     return [RetrievedChunk(chunks[c.chunk_id], _scores(c)) for c in chosen if c.chunk_id in chunks]
 
 
