@@ -280,7 +280,7 @@ def _cached_query_vector(text: str, backend: str) -> np.ndarray:
 
 
 def embed_short_texts(texts: Sequence[str], *, backend: str | None = None) -> np.ndarray:
-    """Unit vectors for a few short texts (a summary's sentences), on the questions' encoder.
+    """Unit vectors for a few short texts (a summary's sentences), always on onnxruntime.
 
     The vectors are in the documents' space (see ``query_backend``). For short texts the fixed
     cost of a torch call dominates: on the loaded 2 cores one text took 0.16-0.7 s with torch
@@ -288,7 +288,9 @@ def embed_short_texts(texts: Sequence[str], *, backend: str | None = None) -> np
     """
     from django.conf import settings
 
-    model = query_model(query_backend(backend))
+    backend = backend or configured_backend()
+    # The documents' ONNX encoder uses every core; torch pays too much per call for short texts.
+    model = query_model(query_backend(backend)) if backend == "torch" else get_model(backend)
     result = np.zeros((len(texts), settings.KNOWLEDGE_EMBEDDING_DIMENSIONS), dtype=np.float32)
     # Shortest first in small batches: each batch is padded to its longest text only.
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
