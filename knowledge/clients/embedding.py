@@ -280,7 +280,7 @@ def _cached_query_vector(text: str, backend: str) -> np.ndarray:
 
 
 def embed_short_texts(texts: Sequence[str], *, backend: str | None = None) -> np.ndarray:
-    """Unit vectors for a few short texts (a summary's sentences), always on onnxruntime.
+    """Unit vectors for short texts (a summary's or an extractive answer's sentences) on onnxruntime.
 
     The vectors are in the documents' space (see ``query_backend``). For short texts the fixed
     cost of a torch call dominates: on the loaded 2 cores one text took 0.16-0.7 s with torch
