@@ -7,27 +7,38 @@ server's lifespan events start the MCP session manager.
 import os
 import threading
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-django_application = get_asgi_application()
+django.setup(set_prefix=False)  # what django.core.asgi.get_asgi_application does first
+
+from config.asgi_handler import SyncChainASGIHandler  # noqa: E402
+
+django_application = SyncChainASGIHandler()
 
 # Both import models: Django must be set up first.
+from django.urls import get_resolver  # noqa: E402
+
 from knowledge.clients.embedding import embed_query  # noqa: E402
+from knowledge.clients.tokens import llm_token_count  # noqa: E402
 from knowledge.mcp.http import with_mcp  # noqa: E402
 
 application = with_mcp(django_application)
 
 
 def _load_the_embedding_model() -> None:
-    """Load the model as the process starts, not on the first question it is asked.
+    """Load the model, the token table and the URL patterns as the process starts, not on the first
+    question it is asked.
 
     Loading takes seconds, tens of seconds on a busy machine: every web process's
     first question after a start waited for it (measured: 28 s under load with two
-    processes). An error here is printed by the thread and raised again by the
-    first question, which loads the model itself.
+    processes; tiktoken's 100,000-entry table and the URL patterns took 45% of a web
+    process's CPU in the first 20 s of a load test). An error here is printed by the
+    thread and raised again by the first request that needs the same thing.
     """
+    get_resolver().url_patterns  # noqa: B018  (imports every view module)
+    llm_token_count("warm-up")
     embed_query("warm-up")
 
 

@@ -21,18 +21,16 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from knowledge.clients.embedding import MAX_CONTENT_TOKENS, count_tokens, embed_texts
-from knowledge.ingestion.chunking import chunk_sections
-from knowledge.ingestion.extract import iter_sections
-from knowledge.ingestion.headers import embedding_text, section_header, title_from_filename
-from knowledge.ingestion.limits import LimitExceeded
+from knowledge.clients.embedding import embed_short_texts, embed_texts
+from knowledge.ingestion.drafts import ChunkingOptions, document_drafts
+from knowledge.ingestion.extraction_process import extraction_run
+from knowledge.ingestion.headers import embedding_text, title_from_filename
 from knowledge.ingestion.summary import SummaryDraft, summary_draft
 from knowledge.ingestion.titles import document_title
 from knowledge.ingestion.types import ChunkDraft, ExtractionError
@@ -42,8 +40,6 @@ from knowledge.processing_jobs import Claim, job_beat, job_finish
 logger = logging.getLogger(__name__)
 
 _WRITE_BATCH = 500
-# A header never takes a chunk's budget below this many tokens (headers are capped well under it).
-MIN_CONTENT_TOKENS = 128
 _PROGRESS_INTERVAL_S = 0.5
 
 
@@ -111,10 +107,21 @@ def _fail(document: Document, claim: Claim | None, error: str) -> None:
 
 
 def document_chunk_drafts(document: Document, profile: ChunkProfile) -> list[ChunkDraft]:
-    """Extract and chunk the stored original (pure steps; nothing is written but the title)."""
+    """Extract and chunk the stored original in this process (pure steps; nothing is written but the title).
+
+    The same drafts as the pipeline's, which cuts them in the extraction process.
+    """
     data = _original(document)
-    title = _document_title(document, data)
-    return [draft for _, draft in _iter_drafts(document, profile, data, title)]
+    if not document.title:  # a title given by the user stays; otherwise the document's own
+        _update(document, title=document_title(document.filename, data))
+    drafts = document_drafts(
+        filename=document.filename,
+        data=data,
+        title=document.title or title_from_filename(document.filename),
+        options=_chunking_options(profile),
+        limits=settings.KNOWLEDGE_INGEST_LIMITS,
+    )
+    return [draft for _, draft in drafts]
 
 
 def _original(document: Document) -> bytes:
@@ -122,55 +129,48 @@ def _original(document: Document) -> bytes:
         return handle.read()
 
 
-def _document_title(document: Document, data: bytes) -> str:
-    """The title chunk headers use; stored on the document when the user gave none.
-
-    Called in the run's own thread: the producer thread has no business writing rows.
-    """
-    if not document.title:  # a title given by the user stays; otherwise the document's own
-        _update(document, title=document_title(document.filename, data))
-    return document.title or title_from_filename(document.filename)
-
-
-def _iter_drafts(
-    document: Document, profile: ChunkProfile, data: bytes, title: str
-) -> Iterator[tuple[int, ChunkDraft]]:
-    """(section number, chunk draft) as the sections are extracted; raises on the extractor's errors."""
-    limits = settings.KNOWLEDGE_INGEST_LIMITS
-    count = 0
-    for number, section in enumerate(iter_sections(document.filename, data, limits=limits), start=1):
-        for draft in _section_drafts(section, profile, title):
-            count += 1
-            if count > limits.max_chunks:  # stop before the rest of the document is chunked
-                raise LimitExceeded(
-                    f"it would make {count:,} chunks or more", limits.max_chunks, "max_chunks", "chunks"
-                )
-            yield number, draft
+def _chunking_options(profile: ChunkProfile) -> ChunkingOptions:
+    return ChunkingOptions(
+        strategy=profile.strategy, chunk_size=profile.chunk_size, chunk_overlap=profile.chunk_overlap
+    )
 
 
 def _drafts_and_vectors(document: Document, profile: ChunkProfile) -> tuple[list[ChunkDraft], np.ndarray]:
-    """Every chunk draft and its vector, extraction and chunking running ahead in a thread of their own.
+    """Every chunk draft and its vector; extraction and chunking run ahead in a process of their own.
 
     The encoder (which releases the GIL while it computes) never waits for
-    pypdf: while it embeds one window of drafts, the producer extracts and
-    chunks the next pages. Windows of several batches, sorted by length inside
-    (``embed_texts``), keep padding as low as embedding the whole list at once.
-    ``chunks_total`` counts the drafts produced so far until extraction ends.
+    pypdf: while it embeds one window of drafts, the extraction process
+    (``extraction_process.py``, no interpreter lock shared with this one)
+    extracts and chunks the next pages, and a thread here only unpickles them.
+    Windows of several batches, sorted by length inside (``embed_texts``), keep
+    padding as low as embedding the whole list at once. ``chunks_total`` counts
+    the drafts produced so far until extraction ends.
     """
     drafts: list[ChunkDraft] = []
     vectors: list[np.ndarray] = []
     batch = settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE
     progress = _Progress(document)
     sections = 0
-    data = _original(document)
-    title = _document_title(document, data)
-    with _Producer(_iter_drafts(document, profile, data, title)) as produced:
-        # Start as soon as one batch is there; take more when the producer has run ahead.
-        while window := produced.take(minimum=batch, maximum=batch * _WINDOW_BATCHES):
-            sections = window[-1][0]
-            window_drafts = [draft for _, draft in window]
-            vectors.append(_embed_window(window_drafts, progress, done=len(drafts), known=produced.count))
-            drafts.extend(window_drafts)
+    with extraction_run(
+        filename=document.filename,
+        data=_original(document),
+        title=document.title,
+        options=_chunking_options(profile),
+        limits=settings.KNOWLEDGE_INGEST_LIMITS,
+    ) as run:
+        title = run.title()
+        if not document.title:  # a title given by the user stays; otherwise the document's own
+            _update(document, title=title)
+        with _Producer(run.drafts(), on_stop=run.abort) as produced:
+            # Start as soon as a few drafts are there (the encoder waits only for the first
+            # pages), then take at least a batch, and more when the producer has run ahead.
+            minimum = min(batch, _FIRST_WINDOW)
+            while window := produced.take(minimum=minimum, maximum=batch * _WINDOW_BATCHES):
+                minimum = batch
+                sections = window[-1][0]
+                window_drafts = [draft for _, draft in window]
+                vectors.append(_embed_window(window_drafts, progress, done=len(drafts), known=produced.count))
+                drafts.extend(window_drafts)
     if not drafts:
         raise ExtractionError(f"no text could be extracted from {document.filename}")
     _update(
@@ -183,6 +183,8 @@ def _drafts_and_vectors(document: Document, profile: ChunkProfile) -> tuple[list
     return drafts, np.concatenate(vectors)
 
 
+# The first window: this many drafts are enough to start the encoder.
+_FIRST_WINDOW = 8
 # At most this many batches per embedding window: enough texts to sort by length, few enough to
 # keep progress moving.
 _WINDOW_BATCHES = 4
@@ -191,12 +193,16 @@ _PRODUCER_AHEAD = 2048
 
 
 class _Producer:
-    """Runs a draft iterator in a thread and hands its items over a bounded queue, errors included."""
+    """Runs a draft iterator in a thread and hands its items over a bounded queue, errors included.
+
+    ``on_stop`` is called when the consumer leaves before the end (it must unblock the iterator).
+    """
 
     _DONE = object()
 
-    def __init__(self, items: Iterator):
+    def __init__(self, items: Iterator, *, on_stop=lambda: None):
         self._items = items
+        self._on_stop = on_stop
         self._queue: queue.Queue = queue.Queue(maxsize=_PRODUCER_AHEAD)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="ingest-producer", daemon=True)
@@ -209,6 +215,8 @@ class _Producer:
 
     def __exit__(self, *exc):
         self._stop.set()  # the consumer failed or finished: let the producer end
+        if not self._finished:
+            self._on_stop()
         while self._thread.is_alive():
             with contextlib.suppress(queue.Empty):  # unblock a producer waiting on a full queue
                 self._queue.get(timeout=0.1)
@@ -241,8 +249,6 @@ class _Producer:
             self._put(self._DONE)
         except BaseException as exc:  # handed to the consumer, which raises it in its own thread
             self._put(exc)
-        finally:
-            connection.close()  # reading the stored file may have opened this thread's connection
 
     def _put(self, item) -> None:
         while not self._stop.is_set():
@@ -273,33 +279,10 @@ def _embed_window(window: list[ChunkDraft], progress: _Progress, *, done: int, k
     )
 
 
-def _section_drafts(section, profile: ChunkProfile, title: str) -> list[ChunkDraft]:
-    """One section's chunks, each with its contextual header, the header's tokens taken from the budget.
-
-    The semantic strategy already opens each chunk with the heading path, so it gets no header.
-    """
-    header = (
-        ""
-        if profile.strategy == "semantic"
-        else section_header(section, title=title, count_tokens=count_tokens)
-    )
-    # The header and its line break are read by the model too: what is left is the chunk's budget.
-    budget = MAX_CONTENT_TOKENS - (count_tokens(header) + 1 if header else 0)
-    drafts = chunk_sections(
-        [section],
-        strategy=profile.strategy,
-        chunk_size=profile.chunk_size,
-        chunk_overlap=profile.chunk_overlap,
-        count_tokens=count_tokens,
-        max_tokens=max(budget, MIN_CONTENT_TOKENS),
-    )
-    return [replace(draft, header=header) for draft in drafts]
-
-
 def _summarise(document: Document, drafts, vectors) -> tuple[SummaryDraft, np.ndarray]:
     """The document's summary (the LLM's when one is configured) and its embedding, before any write."""
     draft = summary_draft(filename=document.filename, title=document.title, drafts=drafts, vectors=vectors)
-    return draft, embed_texts([draft.router_text()])[0]
+    return draft, embed_short_texts([draft.router_text()])[0]
 
 
 def _write_summary(document: Document, summary: tuple[SummaryDraft, np.ndarray]) -> None:

@@ -20,7 +20,7 @@ from pathlib import PurePath
 import numpy as np
 from django.core.exceptions import ImproperlyConfigured
 
-from knowledge.clients.embedding import embed_texts
+from knowledge.clients.embedding import embed_short_texts
 from knowledge.clients.json_reply import json_object, text_field, text_list
 from knowledge.clients.llm import LLMError, complete, llm_config
 from knowledge.clients.text import STOPWORDS, WORD, stem
@@ -195,7 +195,7 @@ def central_sentences(drafts: Sequence[ChunkDraft], vectors: np.ndarray) -> list
     if not candidates:
         return []
     centroid = vectors.mean(axis=0)
-    sentence_vectors = embed_texts([sentence for _, _, sentence in candidates])
+    sentence_vectors = embed_short_texts([sentence for _, _, sentence in candidates])
     early = np.array([1.0 - index / len(drafts) for index, _, _ in candidates])
     score = sentence_vectors @ centroid + POSITION_WEIGHT * early
     best = np.argsort(-score, kind="stable")[:SUMMARY_SENTENCES]

@@ -91,6 +91,7 @@ def _fetch_level(ids: list[str], scope: Scope) -> list[Chunk]:
         Chunk.objects.filter(element_id__in=ids)
         .extra(where=[scope.sql("knowledge_chunk")], params=scope.params())
         .select_related("document")
+        .defer("embedding")  # never read from here on
         .order_by("element_id", "index")
         .distinct("element_id")
     )

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from knowledge.clients.embedding import embed_texts, query_backend
+from knowledge.clients.embedding import embed_short_texts
 from knowledge.clients.text import snowball_terms as _terms
 from knowledge.synthesis.citations import Citation, citation_for
 
@@ -250,9 +250,8 @@ def _scores(
     with_answer_type: bool = True,
     rank_weight: float = RANK_WEIGHT,
 ) -> np.ndarray:
-    # The question encoder's backend: the same vectors as the documents' encoder (ONNX for torch, see
-    # query_backend), without loading torch into every web process for a few dozen sentences.
-    vectors = embed_texts([question] + [c.text for c in candidates], backend=query_backend())
+    # Short texts on onnxruntime (same vectors as torch): a web process needs no torch model for this.
+    vectors = embed_short_texts([question] + [c.text for c in candidates])
     cosine = vectors[1:] @ vectors[0]
     terms = _terms(question)
     overlap = np.array([len(terms & _terms(c.text)) / len(terms) if terms else 0.0 for c in candidates])

@@ -1,6 +1,6 @@
 """Benchmarks that report ratios against a reference measured in the same run.
 
-knowledge_bench ingest [--files PATH...] [--backend torch|onnx|onnx-int8]
+knowledge_bench ingest [--files PATH...] [--backend torch|onnx|onnx-int8] [--rounds N]
 knowledge_bench lexical [--chunks N] [--queries N]
 knowledge_bench retrieve [--chunks N] [--scope-share P ...] [--queries N] [--drop]
 knowledge_bench load [--clients C] [--seconds S] [--url URL] [--sse N]
@@ -23,6 +23,12 @@ class Command(BaseCommand):
         ingest = benchmarks.add_parser("ingest", help="Pipeline vs raw encoder throughput.")
         ingest.add_argument("--files", nargs="+", metavar="PATH", help="Default: a mix from the corpus.")
         ingest.add_argument("--backend", choices=BACKENDS, default=None)
+        ingest.add_argument(
+            "--rounds",
+            type=int,
+            default=3,
+            help="Pipeline and raw encoder runs per file, alternated (medians).",
+        )
         backends = benchmarks.add_parser("backends", help="Embedding backends: speed and retrieval quality.")
         backends.add_argument("--collection", required=True, metavar="NAME")
         backends.add_argument("--questions", required=True, metavar="FILE.jsonl")
@@ -69,7 +75,9 @@ class Command(BaseCommand):
         if missing:
             raise CommandError(f"not a file: {', '.join(missing)}")
         backend = options["backend"] or settings.KNOWLEDGE_EMBEDDING_BACKEND
-        ingest.run(self.stdout, files=files, backend=backend)
+        if options["rounds"] < 1:
+            raise CommandError("--rounds must be at least 1")
+        ingest.run(self.stdout, files=files, backend=backend, rounds=options["rounds"])
 
     def _backends(self, options):
         from config.errors import KnowledgeError
