@@ -79,13 +79,16 @@ WEIGHT_STEPS = 32
 # above this many operands the commonest candidate term is dropped.
 MAX_QUERY_NODES = 100
 # The GIN scan steps through every posting of the terms a match may start from, evaluating the
-# whole tsquery at each (about 8 ns per posting and operand here), so long lists of common words
-# cost most of a search. A chunk is therefore a candidate only if it holds one of the rarest
-# candidate terms, taken rarest first while their postings add up to at most this share of
-# the scope (and this many at least); chunks holding only commoner words are not fetched.
-# Measured with the retrieval benchmark's questions against exact BM25 over all chunks: top-10
-# agreement unchanged at 100,000 (0.986) and 1,000,000 chunks (0.92), GIN time -25 to -60% on
-# the slowest questions; a 3% share at 100,000 chunks lost three questions' clusters.
+# whole tsquery at each (about 8 ns per posting and operand here, EXPLAIN ANALYZE at 100,000
+# chunks), so long lists of common words under a long threshold query cost most of a search.
+# When that work (postings x operands) exceeds LEADING_FREE_WORK (~8 ms), a chunk is a
+# candidate only if it also holds one of the rarest candidate terms, taken rarest first while
+# their postings add up to at most LEADING_POSTINGS_SHARE of the scope (LEADING_POSTINGS_MIN at
+# least); chunks holding only commoner words are not fetched. Measured against exact BM25 over
+# all chunks (top-10 agreement): unchanged on the retrieval benchmark's questions at 100,000
+# (0.986) and 1,000,000 chunks (0.92), GIN time -25 to -60% on the slowest questions. Without
+# the free allowance a four-word question of knowledge_bench lexical lost 2 of its top 10.
+LEADING_FREE_WORK = 1_000_000
 LEADING_POSTINGS_SHARE = 0.02
 LEADING_POSTINGS_MIN = 5000
 
@@ -269,8 +272,7 @@ def threshold_tsquery(weights: dict[str, float], stats: ScopeStatistics, *, budg
         shares = [stats.df[t] / stats.chunks for t in terms]
         need = _threshold(units, shares, budget / stats.chunks)
         query = _led_by_rare_terms(terms, units, need, [stats.df[t] for t in terms], stats.chunks)
-        operands = query.count(" & ") + query.count(" | ") + 1  # lexemes hold no spaces
-        if operands <= MAX_QUERY_NODES or len(terms) == 1:
+        if _operands(query) <= MAX_QUERY_NODES or len(terms) == 1:
             return query
         terms = terms[:-1]
 
@@ -283,6 +285,10 @@ def _led_by_rare_terms(terms: list[str], units: list[int], need: int, df: list[i
     t_k's postings. Alternatives are kept rarest first while their leading terms' postings stay
     within the LEADING_POSTINGS budget; the others, led by common words, are dropped.
     """
+    whole = _at_least(terms, units, need)
+    startable = [k for k in range(len(terms)) if sum(units[k:]) >= need]
+    if sum(df[k] for k in startable) * _operands(whole) <= LEADING_FREE_WORK:
+        return whole  # a cheap scan whoever leads: keep every alternative
     allowed = max(LEADING_POSTINGS_MIN, LEADING_POSTINGS_SHARE * chunks)
     alternatives, postings = [], 0
     for k, term in enumerate(terms):
@@ -294,7 +300,11 @@ def _led_by_rare_terms(terms: list[str], units: list[int], need: int, df: list[i
         postings += df[k]
         tail = _at_least(terms[k + 1 :], units[k + 1 :], rest) if rest > 0 else ""
         alternatives.append(f"{quote_lexeme(term)} & ({tail})" if tail else quote_lexeme(term))
-    return _at_least(terms, units, need)  # every alternative kept: the whole threshold
+    return whole  # every alternative kept
+
+
+def _operands(query: str) -> int:
+    return query.count(" & ") + query.count(" | ") + 1  # lexemes hold no spaces
 
 
 def _units(weights: list[float]) -> list[int]:

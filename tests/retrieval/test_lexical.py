@@ -256,15 +256,19 @@ def test_threshold_tsquery_matches_exactly_the_chunks_with_enough_idf_mass(profi
     assert strictest.count(" & ") == len(terms) - 1 and " | " not in strictest
 
 
-def test_candidates_hold_one_of_the_rarest_terms_when_common_ones_would_lead(profile):
+def test_candidates_hold_one_of_the_rarest_terms_when_common_ones_would_lead(profile, monkeypatch):
     """With the terms' postings over the budget, a candidate must hold one of the rarest terms
     whose postings fit in it (at least one) as well as reach the threshold; with every term's
-    postings within it, the query is the whole threshold."""
+    postings within it, or a scan cheap anyway, the query is the whole threshold."""
     terms = ["alpha", "bravo", "charli", "delta", "echo"]
     weights = dict(zip(terms, [5.0, 4.0, 3.0, 2.0, 1.0], strict=True))
     df = dict(zip(terms, [1_000, 3_000, 4_000, 9_000, 20_000], strict=True))
     stats = lexical.ScopeStatistics(chunks=100_000, avg_length=50.0, df=df)
     units = lexical._units(list(weights.values()))
+    # 37,000 postings under a short query: cheap enough to scan whoever leads.
+    cheap = lexical._led_by_rare_terms(terms, units, 20, list(df.values()), stats.chunks)
+    assert cheap == lexical._at_least(terms, units, 20)
+    monkeypatch.setattr(lexical, "LEADING_FREE_WORK", 0)
     leading = {"alpha", "bravo"}  # 4,000 postings; with charli's 8,000 > 5,000 (the minimum budget)
     assert lexical.LEADING_POSTINGS_MIN == 5_000 and lexical.LEADING_POSTINGS_SHARE * 100_000 < 5_000
     with connection.cursor() as cursor:
