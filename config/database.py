@@ -58,8 +58,14 @@ def _session_options(existing: str) -> str:
     A filtered HNSW scan keeps walking the graph until enough rows pass the
     filter (pgvector 0.8's iterative scan); without it a collection holding 1% of
     the table gets nothing back (knowledge/retrieval/dense.py).
+
+    JIT compilation is off: it starts once a plan's estimated cost passes
+    ``jit_above_cost`` and costs tens of milliseconds of compiling, far more than the
+    millisecond queries this product runs. At 1,000,000 chunks no retrieval query
+    reached that cost (EXPLAIN: the lexical and dense plans estimate 2,000-10,000), but
+    a scope's exact scan grows with the scope, and a mis-estimate must not add a compile.
     """
-    ours = f"-c hnsw.iterative_scan={HNSW_ITERATIVE_SCAN} -c hnsw.ef_search={HNSW_EF_SEARCH}"
+    ours = f"-c hnsw.iterative_scan={HNSW_ITERATIVE_SCAN} -c hnsw.ef_search={HNSW_EF_SEARCH} -c jit=off"
     return f"{existing} {ours}".strip()
 
 

@@ -194,8 +194,10 @@ def _load(stdout, collection, total: int) -> float:
                 )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE knowledge_chunk")
-        # Queries would otherwise also scan the index's not-yet-merged pending list.
-        cursor.execute("SELECT gin_clean_pending_list('chunk_search_vector_gin'::regclass)")
+        cursor.execute("ANALYZE knowledge_chunk_lexical")
+        # Queries would otherwise also scan the indexes' not-yet-merged pending lists.
+        for index in ("chunk_search_vector_gin", "chunk_lexical_search_gin"):
+            cursor.execute("SELECT gin_clean_pending_list(%s::regclass)", [index])
     seconds = time.perf_counter() - started
     stdout.write(f"Loaded {total:,} chunks in {seconds:.0f} s\n")
     return seconds

@@ -84,7 +84,9 @@ REBUILD_INDEXES_ABOVE = 20_000
 PREFIX = "bench-retrieve"
 USER = "bench-retrieve"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_INDEXES = ("chunk_embedding_hnsw", "chunk_search_vector_gin")
+# The chunk table's vector and full-text indexes and the lexical search's copy's (migration 0015).
+_INDEXES = ("chunk_embedding_hnsw", "chunk_search_vector_gin", "chunk_lexical_search_gin")
+_GIN_INDEXES = ("chunk_search_vector_gin", "chunk_lexical_search_gin")
 
 
 def run(
@@ -235,8 +237,10 @@ def _build(stdout, parts: list[Collection], sizes: list[int]) -> None:
         _create_indexes(stdout, definitions)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE knowledge_chunk")
+        cursor.execute("ANALYZE knowledge_chunk_lexical")
         if not rebuild:
-            cursor.execute("SELECT gin_clean_pending_list('chunk_search_vector_gin'::regclass)")
+            for index in _GIN_INDEXES:
+                cursor.execute("SELECT gin_clean_pending_list(%s::regclass)", [index])
 
 
 def _copy_part(part: Collection, size: int, rows: Iterator[tuple], bar) -> None:
@@ -269,8 +273,8 @@ def _copy_part(part: Collection, size: int, rows: Iterator[tuple], bar) -> None:
 def _drop_indexes() -> dict[str, str]:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'knowledge_chunk'"
-            " AND indexname = ANY(%s)",
+            "SELECT indexname, indexdef FROM pg_indexes"
+            " WHERE tablename IN ('knowledge_chunk', 'knowledge_chunk_lexical') AND indexname = ANY(%s)",
             [list(_INDEXES)],
         )
         definitions = dict(cursor.fetchall())
@@ -309,7 +313,7 @@ def _watch_index_build(stdout, name: str, stop: threading.Event) -> None:
                 with connections["default"].cursor() as cursor:
                     cursor.execute(
                         "SELECT tuples_done, tuples_total FROM pg_stat_progress_create_index"
-                        " WHERE relid = 'knowledge_chunk'::regclass"
+                        " WHERE relid IN ('knowledge_chunk'::regclass, 'knowledge_chunk_lexical'::regclass)"
                     )
                     row = cursor.fetchone()
                 if row:

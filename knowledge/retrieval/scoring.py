@@ -40,6 +40,8 @@ class Candidate:
     fused: float = 0.0
     source_ref: str = ""  # the page, section or element it comes from (its document's part)
     extra: dict = field(default_factory=dict)
+    # A lexical hit's scored query lexemes it holds (knowledge.retrieval.lexical.LexicalHit.lexemes).
+    lexemes: frozenset[str] | None = None
 
 
 def similarity_from_distance(distance: float) -> float:

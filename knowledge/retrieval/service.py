@@ -354,6 +354,7 @@ def _merge(vector, dense_hits, lexical_hits) -> list[Candidate]:
                 lexical_rank=lex.rank if lex else None,
                 lexical_score=lex.score if lex else None,
                 source_ref=source_ref,
+                lexemes=lex.lexemes if lex else None,
             )
         )
     return candidates
@@ -379,7 +380,7 @@ def answerability_evidence(
     weights = lexical.question_term_weights(
         query=question, scope_sql=scope.sql(), scope_params=scope.params(), stats=terms
     )
-    present = lexical.chunk_lexemes(chunk_id=best.chunk_id, lexemes=list(weights))
+    present = _lexemes_held(best, weights, terms)
     top_dense = min((c for c in candidates if c.dense_rank is not None), key=lambda c: c.dense_rank)
     agree = top_dense.lexical_rank is not None and top_dense.lexical_rank <= AGREEMENT_RANK
     return Evidence(
@@ -388,6 +389,15 @@ def answerability_evidence(
         coverage=coverage_of(weights, present),
         agreement=1.0 if agree else 0.0,
     )
+
+
+def _lexemes_held(best: Candidate, weights: dict[str, float], terms) -> set[str]:
+    """Which of the question's lexemes the chunk holds: known from its lexical hit when the search
+    scored every lexeme the scope holds (a round trip saved), else read from its vector."""
+    scored_all = terms is not None and sum(df > 0 for df in terms.df.values()) <= lexical.MAX_TERMS
+    if best.lexemes is not None and scored_all:
+        return set(best.lexemes) & set(weights)
+    return lexical.chunk_lexemes(chunk_id=best.chunk_id, lexemes=list(weights))
 
 
 def _load(chosen: list[Candidate]) -> list[RetrievedChunk]:

@@ -31,6 +31,7 @@ from knowledge.services.collections import collection_create, collection_reindex
 from knowledge.services.documents import PROCESSING_INTERRUPTED, document_retry, document_upload
 from knowledge.tasks import process_document
 from tests.conftest import REPO_ROOT, test_database_url
+from tests.retrieval.test_lexical import assert_lexical_copy_is_exact
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -146,6 +147,7 @@ def test_task_run_twice_leaves_exactly_one_chunk_set(collection, corpus):
     after = list(chunks_of(document).values_list("index", "source_ref", "content"))
     assert after == before
     assert Chunk.objects.filter(document=document).count() == len(before)
+    assert_lexical_copy_is_exact()  # the lexical search's copy follows the replaced chunk set
 
 
 @pytest.mark.security
@@ -292,6 +294,7 @@ def test_a_new_version_replaces_the_old_only_once_ready(collection, tmp_path):
     assert not Document.objects.filter(pk=v1.pk).exists()
     contents = " ".join(Chunk.objects.filter(collection=collection).values_list("content", flat=True))
     assert "30 days" in contents and "25 days" not in contents
+    assert_lexical_copy_is_exact()
 
 
 def test_failed_new_version_keeps_the_old_one_searchable(collection, corpus):

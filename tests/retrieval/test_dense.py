@@ -116,6 +116,8 @@ def test_connections_start_with_the_iterative_hnsw_scan(db):
     with connection.cursor() as cursor:
         cursor.execute("SHOW hnsw.iterative_scan")
         assert cursor.fetchone()[0] == "relaxed_order"
+        cursor.execute("SHOW jit")  # no query compiles: they run in milliseconds
+        assert cursor.fetchone()[0] == "off"
 
 
 @pytest.mark.django_db

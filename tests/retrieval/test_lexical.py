@@ -240,7 +240,8 @@ def test_threshold_tsquery_matches_exactly_the_chunks_with_enough_idf_mass(profi
     """Every presence pattern of six terms, checked by PostgreSQL against the threshold."""
     terms = ["alpha", "bravo", "charli", "delta", "echo", "foxtrot"]
     weights = dict(zip(terms, [5.0, 4.0, 2.5, 2.0, 1.0, 0.5], strict=True))
-    stats = lexical.ScopeStatistics(chunks=100_000, avg_length=50.0, df={t: 5_000 for t in terms})
+    # Rare enough that every term may lead a match (see the next test for common ones).
+    stats = lexical.ScopeStatistics(chunks=100_000, avg_length=50.0, df={t: 500 for t in terms})
     units = lexical._units(list(weights.values()))
     with connection.cursor() as cursor:
         for need in range(1, sum(units) + 1):
@@ -253,6 +254,50 @@ def test_threshold_tsquery_matches_exactly_the_chunks_with_enough_idf_mass(profi
     assert lexical.threshold_tsquery(weights, stats, budget=10**9) == lexical.tsquery_any(terms)
     strictest = lexical.threshold_tsquery(weights, stats, budget=0)
     assert strictest.count(" & ") == len(terms) - 1 and " | " not in strictest
+
+
+def test_candidates_hold_one_of_the_rarest_terms_when_common_ones_would_lead(profile, monkeypatch):
+    """With the terms' postings over the budget, a candidate must hold one of the rarest terms
+    whose postings fit in it (at least one) as well as reach the threshold; with every term's
+    postings within it, or a scan cheap anyway, the query is the whole threshold."""
+    terms = ["alpha", "bravo", "charli", "delta", "echo"]
+    weights = dict(zip(terms, [5.0, 4.0, 3.0, 2.0, 1.0], strict=True))
+    df = dict(zip(terms, [1_000, 3_000, 4_000, 9_000, 20_000], strict=True))
+    stats = lexical.ScopeStatistics(chunks=100_000, avg_length=50.0, df=df)
+    units = lexical._units(list(weights.values()))
+    # 3,700 postings under a one-operand-per-term query: cheap enough to scan whoever leads.
+    cheap = lexical._led_by_rare_terms(terms, units, 1, [d // 10 for d in df.values()], stats.chunks)
+    assert cheap == lexical._at_least(terms, units, 1) == lexical.tsquery_any(terms)
+    monkeypatch.setattr(lexical, "LEADING_FREE_WORK", 0)
+    leading = {"alpha", "bravo"}  # 4,000 postings; with charli's 8,000 > 5,000 (the minimum budget)
+    assert lexical.LEADING_POSTINGS_MIN == 5_000 and lexical.LEADING_POSTINGS_SHARE * 100_000 < 5_000
+    with connection.cursor() as cursor:
+        for need in range(1, sum(units) + 1):
+            query = lexical._led_by_rare_terms(terms, units, need, list(df.values()), stats.chunks)
+            for pattern in range(1, 2 ** len(terms)):
+                present = [t for i, t in enumerate(terms) if pattern >> i & 1]
+                cursor.execute("SELECT to_tsvector('simple', %s) @@ %s::tsquery", [" ".join(present), query])
+                mass = sum(u for t, u in zip(terms, units, strict=True) if t in present)
+                held = bool(set(present) & leading)
+                assert cursor.fetchone()[0] == (mass >= need and held), (need, present)
+    everything = lexical._led_by_rare_terms(terms, units, 1, [10] * len(terms), stats.chunks)
+    assert everything == lexical._at_least(terms, units, 1) == lexical.tsquery_any(terms)
+
+
+def test_hits_report_the_scored_lexemes_their_chunk_holds(docs):
+    """What the answerability check would otherwise read from each chunk's vector."""
+    a, _ = docs
+    sql, params = scope_of(a)
+    for question in QUESTIONS:
+        weights = lexical.term_weights(
+            lexical.scope_statistics(query=question, scope_sql=sql, scope_params=params)
+        )
+        hits = search(question, a, limit=20)
+        assert hits
+        for hit in hits:
+            assert hit.lexemes == lexical.chunk_lexemes(chunk_id=hit.chunk_id, lexemes=list(weights)), (
+                question
+            )
 
 
 def test_idf_comes_from_the_scope_not_the_whole_table(docs):
@@ -409,9 +454,29 @@ def assert_statistics_are_exact():
         assert partitions == cursor.fetchone()[0]
 
 
+def assert_lexical_copy_is_exact():
+    """knowledge_chunk_lexical holds exactly one row per chunk: its vector and its length,
+    recounted here from the chunk table."""
+    with connection.cursor() as cursor:
+        for left, right in (("copy", "chunks"), ("chunks", "copy")):
+            cursor.execute(
+                f"""
+                WITH copy AS (SELECT chunk_id, length, search_vector FROM knowledge_chunk_lexical),
+                chunks AS (
+                    SELECT id, coalesce((SELECT sum(cardinality(u.positions))
+                                         FROM unnest(search_vector) AS u), 0)::int, search_vector
+                    FROM knowledge_chunk
+                )
+                SELECT * FROM {left} EXCEPT ALL SELECT * FROM {right}
+                """
+            )
+            assert cursor.fetchall() == [], f"rows in {left} missing from {right}"
+
+
 def test_statistics_follow_inserts_deletes_updates_like_the_pipeline(docs, profile):
     a, b = docs
     assert_statistics_are_exact()
+    assert_lexical_copy_is_exact()
     document = Document.objects.filter(collection=a).first()
     # The pipeline's transaction: delete the document's chunks, insert the new set.
     Chunk.objects.filter(document=document).delete()
@@ -421,8 +486,10 @@ def test_statistics_follow_inserts_deletes_updates_like_the_pipeline(docs, profi
     Chunk.objects.filter(pk=first.pk).update(content="zebra crossing zebra")
     Chunk.objects.filter(collection=a).update(token_count=1)  # no search change: no-op for the stats
     assert_statistics_are_exact()
+    assert_lexical_copy_is_exact()
     b.delete()  # cascades to its chunks; its partition disappears
     assert_statistics_are_exact()
+    assert_lexical_copy_is_exact()
     question = "How can I make database transactions atomic?"
     reference = exact_bm25(question, ids_of(a))
     assert [h.chunk_id for h in search(question, a, limit=10)] == top(reference, 10)
@@ -436,6 +503,7 @@ def test_truncate_clears_the_statistics(docs):
         cursor.execute(
             "SELECT (SELECT count(*) FROM knowledge_lexical_term)"
             " + (SELECT count(*) FROM knowledge_lexical_partition)"
+            " + (SELECT count(*) FROM knowledge_chunk_lexical)"
         )
         assert cursor.fetchone()[0] == 0
 

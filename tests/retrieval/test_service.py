@@ -12,6 +12,8 @@ from django.core.management import call_command
 
 from config.errors import KnowledgeError
 from knowledge.models import Chunk, Document, Profile, ProfileCollection
+from knowledge.retrieval import lexical
+from knowledge.retrieval.answerability import coverage_of
 from knowledge.retrieval.expansion import expand_references, reference_budget
 from knowledge.retrieval.scope import search_scope
 from knowledge.retrieval.service import retrieve
@@ -48,6 +50,26 @@ def test_a_user_never_gets_chunks_of_a_collection_they_may_not_read(alice, charl
     ProfileCollection.objects.create(profile=profile, collection=secret)
     via_profile = retrieve(user=charlie, question=question, profile=profile)
     assert via_profile.primary_chunks == [] and via_profile.referenced_chunks == []
+
+
+def test_answerability_takes_the_best_chunks_lexemes_from_its_lexical_hit(alice, corpus, monkeypatch):
+    """No round trip to read the best chunk's vector when its lexical hit already says which of the
+    question's words it holds; the coverage is the one that vector gives."""
+    hills = collection_create(name="hills", owner=alice)
+    ingest(hills, corpus / "text" / "gravity_hill.md")
+    question = "What is a gravity hill and why do cars seem to roll uphill?"
+    read = lexical.chunk_lexemes
+    reads = []
+    monkeypatch.setattr(lexical, "chunk_lexemes", lambda **kwargs: reads.append(kwargs) or read(**kwargs))
+    context = retrieve(user=alice, question=question, collection_ids=[hills.pk])
+    best = context.primary_chunks[0]
+    assert best.scores["lexical_rank"] is not None and reads == []
+    scope = search_scope(user=alice, collection_ids=[hills.pk])
+    weights = lexical.question_term_weights(
+        query=question, scope_sql=scope.sql(), scope_params=scope.params()
+    )
+    held = read(chunk_id=best.chunk.pk, lexemes=list(weights))
+    assert context.answerability.evidence.coverage == pytest.approx(coverage_of(weights, held))
 
 
 def test_profiles_merge_collections_and_collections_compete_on_merit(alice, corpus):
