@@ -9,6 +9,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+
+def _run_web_process(program: str, **environment: str) -> subprocess.CompletedProcess:
+    """``program`` in a fresh interpreter that imports the ASGI application as a web process does."""
+    run = subprocess.run(
+        [sys.executable, "-c", program],
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **environment},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run
+
+
 _PROGRAM = """
 import sys
 import config.asgi as asgi
@@ -23,16 +38,7 @@ print("== answered", file=sys.stderr, flush=True)
 
 
 def test_a_web_process_loads_the_embedding_model_before_its_first_question():
-    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "LOG_LEVEL": "INFO"}
-    run = subprocess.run(
-        [sys.executable, "-c", _PROGRAM],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = _run_web_process(_PROGRAM, LOG_LEVEL="INFO")
     starting, _, after = run.stderr.partition("== warmed up")
     assert "Loading the embedding model" in starting
     assert "== answered" in after
@@ -60,14 +66,5 @@ print("torch imported:", "torch" in sys.modules)
 def test_a_web_process_answers_extractively_without_loading_torch():
     """Questions and extractive answers use the ONNX encoder (the same vectors): torch stays out of web
     processes, which saves each of them about half a gigabyte."""
-    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "KNOWLEDGE_EMBEDDING_BACKEND": "torch"}
-    run = subprocess.run(
-        [sys.executable, "-c", _EXTRACTIVE_PROGRAM],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = _run_web_process(_EXTRACTIVE_PROGRAM, KNOWLEDGE_EMBEDDING_BACKEND="torch")
     assert "torch imported: False" in run.stdout
