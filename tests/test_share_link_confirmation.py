@@ -89,3 +89,11 @@ def test_the_api_refuses_a_cookie_session_post_without_csrf(shared, bob):
     refused = client.post(f"/api/v1/collections/link/{shared.share_token}/")
     assert refused.status_code == 403
     assert not LinkGrant.objects.filter(user=bob, collection=shared).exists()
+
+
+def test_opening_a_private_collections_link_or_a_made_up_one_is_not_found(alice, bob):
+    private = collection_create(name="Alice's notes", owner=alice, visibility="private")
+    for token in (private.share_token, "not-a-real-token-at-all-not-at-all"):
+        assert _web(bob).post(f"/collections/link/{token}/").status_code == 404
+        assert _api(bob).post(f"/api/v1/collections/link/{token}/").status_code == 404
+    assert not LinkGrant.objects.filter(user=bob).exists()
