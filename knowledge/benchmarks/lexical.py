@@ -196,8 +196,7 @@ def _load(stdout, collection, total: int) -> float:
         cursor.execute("ANALYZE knowledge_chunk")
         cursor.execute("ANALYZE knowledge_chunk_lexical")
         # Queries would otherwise also scan the indexes' not-yet-merged pending lists.
-        for index in ("chunk_search_vector_gin", "chunk_lexical_search_gin"):
-            cursor.execute("SELECT gin_clean_pending_list(%s::regclass)", [index])
+        cursor.execute("SELECT gin_clean_pending_list('chunk_lexical_search_gin'::regclass)")
     seconds = time.perf_counter() - started
     stdout.write(f"Loaded {total:,} chunks in {seconds:.0f} s\n")
     return seconds
@@ -275,14 +274,14 @@ def ndcg(got: list[int], ideal: list[int], gains: dict[int, float]) -> float:
 # --- measurement ------------------------------------------------------------------
 
 _AND_SQL = f"""
-    SELECT c.id FROM knowledge_chunk AS c, plainto_tsquery('english', %s) AS q
+    SELECT c.chunk_id FROM knowledge_chunk_lexical AS c, plainto_tsquery('english', %s) AS q
     WHERE c.search_vector @@ q AND ({_SCOPE})
-    ORDER BY ts_rank_cd(c.search_vector, q) DESC, c.id LIMIT %s
+    ORDER BY ts_rank_cd(c.search_vector, q) DESC, c.chunk_id LIMIT %s
 """
 _OR_SQL = f"""
-    SELECT c.id FROM knowledge_chunk AS c, CAST(%s AS tsquery) AS q
+    SELECT c.chunk_id FROM knowledge_chunk_lexical AS c, CAST(%s AS tsquery) AS q
     WHERE c.search_vector @@ q AND ({_SCOPE})
-    ORDER BY ts_rank_cd(c.search_vector, q) DESC, c.id LIMIT %s
+    ORDER BY ts_rank_cd(c.search_vector, q) DESC, c.chunk_id LIMIT %s
 """
 
 

@@ -1,6 +1,5 @@
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from pgvector.django import HnswIndex, VectorField
@@ -112,6 +111,7 @@ class Chunk(models.Model):
     referenced_by = ArrayField(models.TextField(), default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     embedding = VectorField(dimensions=settings.KNOWLEDGE_EMBEDDING_DIMENSIONS)
+    # Searched through its copy in knowledge_chunk_lexical, which holds the GIN index (migration 0016).
     search_vector = models.GeneratedField(
         expression=ToTsVector("content"),
         output_field=SearchVectorField(),
@@ -134,7 +134,6 @@ class Chunk(models.Model):
                 ef_construction=64,
                 opclasses=["vector_cosine_ops"],
             ),
-            GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
             models.Index(fields=["collection", "chunk_profile"], name="chunk_collection_profile"),
             models.Index(fields=["element_id"], name="chunk_element_id"),
         ]

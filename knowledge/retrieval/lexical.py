@@ -369,37 +369,42 @@ def tsquery_any(lexemes: list[str]) -> str:
     return " | ".join(quote_lexeme(lexeme) for lexeme in lexemes)
 
 
-# Candidates come from knowledge_chunk_lexical (migration 0015): a narrow row per chunk with
-# its vector inline and its length stored, so scoring reads one small row per candidate
-# instead of a wide chunk row and its TOASTed vector (three times: once per function reading
-# it). The scope is evaluated on the chunk row itself, reached by primary key, exactly as the
-# caller wrote it. The LATERAL subquery (OFFSET 0 keeps it one) and "IS TRUE" (the scope's IN
-# stays a hashed filter) keep that a primary-key lookup per candidate: as a join, the planner
-# sometimes read the whole chunk table to hash it (130 ms at 100,000 chunks) or copied every
-# candidate's vector into a tuplestore once per collection. Each vector is cut down to the
-# query's lexemes once (hence MATERIALIZED): setweight marks them 'A' (the column's are all
-# 'D') and ts_filter keeps just those, so only they are unnested -- in the select list, where
-# the set-returning function streams instead of filling a tuplestore per row. Scores are
-# rounded to 1e-9 so chunks with equal statistics tie exactly and fall back to id order.
+# Candidates come from knowledge_chunk_lexical (migrations 0015 and 0016): a narrow row per chunk
+# with its vector inline, its length stored, and the chunk columns a scope names
+# (collection_id, chunk_profile_id, document_id, embedding_model, metadata) under the chunk
+# table's names. So the caller's scope -- the SQL the access rule compiled to -- runs on the copy
+# as written, alias ``c``, in the same scan, instead of a primary-key lookup into the wide chunk
+# table per candidate (a third of a search's time); a scope naming another column fails loudly.
+# Each vector is cut down to the query's lexemes once (hence MATERIALIZED): setweight marks
+# them 'A' (the column's are all 'D') and ts_filter keeps just those, so only they are unnested
+# -- in the select list, where the set-returning function streams instead of filling a
+# tuplestore per row. Each occurrence finds its IDF by a hash join on the lexeme (not a search
+# of the lexeme array per row), and the arithmetic is float8 throughout: the parameters would
+# otherwise arrive as numeric literals and make every row's BM25 numeric arithmetic (-10% of
+# the search). Which lexemes a chunk holds comes back as a bitmask (bit i: lexemes[i]): an
+# array_agg keeps a memory context per group, which for ~1,500 candidates pushed the aggregate
+# past work_mem and onto disk. Scores are rounded to 1e-9 so chunks with equal statistics tie
+# exactly and fall back to id order.
 _SCORE_SQL = """
     WITH candidates AS MATERIALIZED (
-        SELECT l.chunk_id AS id, l.length,
-            ts_filter(setweight(l.search_vector, 'A', %(lexemes)s::text[]), '{{a}}') AS matched
-        FROM knowledge_chunk_lexical AS l
-        CROSS JOIN LATERAL (
-            SELECT FROM knowledge_chunk AS c WHERE c.id = l.chunk_id AND (({scope}) IS TRUE) OFFSET 0
-        ) AS in_scope
-        WHERE l.search_vector @@ %(candidates)s::tsquery
+        SELECT c.chunk_id AS id, greatest(c.length, 1)::float8 AS length,
+            ts_filter(setweight(c.search_vector, 'A', %(lexemes)s::text[]), '{{a}}') AS matched
+        FROM knowledge_chunk_lexical AS c
+        WHERE c.search_vector @@ %(candidates)s::tsquery AND ({scope})
         LIMIT %(max_candidates)s
     ),
     occurrences AS (
-        SELECT m.id, greatest(m.length, 1) AS length, unnest(m.matched) AS u FROM candidates AS m
+        SELECT m.id, m.length, unnest(m.matched) AS u FROM candidates AS m
+    ),
+    weights AS (
+        SELECT * FROM unnest(%(lexemes)s::text[], %(idf)s::float8[]) WITH ORDINALITY AS w(lexeme, idf, bit)
     )
     SELECT o.id, round(sum(
-        (%(idf)s::float8[])[array_position(%(lexemes)s::text[], (o.u).lexeme)] * f.tf * (%(k1)s + 1)
-        / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * o.length / %(avg_length)s))
-    ) * 1e9) / 1e9 AS score, array_agg((o.u).lexeme) AS lexemes
-    FROM occurrences AS o CROSS JOIN LATERAL (SELECT cardinality((o.u).positions)::float8 AS tf) AS f
+        w.idf * f.tf * (%(k1)s::float8 + 1)
+        / (f.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * o.length / %(avg_length)s::float8))
+    ) * 1e9) / 1e9 AS score, bit_or(1::bigint << (w.bit - 1)::integer) AS held
+    FROM occurrences AS o JOIN weights AS w ON w.lexeme = (o.u).lexeme
+    CROSS JOIN LATERAL (SELECT cardinality((o.u).positions)::float8 AS tf) AS f
     GROUP BY o.id
     ORDER BY score DESC, o.id
     LIMIT %(limit)s
@@ -428,7 +433,12 @@ def _score(
     }
     sql, params = _bind(_SCORE_SQL.format(scope=scope_sql), named, scope_params)
     cursor.execute(sql, params)
-    return [(int(id_), float(score), frozenset(held)) for id_, score, held in cursor.fetchall()]
+    return [(int(id_), float(score), _lexemes_in(held, lexemes)) for id_, score, held in cursor.fetchall()]
+
+
+def _lexemes_in(held: int, lexemes: list[str]) -> frozenset[str]:
+    """The lexemes whose bits (bit i for lexemes[i]) are set in ``held``."""
+    return frozenset(lexeme for i, lexeme in enumerate(lexemes) if held >> i & 1)
 
 
 def _bind(sql: str, named: dict, scope_params: list) -> tuple[str, list]:
@@ -462,8 +472,8 @@ def chunk_lexemes(*, chunk_id: int, lexemes: list[str]) -> set[str]:
         return set()
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT u.lexeme FROM knowledge_chunk AS c CROSS JOIN LATERAL unnest(c.search_vector) AS u "
-            "WHERE c.id = %s AND u.lexeme = ANY(%s)",
+            "SELECT u.lexeme FROM knowledge_chunk_lexical AS c"
+            " CROSS JOIN LATERAL unnest(c.search_vector) AS u WHERE c.chunk_id = %s AND u.lexeme = ANY(%s)",
             [chunk_id, lexemes],
         )
         return {row[0] for row in cursor.fetchall()}

@@ -24,8 +24,12 @@ def _bench(*args) -> tuple[str, dict]:
 
 
 def test_the_benchmark_builds_measures_and_reuses_its_collection():
-    text, figures = _bench("--chunks", "120", "--queries", "2", "--scope-share", "0.5", "0.1")
+    text, figures = _bench(
+        "--chunks", "120", "--queries", "2", "--scope-share", "0.5", "0.1", "--warm-up", "5"
+    )
     assert figures["chunks"] == 120 and figures["queries"] == 2
+    # The process's three warm-up questions, then five chunk openings.
+    assert figures["warm_up_questions"] == 3 + 5 and "after 8 others" in text
     for stage in ("embed", "dense", "lexical", "hybrid", "reference"):
         assert figures[f"{stage}_p95_ms"] >= figures[f"{stage}_p50_ms"] > 0
     assert 0 <= figures["hnsw_recall_at_10"] <= 1
@@ -36,7 +40,10 @@ def test_the_benchmark_builds_measures_and_reuses_its_collection():
     assert Chunk.objects.filter(collection__in=parts).count() == 120
     assert "Built 120 chunks" in text
 
-    text, _ = _bench("--chunks", "120", "--queries", "1", "--scope-share", "0.5", "0.1")
+    text, figures = _bench(
+        "--chunks", "120", "--queries", "1", "--scope-share", "0.5", "0.1", "--warm-up", "0"
+    )
+    assert figures["warm_up_questions"] == 3
     assert "Reusing the 120-chunk collection" in text
     call_command("knowledge_bench", "retrieve", "--drop", stdout=io.StringIO())
     assert not Collection.objects.filter(owner__username=retrieve.USER).exists()
@@ -57,7 +64,13 @@ def test_derived_chunks_stay_close_to_the_real_ones_they_come_from():
         assert f"Sentence one of {base}." in text and text != texts[base]
 
 
-BAD = [["--scope-share", "0.5", "0.5"], ["--scope-share", "1.5"], ["--chunks", "0"], ["--chunks", "10"]]
+BAD = [
+    ["--scope-share", "0.5", "0.5"],
+    ["--scope-share", "1.5"],
+    ["--chunks", "0"],
+    ["--chunks", "10"],
+    ["--warm-up", "-1"],
+]
 
 
 @pytest.mark.parametrize("args", BAD)

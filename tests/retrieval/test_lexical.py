@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.db import connection
+from django.db import ProgrammingError, connection
 
 from knowledge.models import Chunk, ChunkProfile, Collection, Document
 from knowledge.retrieval import lexical
@@ -386,6 +386,17 @@ def test_scope_may_filter_below_the_collection(docs):
     assert len(hits) == 10 and {h.chunk_id for h in hits} <= set(extra)
 
 
+def test_a_scope_naming_a_column_the_copy_lacks_fails_loudly(docs):
+    """Scopes run on knowledge_chunk_lexical, which copies only the columns a scope names:
+    a condition on any other chunk column is an error, never a filter silently skipped."""
+    a, _ = docs
+    sql = "c.collection_id = %s AND c.chunk_profile_id = %s AND c.page = %s"
+    with pytest.raises(ProgrammingError, match="column c.page does not exist"):
+        lexical_search(
+            query="average price of books", scope_sql=sql, scope_params=[a.pk, a.chunk_profile_id, 1], limit=5
+        )
+
+
 def test_access_scope_hides_private_chunks_and_their_statistics(alice, charlie, profile):
     """Charlie's hits and scores are those of the public collection alone: Alice's
     private chunks are neither returned nor counted in IDF (no side channel)."""
@@ -455,15 +466,18 @@ def assert_statistics_are_exact():
 
 
 def assert_lexical_copy_is_exact():
-    """knowledge_chunk_lexical holds exactly one row per chunk: its vector and its length,
-    recounted here from the chunk table."""
+    """knowledge_chunk_lexical holds exactly one row per chunk: the columns a scope names, its
+    vector and its length, recounted here from the chunk table."""
+    columns = "collection_id, chunk_profile_id, document_id, embedding_model, metadata"
     with connection.cursor() as cursor:
         for left, right in (("copy", "chunks"), ("chunks", "copy")):
             cursor.execute(
                 f"""
-                WITH copy AS (SELECT chunk_id, length, search_vector FROM knowledge_chunk_lexical),
+                WITH copy AS (
+                    SELECT chunk_id, {columns}, length, search_vector FROM knowledge_chunk_lexical
+                ),
                 chunks AS (
-                    SELECT id, coalesce((SELECT sum(cardinality(u.positions))
+                    SELECT id, {columns}, coalesce((SELECT sum(cardinality(u.positions))
                                          FROM unnest(search_vector) AS u), 0)::int, search_vector
                     FROM knowledge_chunk
                 )
@@ -486,6 +500,9 @@ def test_statistics_follow_inserts_deletes_updates_like_the_pipeline(docs, profi
     Chunk.objects.filter(pk=first.pk).update(content="zebra crossing zebra")
     Chunk.objects.filter(collection=a).update(token_count=1)  # no search change: no-op for the stats
     assert_statistics_are_exact()
+    assert_lexical_copy_is_exact()
+    # A column a scope may name changes: the copy follows, or a filter would judge stale values.
+    Chunk.objects.filter(pk=first.pk).update(metadata={"type": "operation"})
     assert_lexical_copy_is_exact()
     b.delete()  # cascades to its chunks; its partition disappears
     assert_statistics_are_exact()

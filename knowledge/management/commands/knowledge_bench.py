@@ -2,7 +2,7 @@
 
 knowledge_bench ingest [--files PATH...] [--backend torch|onnx|onnx-int8] [--rounds N]
 knowledge_bench lexical [--chunks N] [--queries N]
-knowledge_bench retrieve [--chunks N] [--scope-share P ...] [--queries N] [--drop]
+knowledge_bench retrieve [--chunks N] [--scope-share P ...] [--queries N] [--warm-up N] [--drop]
 knowledge_bench load [--clients C] [--seconds S] [--url URL] [--sse N]
 """
 
@@ -48,6 +48,13 @@ class Command(BaseCommand):
         retrieve.add_argument("--queries", type=int, default=50)
         retrieve.add_argument(
             "--recall-queries", type=int, help="Exact scans for recall (default: all <= 200k)."
+        )
+        retrieve.add_argument(
+            "--warm-up",
+            type=int,
+            default=200,
+            metavar="N",
+            help="Other questions asked first, as a server in use has been (default 200; 0: just started).",
         )
         retrieve.add_argument(
             "--drop", action="store_true", help="Delete the benchmark collections and exit."
@@ -108,6 +115,8 @@ class Command(BaseCommand):
         shares = options["scope_share"]
         if options["chunks"] < 1 or options["queries"] < 1:
             raise CommandError("--chunks and --queries must be >= 1")
+        if options["warm_up"] < 0:
+            raise CommandError("--warm-up must be >= 0")
         if len(set(shares)) != len(shares) or not all(0 < p < 1 for p in shares):
             raise CommandError("--scope-share values must be distinct and between 0 and 1 (exclusive)")
         if (
@@ -121,6 +130,7 @@ class Command(BaseCommand):
             scope_shares=shares,
             queries=options["queries"],
             recall_queries=options["recall_queries"],
+            warm_up=options["warm_up"],
         )
 
     def _load(self, options):
