@@ -1,4 +1,5 @@
-"""Migration 0015 on existing chunks: the narrow lexical copy is filled, and dropped again on the way back."""
+"""Migrations 0015 and 0016 on existing chunks: the lexical copy is filled, rebuilt with the scope
+columns, and taken back step by step."""
 
 from __future__ import annotations
 
@@ -55,5 +56,42 @@ def test_existing_chunks_are_copied_and_the_copy_goes_on_the_way_back():
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM knowledge_chunk_lexical")
         assert cursor.fetchone()[0] == len(ids) - 1
+    hits = search("How do I follow a relationship backward in a query?", collection, limit=5)
+    assert len(hits) == 5 and all(hit.chunk_id in ids[1:] for hit in hits)
+
+
+def _copy_columns() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_name = 'knowledge_chunk_lexical' ORDER BY ordinal_position"
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_copy_gains_the_scope_columns_and_loses_them_on_the_way_back():
+    """0016 rebuilds the copy with the columns a scope names; back at 0015 it is the narrow copy
+    again, kept in step by 0015's triggers, and forward again it is exact."""
+    profile = ChunkProfile.objects.create(name="lexical-scope-columns", chunk_size=1000, chunk_overlap=100)
+    collection = make_collection("lexical-scope-columns", profile)
+    ids = add_chunks(collection, chunk_texts(IN_SCOPE_FILES[:2]))
+    try:
+        _migrate(AFTER)
+        assert _copy_columns() == ["chunk_id", "length", "search_vector"]
+        Chunk.objects.filter(pk=ids[0]).delete()  # 0015's trigger, on 0015's table
+    finally:
+        _migrate_to_latest()
+    assert _copy_columns() == [
+        "chunk_id",
+        "collection_id",
+        "chunk_profile_id",
+        "document_id",
+        "embedding_model",
+        "metadata",
+        "length",
+        "search_vector",
+    ]
+    assert_lexical_copy_is_exact()
     hits = search("How do I follow a relationship backward in a query?", collection, limit=5)
     assert len(hits) == 5 and all(hit.chunk_id in ids[1:] for hit in hits)
