@@ -285,9 +285,11 @@ def _lexical(question, scope: Scope, terms, config, limit, extra_sql, timer) -> 
     if not config["hybrid"]:
         return []
     with timer.stage("lexical"):
+        # Per row: as a join, the planner hashed every chunk matching the candidate query before
+        # the candidate limit could stop the scan (1,000,000 chunks: 14,262 rows, 60 of 104 ms).
         return lexical.lexical_search(
             query=question,
-            scope_sql=f"{scope.sql()} {extra_sql}",
+            scope_sql=f"{scope.sql(per_row=True)} {extra_sql}",
             scope_params=scope.params(),
             limit=limit,
             stats=terms,
