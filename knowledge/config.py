@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import transaction
 
+from config.prepared import PreparedSelect
 from knowledge.models import KnowledgeSetting
 from knowledge.parameters import PARAMETERS, parameter, validate_overrides, validate_value
 
@@ -28,9 +29,16 @@ class EffectiveValue:
     source: str
 
 
+# KnowledgeSetting.objects.all(), its SQL built once (read on every retrieval; compiling it cost
+# more CPU than the query).
+_GLOBAL_ROWS = PreparedSelect(
+    KnowledgeSetting, where="TRUE", order_by='"m"."key"', defer=("help_text", "updated_at")
+)
+
+
 def global_settings() -> dict[str, tuple[Any, bool]]:
     """Every parameter's global (value, is_locked); defaults for rows not yet stored."""
-    stored = {row.key: (row.value, row.is_locked) for row in KnowledgeSetting.objects.all()}
+    stored = {row.key: (row.value, row.is_locked) for row in _GLOBAL_ROWS.fetch()}
     return {key: stored.get(key, (spec.default, False)) for key, spec in PARAMETERS.items()}
 
 
