@@ -72,6 +72,16 @@ class PreparedSelect:
         related_loader = _Loader(link.related_model, related_fields) if link else None
         return sql, _Loader(self.model, fields), related_loader, link
 
+    def fetch_values(self, params: Sequence = ()) -> list[list]:
+        """The loaded fields' values of each matching row, converted as for instances, in the
+        model's field order (no instances built: for rows read only to be looked up)."""
+        sql, main, _, _ = self._plan
+        db = connections[DEFAULT_DB_ALIAS]
+        with db.cursor() as cursor:
+            cursor.execute(sql, list(params))
+            rows = cursor.fetchall()
+        return [main.values(row[: len(main.fields)], db) for row in rows]
+
     def fetch(self, params: Sequence = ()) -> list[Model]:
         sql, main, related, link = self._plan
         db = connections[DEFAULT_DB_ALIAS]  # once: each lookup through the proxy costs a context-local read
@@ -101,12 +111,15 @@ class _Loader:
             if found:
                 self.converters.append((position, found, column))
 
-    def instance(self, values: Sequence, db) -> Model:
-        values = list(values)
+    def values(self, row: Sequence, db) -> list:
+        values = list(row)
         for position, converters, column in self.converters:
             for converter in converters:
                 values[position] = converter(values[position], column, db)
-        return self.model.from_db(db.alias, self.attnames, values)
+        return values
+
+    def instance(self, row: Sequence, db) -> Model:
+        return self.model.from_db(db.alias, self.attnames, self.values(row, db))
 
 
 def _column(alias: str, field) -> str:

@@ -29,8 +29,9 @@ class EffectiveValue:
     source: str
 
 
-# KnowledgeSetting.objects.all(), its SQL built once (read on every retrieval; compiling it cost
-# more CPU than the query).
+# The stored rows' id, key, value and is_locked, with SQL built once: they are read on every
+# retrieval, and compiling KnowledgeSetting.objects.all() and building its instances cost more CPU
+# than the query.
 _GLOBAL_ROWS = PreparedSelect(
     KnowledgeSetting, where="TRUE", order_by='"m"."key"', defer=("help_text", "updated_at")
 )
@@ -38,7 +39,7 @@ _GLOBAL_ROWS = PreparedSelect(
 
 def global_settings() -> dict[str, tuple[Any, bool]]:
     """Every parameter's global (value, is_locked); defaults for rows not yet stored."""
-    stored = {row.key: (row.value, row.is_locked) for row in _GLOBAL_ROWS.fetch()}
+    stored = {key: (value, is_locked) for _, key, value, is_locked in _GLOBAL_ROWS.fetch_values()}
     return {key: stored.get(key, (spec.default, False)) for key, spec in PARAMETERS.items()}
 
 

@@ -96,17 +96,21 @@ class _Timer:
     def __init__(self) -> None:
         self.timings: dict[str, float] = {}
 
-    def stage(self, name: str):
-        timer = self
+    def stage(self, name: str) -> _Stage:
+        return _Stage(self.timings, name)
 
-        class _Stage:
-            def __enter__(self):
-                self.start = time.perf_counter()
 
-            def __exit__(self, *exc):
-                timer.timings[name] = round((time.perf_counter() - self.start) * 1000, 2)
+class _Stage:
+    """Records its block's wall time in milliseconds under ``name``."""
 
-        return _Stage()
+    def __init__(self, timings: dict[str, float], name: str) -> None:
+        self.timings, self.name = timings, name
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc) -> None:
+        self.timings[self.name] = round((time.perf_counter() - self.start) * 1000, 2)
 
 
 def retrieve(
