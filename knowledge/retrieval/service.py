@@ -414,6 +414,8 @@ _CHUNKS_WITH_DOCUMENTS = PreparedSelect(
 
 
 def _load(chosen: list[Candidate]) -> list[RetrievedChunk]:
+    if not chosen:
+        return []
     chunks = {chunk.pk: chunk for chunk in _CHUNKS_WITH_DOCUMENTS.fetch([[c.chunk_id for c in chosen]])}
     return [RetrievedChunk(chunks[c.chunk_id], _scores(c)) for c in chosen if c.chunk_id in chunks]
 
