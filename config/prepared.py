@@ -26,8 +26,8 @@ class PreparedSelect:
     """``model`` rows (alias ``m``) matching ``where``, optionally with one forward foreign key's
     row (alias ``r``) joined and cached, as ``select_related(related)`` would.
 
-    ``where``, ``order_by`` and ``limit`` are SQL over those aliases with ``%s`` placeholders;
-    ``defer`` names fields left out (loaded lazily if ever read, as with ``QuerySet.defer``).
+    ``where``, ``order_by``, ``distinct_on`` and ``limit`` are SQL over those aliases, with ``%s``
+    placeholders; ``defer`` names fields left out (loaded lazily if ever read, as with ``QuerySet.defer``).
     """
 
     def __init__(
@@ -38,12 +38,13 @@ class PreparedSelect:
         related: str | None = None,
         defer: Iterable[str] = (),
         order_by: str = "",
+        distinct_on: str = "",
         limit: int | None = None,
     ) -> None:
         self.model = model
         self.related = related
         self.defer = frozenset(defer)
-        self.where, self.order_by, self.limit = where, order_by, limit
+        self.where, self.order_by, self.distinct_on, self.limit = where, order_by, distinct_on, limit
 
     @cached_property
     def _plan(self):
@@ -64,7 +65,8 @@ class PreparedSelect:
                 f' JOIN {_quoted(target._meta.db_table)} AS "{RELATED}"'
                 f' ON "{RELATED}".{_quoted(link.target_field.column)} = "{MAIN}".{_quoted(link.column)}'
             )
-        sql = f"SELECT {', '.join(columns)} FROM {tables} WHERE {self.where}"
+        distinct = f"DISTINCT ON ({self.distinct_on}) " if self.distinct_on else ""
+        sql = f"SELECT {distinct}{', '.join(columns)} FROM {tables} WHERE {self.where}"
         if self.order_by:
             sql += f" ORDER BY {self.order_by}"
         if self.limit is not None:
