@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from accounts.models import ApiToken
 from config.errors import KnowledgeError, NotFoundError
+from config.prepared import PreparedSelect
 from config.validation import text_clean
 
 SECRET_PREFIX = "kn_"
@@ -57,19 +58,26 @@ def tokens_for_user(*, user):
     return ApiToken.objects.filter(user=user)
 
 
+# ApiToken.objects.filter(key_hash=..., revoked_at__isnull=True, user__is_active=True)
+# .select_related("user").first(), its SQL built once: compiling it was a tenth of an API request's CPU.
+_ACTIVE_TOKEN = PreparedSelect(
+    ApiToken,
+    related="user",
+    where='"m"."key_hash" = %s AND "m"."revoked_at" IS NULL AND "r"."is_active"',
+    order_by='"m"."created_at" DESC, "m"."id" DESC',
+    limit=1,
+)
+
+
 def token_authenticate(secret: str):
     """The active user a valid, unrevoked token belongs to, else None."""
     if not secret or not secret.startswith(SECRET_PREFIX) or len(secret) > 200:
         return None
-    token = (
-        ApiToken.objects.filter(key_hash=_hash(secret), revoked_at__isnull=True, user__is_active=True)
-        .select_related("user")
-        .first()
-    )
-    if token is None:
+    found = _ACTIVE_TOKEN.fetch([_hash(secret)])
+    if not found:
         return None
-    _touch(token)
-    return token.user
+    _touch(found[0])
+    return found[0].user
 
 
 def _touch(token: ApiToken) -> None:

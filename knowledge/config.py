@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import transaction
 
+from config.prepared import PreparedSelect
 from knowledge.models import KnowledgeSetting
 from knowledge.parameters import PARAMETERS, parameter, validate_overrides, validate_value
 
@@ -28,9 +29,17 @@ class EffectiveValue:
     source: str
 
 
+# The stored rows' id, key, value and is_locked, with SQL built once: they are read on every
+# retrieval, and compiling KnowledgeSetting.objects.all() and building its instances cost more CPU
+# than the query.
+_GLOBAL_ROWS = PreparedSelect(
+    KnowledgeSetting, where="TRUE", order_by='"m"."key"', defer=("help_text", "updated_at")
+)
+
+
 def global_settings() -> dict[str, tuple[Any, bool]]:
     """Every parameter's global (value, is_locked); defaults for rows not yet stored."""
-    stored = {row.key: (row.value, row.is_locked) for row in KnowledgeSetting.objects.all()}
+    stored = {key: (value, is_locked) for _, key, value, is_locked in _GLOBAL_ROWS.fetch_values()}
     return {key: stored.get(key, (spec.default, False)) for key, spec in PARAMETERS.items()}
 
 

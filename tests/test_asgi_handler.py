@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+
 import asgiref.sync
 from asgiref.sync import async_to_sync
 from asgiref.testing import ApplicationCommunicator
 from django.core.handlers.asgi import ASGIHandler
+from django.core.signals import request_finished, request_started
 from django.http import HttpResponse, StreamingHttpResponse
 from django.test import override_settings
 from django.urls import path
 
-from config.asgi_handler import SyncChainASGIHandler
+from config.asgi_handler import RequestThread, SyncChainASGIHandler
 
 
 def _plain(request):
@@ -81,3 +84,50 @@ def test_the_whole_chain_runs_without_returning_to_the_event_loop(monkeypatch):
 @override_settings(ROOT_URLCONF=__name__)
 def test_an_asynchronous_stream_still_streams():
     assert _get(SyncChainASGIHandler(), "/stream/") == (200, b"one two")
+
+
+def _thread_name(request):
+    return HttpResponse(threading.current_thread().name)
+
+
+urlpatterns.append(path("thread/", _thread_name))
+
+
+@override_settings(ROOT_URLCONF=__name__)
+def test_a_requests_calls_share_one_thread_which_later_requests_reuse():
+    """The request signals' receivers and the view run on one thread, kept for the next request."""
+    handler = SyncChainASGIHandler()
+    seen = []
+
+    def started(**kwargs):
+        seen.append(("started", threading.current_thread().name))
+
+    def finished(**kwargs):
+        seen.append(("finished", threading.current_thread().name))
+
+    request_started.connect(started)
+    request_finished.connect(finished)
+    try:
+        status, first = _get(handler, "/thread/")
+        assert status == 200 and first.decode().startswith("request")
+        assert seen == [("started", first.decode()), ("finished", first.decode())]
+        assert _get(handler, "/thread/") == (200, first)  # the same thread again, not a new one
+    finally:
+        request_started.disconnect(started)
+        request_finished.disconnect(finished)
+    assert len(handler._idle_threads) == 1
+
+
+def test_a_thread_still_running_a_call_is_not_kept():
+    handler = SyncChainASGIHandler()
+    busy, release = RequestThread(), threading.Event()
+    running = busy.submit(release.wait, 10)
+    assert not busy.idle
+    handler._release(busy)
+    assert handler._idle_threads == []  # a new request must not wait behind the old call
+    release.set()
+    assert running.result(10) is True
+    free = RequestThread()
+    assert free.submit(lambda: 1).result(10) == 1 and free.idle
+    handler._release(free)
+    assert handler._idle_threads == [free]

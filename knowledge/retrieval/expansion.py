@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 
+from config.prepared import PreparedSelect
 from knowledge.models import Chunk
 from knowledge.retrieval.scope import Scope
 
@@ -87,16 +89,23 @@ def _next_ids(chunks: list[Chunk], visited: set[str], result: ExpansionResult) -
 
 def _fetch_level(ids: list[str], scope: Scope) -> list[Chunk]:
     """First chunk of each referenced element, in the order the ids were found (one query)."""
-    rows = (
-        Chunk.objects.filter(element_id__in=ids)
-        .extra(where=[scope.sql("knowledge_chunk")], params=scope.params())
-        .select_related("document")
-        .defer("embedding")  # never read from here on
-        .order_by("element_id", "index")
-        .distinct("element_id")
-    )
+    rows = _level_select(scope.sql('"m"')).fetch([ids, *scope.params()])
     by_id = {chunk.element_id: chunk for chunk in rows}
     return [by_id[i] for i in ids if i in by_id]
+
+
+@lru_cache(maxsize=64)
+def _level_select(scope_sql: str) -> PreparedSelect:
+    """The level's chunks with their documents, its SQL built once per scope text (the text depends on
+    the scope's shape, not on its ids). Not the vectors nor the full-text vectors: never read from here on."""
+    return PreparedSelect(
+        Chunk,
+        related="document",
+        defer=("embedding", "search_vector"),
+        where=f'"m"."element_id" = ANY(%s) AND {scope_sql}',
+        distinct_on='"m"."element_id"',
+        order_by='"m"."element_id", "m"."index"',
+    )
 
 
 def _record_missing(ids: list[str], level: list[Chunk], result: ExpansionResult) -> None:

@@ -21,6 +21,7 @@ from django.db import connection
 from django.utils import timezone
 
 from config.errors import KnowledgeError
+from config.prepared import PreparedSelect
 from config.validation import text_clean
 from knowledge.access import QuestionScope, question_scope_of
 from knowledge.clients.embedding import embed_query
@@ -95,17 +96,21 @@ class _Timer:
     def __init__(self) -> None:
         self.timings: dict[str, float] = {}
 
-    def stage(self, name: str):
-        timer = self
+    def stage(self, name: str) -> _Stage:
+        return _Stage(self.timings, name)
 
-        class _Stage:
-            def __enter__(self):
-                self.start = time.perf_counter()
 
-            def __exit__(self, *exc):
-                timer.timings[name] = round((time.perf_counter() - self.start) * 1000, 2)
+class _Stage:
+    """Records its block's wall time in milliseconds under ``name``."""
 
-        return _Stage()
+    def __init__(self, timings: dict[str, float], name: str) -> None:
+        self.timings, self.name = timings, name
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc) -> None:
+        self.timings[self.name] = round((time.perf_counter() - self.start) * 1000, 2)
 
 
 def retrieve(
@@ -402,9 +407,18 @@ def _lexemes_held(best: Candidate, weights: dict[str, float], terms) -> set[str]
     return lexical.chunk_lexemes(chunk_id=best.chunk_id, lexemes=list(weights))
 
 
+# Chunks with their documents, as select_related("document") loads them. Not the vectors nor the
+# full-text vectors: nothing downstream reads them (they would load lazily), each vector is 384
+# numbers parsed from text and a full-text vector is as long as its chunk.
+_CHUNKS_WITH_DOCUMENTS = PreparedSelect(
+    Chunk, related="document", defer=("embedding", "search_vector"), where='"m"."id" = ANY(%s)'
+)
+
+
 def _load(chosen: list[Candidate]) -> list[RetrievedChunk]:
-    # Not the vectors: nothing downstream reads them, and each one is 384 numbers parsed from text.
-    chunks = Chunk.objects.select_related("document").defer("embedding").in_bulk([c.chunk_id for c in chosen])
+    if not chosen:
+        return []
+    chunks = {chunk.pk: chunk for chunk in _CHUNKS_WITH_DOCUMENTS.fetch([[c.chunk_id for c in chosen]])}
     return [RetrievedChunk(chunks[c.chunk_id], _scores(c)) for c in chosen if c.chunk_id in chunks]
 
 

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from knowledge.models import Chunk, Document
-from knowledge.retrieval.dense import ScopeSize, dense_search, exact_is_cheaper, scope_size
+from knowledge.retrieval.dense import ScopeSize, dense_search, exact_is_cheaper, scope_size, vector_literal
 from knowledge.retrieval.intent import intent_filter_sql
 from knowledge.retrieval.scope import Scope, search_scope
 from knowledge.services.collections import collection_create
@@ -164,3 +164,18 @@ def test_the_planner_knows_how_many_chunks_an_intent_filter_keeps(alice):
         cursor.execute("DROP STATISTICS chunk_metadata_type_stats")
         cursor.execute("ANALYZE knowledge_chunk")
         assert _estimated_rows(cursor, condition) < 0.1 * rows
+
+
+def test_a_vectors_text_is_remembered_only_while_the_array_cannot_change():
+    vector = np.array([0.5, -0.25, 1 / 3], dtype=np.float32)
+    assert vector_literal(vector) == "[0.5,-0.25,0.3333333]"
+    vector[0] = 2.0  # a writable array is formatted again each time
+    assert vector_literal(vector) == "[2,-0.25,0.3333333]"
+    vector.flags.writeable = False
+    assert vector_literal(vector) == "[2,-0.25,0.3333333]"
+    assert vector_literal(vector) is vector_literal(vector)  # formatted once
+    twin = vector.copy()
+    twin[1] = 1.0
+    twin.flags.writeable = False
+    assert vector_literal(twin) == "[2,1,0.3333333]"  # another array, its own text
+    assert vector_literal([0.5, 1.0]) == "[0.5,1]"
