@@ -1,6 +1,7 @@
 """The document pipeline: the only code that writes chunks.
 
-extract (pure) -> chunk (pure) -> embed -> summarise -> one transaction that
+extract (pure) -> chunk (pure) -> embed -> summarise (an extracted summary while
+the chunks are inserted) -> one transaction that
 replaces the document's chunk set for the chunk profile and its summary. Running it twice, or again after a
 worker died half-way, leaves exactly one complete chunk set: nothing is written
 until the last step, and that step deletes and inserts atomically.
@@ -281,7 +282,7 @@ def _embed_window(window: list[ChunkDraft], progress: _Progress, *, done: int, k
 
 
 def _summarise(document: Document, drafts, vectors, writer: SummaryWriter) -> tuple[SummaryDraft, np.ndarray]:
-    """The document's summary (the LLM's when one is configured) and its embedding, before any write."""
+    """The document's summary (the LLM's when one is configured) and its embedding (no database access)."""
     draft = summary_by(
         writer, filename=document.filename, title=document.title, drafts=drafts, vectors=vectors
     )
