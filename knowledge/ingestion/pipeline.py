@@ -282,7 +282,9 @@ def _embed_window(window: list[ChunkDraft], progress: _Progress, *, done: int, k
 
 
 def _summarise(document: Document, drafts, vectors, writer: SummaryWriter) -> tuple[SummaryDraft, np.ndarray]:
-    """The document's summary (the LLM's when one is configured) and its embedding (no database access)."""
+    """The document's summary (the LLM's when one is configured) and its embedding.
+
+    It reads and writes nothing in the database (an extracted summary is made in a thread)."""
     draft = summary_by(
         writer, filename=document.filename, title=document.title, drafts=drafts, vectors=vectors
     )
