@@ -22,6 +22,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
@@ -279,25 +280,47 @@ def _cached_query_vector(text: str, backend: str) -> np.ndarray:
     return vector
 
 
-def embed_short_texts(texts: Sequence[str], *, backend: str | None = None) -> np.ndarray:
+def embed_short_texts(texts: Sequence[str], *, backend: str | None = None, workers: int = 1) -> np.ndarray:
     """Unit vectors for short texts (a summary's or an extractive answer's sentences) on onnxruntime.
 
     The vectors are in the documents' space (see ``query_backend``). For short texts the fixed
     cost of a torch call dominates: on the loaded 2 cores one text took 0.16-0.7 s with torch
     and 0.007 s on one onnxruntime thread, 40 sentences 2.1-2.4 s against 0.8-1.1 s.
+
+    ``workers`` > 1 encodes that many batches at once, each on one onnxruntime thread (the
+    pipeline's summary, while its encoder is idle): the same batches on the same network give
+    the same vectors bit for bit (onnxruntime's kernels compute a row the same way on one
+    thread as on several; tests/clients/test_embedding_backends.py checks it).
     """
     from django.conf import settings
 
     backend = backend or configured_backend()
-    # The documents' ONNX encoder uses every core; torch pays too much per call for short texts.
-    model = query_model(query_backend(backend)) if backend == "torch" else get_model(backend)
+    model = _short_text_model(backend, parallel=workers > 1)
     result = np.zeros((len(texts), settings.KNOWLEDGE_EMBEDDING_DIMENSIONS), dtype=np.float32)
     # Shortest first in small batches: each batch is padded to its longest text only.
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    for start in range(0, len(order), SHORT_TEXT_BATCH):
-        positions = order[start : start + SHORT_TEXT_BATCH]
-        result[positions] = model.encode([texts[i] for i in positions], normalize_embeddings=True)
+    batches = [order[start : start + SHORT_TEXT_BATCH] for start in range(0, len(order), SHORT_TEXT_BATCH)]
+
+    def encode(positions: list[int]) -> np.ndarray:
+        return model.encode([texts[i] for i in positions], normalize_embeddings=True)
+
+    if workers > 1 and len(batches) > 1:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="short-texts") as pool:
+            encoded = list(pool.map(encode, batches))
+    else:
+        encoded = [encode(positions) for positions in batches]
+    for positions, vectors in zip(batches, encoded, strict=True):
+        result[positions] = vectors
     return result
+
+
+def _short_text_model(backend: str, *, parallel: bool):
+    """One onnxruntime thread per batch when batches run in parallel; otherwise the documents' ONNX
+    encoder (every core), or the question encoder when the documents' backend is torch (torch pays
+    too much per call for short texts)."""
+    if parallel or backend == "torch":
+        return query_model(query_backend(backend))
+    return get_model(backend)
 
 
 SHORT_TEXT_BATCH = 8

@@ -1,6 +1,7 @@
 """The document pipeline: the only code that writes chunks.
 
-extract (pure) -> chunk (pure) -> embed -> summarise -> one transaction that
+extract (pure) -> chunk (pure) -> embed -> summarise (an extracted summary while
+the chunks are inserted) -> one transaction that
 replaces the document's chunk set for the chunk profile and its summary. Running it twice, or again after a
 worker died half-way, leaves exactly one complete chunk set: nothing is written
 until the last step, and that step deletes and inserts atomically.
@@ -20,7 +21,8 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from django.conf import settings
@@ -31,7 +33,7 @@ from knowledge.clients.embedding import embed_short_texts, embed_texts
 from knowledge.ingestion.drafts import ChunkingOptions, document_drafts
 from knowledge.ingestion.extraction_process import extraction_run
 from knowledge.ingestion.headers import embedding_text, title_from_filename
-from knowledge.ingestion.summary import SummaryDraft, summary_draft
+from knowledge.ingestion.summary import SummaryDraft, SummaryWriter, summary_by, summary_writer
 from knowledge.ingestion.titles import document_title
 from knowledge.ingestion.types import ChunkDraft, ExtractionError
 from knowledge.models import Chunk, ChunkProfile, Collection, Document, DocumentSummary
@@ -86,8 +88,8 @@ def _process(document: Document, profile: ChunkProfile, claim: Claim | None) -> 
     )
     try:
         drafts, vectors = _drafts_and_vectors(document, profile)
-        summary = _summarise(document, drafts, vectors)
-        _write_chunks(document, profile, drafts, vectors, summary, claim)
+        with _summary_meanwhile(document, drafts, vectors) as summary:
+            _write_chunks(document, profile, drafts, vectors, summary, claim)
     except ExtractionError as exc:
         _fail(document, claim, str(exc))
     except (DocumentGone, ClaimLost):
@@ -279,10 +281,35 @@ def _embed_window(window: list[ChunkDraft], progress: _Progress, *, done: int, k
     )
 
 
-def _summarise(document: Document, drafts, vectors) -> tuple[SummaryDraft, np.ndarray]:
-    """The document's summary (the LLM's when one is configured) and its embedding, before any write."""
-    draft = summary_draft(filename=document.filename, title=document.title, drafts=drafts, vectors=vectors)
+def _summarise(document: Document, drafts, vectors, writer: SummaryWriter) -> tuple[SummaryDraft, np.ndarray]:
+    """The document's summary (the LLM's when one is configured) and its embedding.
+
+    It reads and writes nothing in the database (an extracted summary is made in a thread)."""
+    draft = summary_by(
+        writer, filename=document.filename, title=document.title, drafts=drafts, vectors=vectors
+    )
     return draft, embed_short_texts([draft.router_text()])[0]
+
+
+@contextlib.contextmanager
+def _summary_meanwhile(document: Document, drafts, vectors) -> Iterator[Callable[[], tuple]]:
+    """A function that returns the summary: made while the chunks are written when that is safe.
+
+    An extracted summary is made in a thread meanwhile: its sentences are embedded
+    on onnxruntime while PostgreSQL inserts the chunks and their HNSW entries
+    (measured 0.9 s for 149 chunks, the summary 2.2 s, one after the other
+    before), and the transaction waits for it only to write it. An LLM's summary
+    is made before the transaction, as before: a slow model must not hold its locks.
+    Either way the summary is the same; an error in it fails the document.
+    """
+    writer = summary_writer()  # reads the database: here, not in the thread
+    if writer.llm is not None:
+        summary = _summarise(document, drafts, vectors, writer)
+        yield lambda: summary
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as pool:
+        # A write that fails first waits here for the thread before the error goes on.
+        yield pool.submit(_summarise, document, drafts, vectors, writer).result
 
 
 def _write_summary(document: Document, summary: tuple[SummaryDraft, np.ndarray]) -> None:
@@ -303,7 +330,9 @@ def _write_summary(document: Document, summary: tuple[SummaryDraft, np.ndarray])
     )
 
 
-def _write_chunks(document, profile, drafts, vectors, summary, claim: Claim | None) -> None:
+def _write_chunks(
+    document, profile, drafts, vectors, summary: Callable[[], tuple], claim: Claim | None
+) -> None:
     with transaction.atomic():
         # Lock the row: a concurrent run of the same task waits here, then replaces our set.
         locked = Document.objects.select_for_update().filter(pk=document.pk).first()
@@ -319,7 +348,7 @@ def _write_chunks(document, profile, drafts, vectors, summary, claim: Claim | No
             for index, (draft, vector) in enumerate(zip(drafts, vectors, strict=True))
         ]
         Chunk.objects.bulk_create(chunks, batch_size=_WRITE_BATCH)
-        _write_summary(document, summary)
+        _write_summary(document, summary())
         _update(
             document,
             status=Document.Status.READY,

@@ -11,6 +11,7 @@ document's centroid, quoted verbatim. A summary never fails a document.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from knowledge.clients.embedding import embed_short_texts
 from knowledge.clients.json_reply import json_object, text_field, text_list
-from knowledge.clients.llm import LLMError, complete, llm_config
+from knowledge.clients.llm import LLMConfig, LLMError, complete, llm_config
 from knowledge.clients.text import STOPWORDS, WORD, stem
 from knowledge.ingestion.headers import title_from_filename
 from knowledge.ingestion.types import ChunkDraft
@@ -68,6 +69,9 @@ MIN_SUMMARY_WORDS = 10
 # Reference lists, quotations and markup are central to nothing a reader wants.
 _NOT_SUMMARY = re.compile(r'^["“]|[>|]|https?:|\bArchived\b|\bRetrieved\b')
 URL_WORDS = frozenset(("http", "https", "www", "wiki", "wikipedia", "html"))
+# The summary is made while the pipeline's encoder is idle: its sentence batches take every core
+# (one onnxruntime thread each; the vectors are the same as on one thread).
+SENTENCE_WORKERS = max(1, min(4, os.cpu_count() or 1))
 
 SUMMARY_SYSTEM_PROMPT = (
     "You describe a document for a router that decides which documents can answer a question. "
@@ -99,17 +103,38 @@ def summary_draft(
     *, filename: str, title: str, drafts: Sequence[ChunkDraft], vectors: np.ndarray
 ) -> SummaryDraft:
     """The LLM's summary when an LLM is configured and answers usably, else the extracted one."""
-    extracted = extractive_summary(filename=filename, title=title, drafts=drafts, vectors=vectors)
+    return summary_by(summary_writer(), filename=filename, title=title, drafts=drafts, vectors=vectors)
+
+
+@dataclass(frozen=True)
+class SummaryWriter:
+    """Who writes a summary: the LLM, or nobody (it is extracted), with a note when the LLM's
+    configuration was refused."""
+
+    llm: LLMConfig | None = None
+    note: str = ""
+
+
+def summary_writer() -> SummaryWriter:
+    """Read once (it reads the database): the summary itself may then be made in any thread."""
     try:
         llm = llm_config()
     except ImproperlyConfigured as exc:
-        extracted.note = f"LLM configuration refused ({exc}); extracted instead"
-        return extracted
-    if not llm.configured:
+        return SummaryWriter(note=f"LLM configuration refused ({exc}); extracted instead")
+    return SummaryWriter(llm=llm if llm.configured else None)
+
+
+def summary_by(
+    writer: SummaryWriter, *, filename: str, title: str, drafts: Sequence[ChunkDraft], vectors: np.ndarray
+) -> SummaryDraft:
+    """The summary ``writer`` makes: the LLM's if it answers usably, else the extracted one."""
+    extracted = extractive_summary(filename=filename, title=title, drafts=drafts, vectors=vectors)
+    extracted.note = writer.note
+    if writer.llm is None:
         return extracted
     try:
         return llm_summary(
-            llm, filename=filename, title=title, drafts=drafts, vectors=vectors, fallback=extracted
+            writer.llm, filename=filename, title=title, drafts=drafts, vectors=vectors, fallback=extracted
         )
     except (LLMError, ValueError) as exc:
         logger.warning("LLM summary of %s unusable, extracted instead: %s", filename, exc)
@@ -195,7 +220,9 @@ def central_sentences(drafts: Sequence[ChunkDraft], vectors: np.ndarray) -> list
     if not candidates:
         return []
     centroid = vectors.mean(axis=0)
-    sentence_vectors = embed_short_texts([sentence for _, _, sentence in candidates])
+    sentence_vectors = embed_short_texts(
+        [sentence for _, _, sentence in candidates], workers=SENTENCE_WORKERS
+    )
     early = np.array([1.0 - index / len(drafts) for index, _, _ in candidates])
     score = sentence_vectors @ centroid + POSITION_WEIGHT * early
     best = np.argsort(-score, kind="stable")[:SUMMARY_SENTENCES]

@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 
 from knowledge.clients.embedding import (
+    BACKENDS,
     OnnxEncoder,
     embed_query,
+    embed_short_texts,
     get_model,
     onnx_model_file,
     query_backend,
@@ -104,3 +106,15 @@ def test_threads_share_one_encoder_without_tokenizer_conflicts():
 
 def test_no_texts_give_an_empty_matrix_of_the_model_width():
     assert get_model("onnx").encode([]).shape == (0, 384)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_short_texts_in_parallel_batches_get_the_same_vectors_bit_for_bit(backend):
+    """A summary's sentences, several batches at once on one onnxruntime thread each, are the vectors
+    they were one batch after another (on every core, for the ONNX backends)."""
+    texts = [f"Sentence {i}: {TEXTS[i % 4][: 20 + 7 * i]}" for i in range(27)]  # four batches, one short
+    one_by_one = embed_short_texts(texts, backend=backend)
+    parallel = embed_short_texts(texts, backend=backend, workers=3)
+    assert parallel.shape == (27, 384)
+    assert np.array_equal(parallel, one_by_one)
+    assert len({row.tobytes() for row in parallel}) == 27  # every text its own vector, in its own row

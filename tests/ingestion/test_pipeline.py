@@ -452,3 +452,64 @@ def test_an_extraction_error_in_the_extracting_thread_fails_the_document(collect
     assert "chunks" in document.error
     assert not Chunk.objects.filter(document=document).exists()
     assert not [t for t in threading.enumerate() if t.name == "ingest-producer"]
+
+
+def test_summaries_made_while_the_chunks_are_written_equal_those_made_before_writing(collection, corpus):
+    """A batch of documents, one after another: each summary (made in a thread while its chunks are
+    inserted, its sentences embedded in parallel) is the one made afterwards from the stored chunks,
+    text and vector alike."""
+    from knowledge.clients.embedding import embed_short_texts
+    from knowledge.ingestion.pipeline import document_chunk_drafts
+    from knowledge.ingestion.summary import summary_draft
+    from knowledge.models import DocumentSummary
+
+    names = [
+        "office/dummy.docx",
+        "html/flag_day.html",
+        "text/bates.txt",
+        "text/gravity_hill.md",
+        "pdf/pasa.pdf",
+    ]
+    documents = [upload(collection, corpus / name) for name in names]
+    for document in documents:
+        assert document.status == Document.Status.READY, document.error
+        vectors = np.array([chunk.embedding for chunk in chunks_of(document)], dtype=np.float32)
+        drafts = document_chunk_drafts(document, collection.chunk_profile)
+        expected = summary_draft(
+            filename=document.filename, title=document.title, drafts=drafts, vectors=vectors
+        )
+        stored = DocumentSummary.objects.get(document=document)
+        assert expected.method == stored.method == "extractive"
+        assert (stored.document_type, stored.summary, stored.key_topics, stored.use_for, stored.note) == (
+            expected.document_type,
+            expected.summary,
+            expected.key_topics,
+            expected.use_for,
+            expected.note,
+        )
+        assert np.array_equal(
+            np.array(stored.embedding, dtype=np.float32), embed_short_texts([expected.router_text()])[0]
+        )
+    assert len({DocumentSummary.objects.get(document=d).summary for d in documents}) == len(documents)
+
+
+def test_a_summary_that_fails_while_the_chunks_are_written_fails_the_document_and_writes_nothing(
+    collection, corpus, monkeypatch
+):
+    import threading
+
+    from knowledge.ingestion import pipeline
+    from knowledge.models import DocumentSummary
+
+    def refuse(texts, **kwargs):
+        raise RuntimeError("the encoder is out of memory")
+
+    monkeypatch.setattr(pipeline, "embed_short_texts", refuse)  # the summary's own vector
+    with pytest.raises(RuntimeError, match="out of memory"):  # the task fails too (django-q records it)
+        upload(collection, corpus / "text" / "gravity_hill.md")
+    document = Document.objects.get(collection=collection, filename="gravity_hill.md")
+    assert document.status == Document.Status.FAILED
+    assert document.error == "processing failed: the encoder is out of memory"
+    assert not Chunk.objects.filter(document=document).exists()
+    assert not DocumentSummary.objects.filter(document=document).exists()
+    assert not [t for t in threading.enumerate() if t.name.startswith("summary")]
