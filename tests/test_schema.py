@@ -36,9 +36,12 @@ def test_chunk_embedding_column_is_384_dimensions(db):
     assert rows == [("vector(384)",)]
 
 
-def test_full_text_column_is_generated_and_gin_indexed(db):
-    rows = _fetch("SELECT indexdef FROM pg_indexes WHERE tablename = 'knowledge_chunk'")
+def test_full_text_column_is_generated_and_its_copy_gin_indexed(db):
+    """The lexical search reads the copy (migration 0016): the GIN index is there, not on the chunk table."""
+    rows = _fetch("SELECT indexdef FROM pg_indexes WHERE tablename = 'knowledge_chunk_lexical'")
     assert any("USING gin (search_vector)" in row[0] for row in rows)
+    rows = _fetch("SELECT indexdef FROM pg_indexes WHERE tablename = 'knowledge_chunk'")
+    assert not any("USING gin" in row[0] for row in rows)
     generated = _fetch(
         "SELECT generation_expression FROM information_schema.columns "
         "WHERE table_name = 'knowledge_chunk' AND column_name = 'search_vector'"
