@@ -16,7 +16,10 @@ $py manage.py ensure_operator
 
 # Both run in the background so that a signal reaches this script at once (bash
 # defers traps while a foreground command runs), and stopping one stops the other.
-$py manage.py qcluster &
+# The worker runs in a session of its own, so that only stop() signals it: django-q2's
+# cluster hung for good when a second SIGTERM came while it was stopping (a SIGTERM
+# to the whole process group, then stop()'s), keeping the embedded PostgreSQL up.
+setsid $py manage.py qcluster &
 worker=$!
 scripts/serve.sh &
 web=$!
