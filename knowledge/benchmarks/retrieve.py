@@ -373,7 +373,8 @@ def _read_once(stdout) -> None:
     (the dense search's access filter reads the row of every chunk the graph walk passes) and
     the lexical copy take, so 150 warm-up questions left most of a new question's pages on
     disk (dense 40 ms the first time, 1.8 ms the second; EXPLAIN: 1,225 of 1,812 pages read).
-    The index is read by one unbounded graph walk.
+    The index is read by one unbounded graph walk from a stored vector; with sorting disabled,
+    so that the planner walks the index rather than sorting the table by distance.
     """
     started = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
@@ -382,15 +383,26 @@ def _read_once(stdout) -> None:
         )  # a sequential scan
         rows = cursor.fetchone()[0]
         cursor.execute("SELECT count(*) FROM knowledge_chunk_lexical WHERE length >= 0")
-        cursor.execute("SET LOCAL work_mem = '1GB'")
-        cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {rows + 1}")
-        cursor.execute(
-            "SELECT count(*) FROM (SELECT id FROM knowledge_chunk"
-            " ORDER BY embedding <=> (SELECT embedding FROM knowledge_chunk LIMIT 1) LIMIT %s) AS walk",
-            [rows],
-        )
+        cursor.execute("SELECT embedding::text FROM knowledge_chunk LIMIT 1")
+        start = cursor.fetchone()
+        walked = _walk_index(cursor, start[0], rows) if start else 0
     seconds = time.perf_counter() - started
-    stdout.write(f"Read the chunk rows, the lexical copy and the vector index once in {seconds:.0f} s\n")
+    stdout.write(
+        f"Read the chunk rows, the lexical copy and the vector index once ({walked:,} of {rows:,} chunks"
+        f" reached through the index) in {seconds:.0f} s\n"
+    )
+
+
+def _walk_index(cursor, start_vector: str, rows: int) -> int:
+    cursor.execute("SET LOCAL work_mem = '1GB'")
+    cursor.execute(f"SET LOCAL hnsw.max_scan_tuples = {rows + 1}")
+    cursor.execute("SET LOCAL enable_sort = off")
+    cursor.execute(
+        "SELECT count(*) FROM"
+        " (SELECT id FROM knowledge_chunk ORDER BY embedding <=> %s::vector LIMIT %s) AS walk",
+        [start_vector, rows],
+    )
+    return cursor.fetchone()[0]
 
 
 def _warm_up_questions(collection_ids: list[int], count: int) -> list[str]:
