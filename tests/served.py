@@ -37,6 +37,19 @@ def wait_for_port(
     pytest.fail(f"the server did not start within {seconds} s:\n{output()}")
 
 
+def application_environment(port: int, **environment: str) -> dict[str, str]:
+    """The environment `make run`'s processes get in a test: the test database, the production
+    settings, ``port``; ``environment`` adds to it (or, with an empty value, removes from it)."""
+    env = {
+        **os.environ,
+        "PORT": str(port),
+        "DATABASE_URL": test_database_url(),
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        **environment,
+    }
+    return {name: value for name, value in env.items() if value != ""}
+
+
 @contextlib.contextmanager
 def served_application(log_dir: Path, **environment: str) -> Iterator[int]:
     """scripts/serve.sh on a free port against the test database; yields the port.
@@ -45,14 +58,7 @@ def served_application(log_dir: Path, **environment: str) -> Iterator[int]:
     """
     port = free_port()
     log = log_dir / "server.log"
-    env = {
-        **os.environ,
-        "PORT": str(port),
-        "DATABASE_URL": test_database_url(),
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        **environment,
-    }
-    env = {name: value for name, value in env.items() if value != ""}
+    env = application_environment(port, **environment)
     with log.open("w") as out:
         process = subprocess.Popen([str(REPO_ROOT / "scripts" / "serve.sh")], env=env, stdout=out, stderr=out)
     try:

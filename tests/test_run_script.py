@@ -17,8 +17,8 @@ import urllib.request
 import psutil
 import pytest
 
-from tests.conftest import REPO_ROOT, test_database_url
-from tests.served import free_port
+from tests.conftest import REPO_ROOT
+from tests.served import application_environment, free_port
 
 STARTED_WITHIN = 240  # migrations are already applied; the worker and the web processes start
 STOPPED_WITHIN = 30
@@ -58,14 +58,7 @@ def test_a_signal_to_the_whole_process_group_stops_the_worker_and_the_web_server
 ):
     port = free_port()
     log = tmp_path / "run.log"
-    env = {
-        **os.environ,
-        "PORT": str(port),
-        "DATABASE_URL": test_database_url(),
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "KNOWLEDGE_MEDIA_ROOT": str(tmp_path / "media"),
-        "WEB_WORKERS": "1",
-    }
+    env = application_environment(port, KNOWLEDGE_MEDIA_ROOT=str(tmp_path / "media"), WEB_WORKERS="1")
     with log.open("w") as out:
         process = subprocess.Popen(
             ["bash", str(REPO_ROOT / "scripts" / "run.sh")],
