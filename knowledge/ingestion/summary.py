@@ -21,7 +21,7 @@ from pathlib import PurePath
 import numpy as np
 from django.core.exceptions import ImproperlyConfigured
 
-from knowledge.clients.embedding import embed_short_texts
+from knowledge.clients.embedding import embed_for_ranking
 from knowledge.clients.json_reply import json_object, text_field, text_list
 from knowledge.clients.llm import LLMConfig, LLMError, complete, llm_config
 from knowledge.clients.text import STOPWORDS, WORD, stem
@@ -33,7 +33,6 @@ from knowledge.synthesis.extractive import split_sentences
 logger = logging.getLogger(__name__)
 
 CENTRAL_CHUNKS = 5
-CANDIDATE_SENTENCES = 40
 SUMMARY_SENTENCES = 3
 SUMMARY_CHARS = 900
 MAX_TOPICS = 8
@@ -66,6 +65,11 @@ BOILERPLATE_HEADINGS = frozenset(
 # Early text describes a document best (the lead of an article, a paper's abstract).
 POSITION_WEIGHT = 0.3
 MIN_SUMMARY_WORDS = 10
+# Sentences ranked for the summary: the first ones of the opening and the most central chunks,
+# in document order. The position weight favours early sentences, and on 26 corpus documents
+# every chosen sentence was among the first 12 candidates (with 8, one summary changed); each
+# candidate is one more encoder call the pipeline waits for.
+CANDIDATE_SENTENCES = 16
 # Reference lists, quotations and markup are central to nothing a reader wants.
 _NOT_SUMMARY = re.compile(r'^["“]|[>|]|https?:|\bArchived\b|\bRetrieved\b')
 URL_WORDS = frozenset(("http", "https", "www", "wiki", "wikipedia", "html"))
@@ -220,9 +224,8 @@ def central_sentences(drafts: Sequence[ChunkDraft], vectors: np.ndarray) -> list
     if not candidates:
         return []
     centroid = vectors.mean(axis=0)
-    sentence_vectors = embed_short_texts(
-        [sentence for _, _, sentence in candidates], workers=SENTENCE_WORKERS
-    )
+    sentences = [sentence for _, _, sentence in candidates]
+    sentence_vectors = embed_for_ranking(sentences, workers=SENTENCE_WORKERS)
     early = np.array([1.0 - index / len(drafts) for index, _, _ in candidates])
     score = sentence_vectors @ centroid + POSITION_WEIGHT * early
     best = np.argsort(-score, kind="stable")[:SUMMARY_SENTENCES]

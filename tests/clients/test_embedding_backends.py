@@ -15,6 +15,7 @@ import pytest
 from knowledge.clients.embedding import (
     BACKENDS,
     OnnxEncoder,
+    embed_for_ranking,
     embed_query,
     embed_short_texts,
     get_model,
@@ -60,6 +61,35 @@ def test_a_text_gets_the_same_vector_alone_as_in_a_padded_batch():
     batch = encoder.encode(TEXTS, batch_size=32)
     alone = np.stack([encoder.encode([text])[0] for text in TEXTS])
     np.testing.assert_allclose(batch, alone, atol=1e-5)
+
+
+def test_onnx_batches_texts_longest_first_and_returns_them_in_the_order_given(monkeypatch):
+    """As sentence-transformers does: a batch pads to its longest text, so similar lengths go together."""
+    encoder = get_model("onnx")
+    texts = ["short one", TEXTS[2], "short two", TEXTS[1]]
+    batches = []
+    original = encoder._batch
+
+    def recording(batch):
+        batches.append(batch)
+        return original(batch)
+
+    monkeypatch.setattr(encoder, "_batch", recording)
+    vectors = encoder.encode(texts, batch_size=2)
+    assert batches == [[TEXTS[2], TEXTS[1]], ["short one", "short two"]]
+    monkeypatch.undo()
+    np.testing.assert_allclose(vectors, np.stack([encoder.encode([text])[0] for text in texts]), atol=1e-5)
+
+
+def test_ranking_vectors_stay_close_to_the_documents_and_do_not_depend_on_the_workers():
+    """The summary ranks its sentences on the quantised network: one sentence per call, so the
+    vectors are the same on any number of workers, and close to the documents' own."""
+    texts = [f"Sentence {i}: {TEXTS[i % 4][: 20 + 7 * i]}" for i in range(9)]
+    one_by_one = embed_for_ranking(texts)
+    parallel = embed_for_ranking(texts, workers=3)
+    assert np.array_equal(parallel, one_by_one)
+    cosines = np.sum(parallel * _torch(texts), axis=1)
+    assert cosines.min() > 0.98, cosines
 
 
 def test_questions_are_encoded_by_onnx_when_documents_are_by_torch():
