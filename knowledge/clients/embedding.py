@@ -231,7 +231,7 @@ def embed_texts(
     texts: Sequence[str],
     *,
     backend: str | None = None,
-    batch_size: int = 32,
+    batch_size: int | None = None,
     on_batch: Callable[[int], None] | None = None,
 ) -> np.ndarray:
     """Unit-length float32 embeddings, one row per text, in the order given.
@@ -243,6 +243,7 @@ def embed_texts(
     from django.conf import settings
 
     model = get_model(backend)
+    batch_size = batch_size or settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE
     dimensions = settings.KNOWLEDGE_EMBEDDING_DIMENSIONS
     result = np.zeros((len(texts), dimensions), dtype=np.float32)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
