@@ -84,9 +84,9 @@ class OnnxEncoder:
         """Float32 vectors, one row per text (sentence-transformers' ``encode`` signature).
 
         Like sentence-transformers, texts are batched longest first, so each batch is padded to
-        a length close to its own texts' (149 chunks of unsorted lengths: 7.3 s; sorted: less
-        than the pipeline's 6.95 s, which sorts its windows), and the rows come back in the
-        order given.
+        a length close to its own texts', and the rows come back in the order given. (Unsorted,
+        the pipeline, which sorts its windows, had encoded queries.txt's 149 chunks faster than
+        this encoder alone: 6.95 against 7.30 s.)
         """
         single = isinstance(texts, str)
         texts = [texts] if single else list(texts)
