@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Create .venv/ with Python 3.11 and install the product and its test tools.
-# torch is pinned through constraints.txt: an unpinned torch pulls GBs of CUDA.
+# Create .venv/ with Python 3.11 and install exactly requirements.lock (hash-checked), then the
+# product itself (editable, no dependencies of its own: they are all in the lock).
+#
+# Exactly: packages the lock does not list are removed (pip-sync), so an old .venv ends up the same
+# as a new one. torch is locked at the CPU build 2.13.0+cpu, which pip takes from this machine's
+# wheel directory (its find-links); an unpinned torch would pull GBs of CUDA packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +21,12 @@ if [ -z "$python_bin" ]; then
 fi
 
 [ -x .venv/bin/python ] || "$python_bin" -m venv .venv
-.venv/bin/pip install --quiet --upgrade pip
-.venv/bin/pip install --quiet -c constraints.txt -e '.[test]'
-echo "Installed into .venv/"
+pip_quiet=(--quiet --disable-pip-version-check)
+# --require-hashes: every file must match a hash in the lock; --no-deps: nothing outside the lock.
+.venv/bin/python -m pip install "${pip_quiet[@]}" --require-hashes --no-deps -r requirements.lock
+# Remove what the lock does not list (left by an older lock); the lock itself is already installed.
+.venv/bin/pip-sync --quiet --pip-args "--no-deps --disable-pip-version-check" requirements.lock
+# The product, built with the locked setuptools instead of whatever an isolated build would fetch.
+.venv/bin/python -m pip install "${pip_quiet[@]}" --no-deps --no-build-isolation -e .
+.venv/bin/python -m pip check
+echo "Installed requirements.lock into .venv/"

@@ -297,9 +297,26 @@ class BoundedYamlLoader(_BoundedComposer, yaml.cyaml.CParser, SafeConstructor, R
 
 
 def yaml_load_bounded(text: str, limits: IngestLimits = DEFAULT_LIMITS) -> Any:
-    """Load one YAML document safely within the nesting and alias limits (YAMLError passes through)."""
+    """Load one YAML document safely within the nesting and alias limits (YAMLError passes through).
+
+    Some libyaml builds (PyYAML 6.0.4's) refuse flow collections nested about 1,000 deep while their
+    scanner reads ahead, before the composer's own limit is reached, with a message of their own. A
+    parse error at a point where more flow collections are open than the limit allows is that case,
+    whatever the library calls it, and is refused as this product's nesting limit.
+    """
     loader = BoundedYamlLoader(text, limits)
     try:
         return loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        if mark is not None and _open_flow_collections(text, mark.index) > limits.max_nesting_depth:
+            raise _too_deep("the YAML", limits.max_nesting_depth) from None
+        raise
     finally:
         loader.dispose()
+
+
+def _open_flow_collections(text: str, end: int) -> int:
+    """How many ``[`` and ``{`` are still open at ``end`` (quotes ignored: this only sizes an error)."""
+    before = text[: end + 1]
+    return before.count("[") + before.count("{") - before.count("]") - before.count("}")

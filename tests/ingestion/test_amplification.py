@@ -14,10 +14,11 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from knowledge.ingestion.chunking import chunk_sections
 from knowledge.ingestion.extract import detect_format, extract_sections
-from knowledge.ingestion.limits import DEFAULT_LIMITS, IngestLimits, LimitExceeded
+from knowledge.ingestion.limits import DEFAULT_LIMITS, IngestLimits, LimitExceeded, yaml_load_bounded
 from knowledge.ingestion.types import ExtractionError, Section
 from tests.conftest import REPO_ROOT
 from tests.ingestion import hostile_files as hostile
@@ -268,3 +269,19 @@ def test_defaults_are_the_documented_ones():
         max_nesting_depth=64,
         max_yaml_alias_expansion=1_000_000,
     )
+
+
+@pytest.mark.parametrize(
+    "deep_value",
+    ["{a: " * 100_000 + "b" + "}" * 100_000, "[{k: " * 50_000 + "v" + "}]" * 50_000],
+    ids=["flow-mappings", "sequences-of-mappings"],
+)
+def test_deep_flow_collections_are_refused_as_the_products_limit(deep_value):
+    # Whichever refuses first, this product's composer or the library's own scanner, the refusal is ours.
+    with pytest.raises(LimitExceeded, match="nested too deeply.*KNOWLEDGE_MAX_NESTING_DEPTH"):
+        yaml_load_bounded("x-deep: " + deep_value)
+
+
+def test_a_yaml_syntax_error_is_not_mistaken_for_deep_nesting():
+    with pytest.raises(yaml.YAMLError):
+        yaml_load_bounded("a: [1, 2\nb: {c: ]")
