@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,8 +52,10 @@ def tcp_postgres(directory: Path) -> Iterator[str]:
     """initdb + postgres on 127.0.0.1:<free port>, password authentication; yields a DATABASE_URL."""
     from urllib.parse import quote
 
-    bin_dir, base = _pg_bin(), directory / "external-pg"
-    base.mkdir()
+    # Its own folder under the system's temporary directory, not under pytest's: pytest makes its
+    # base folder private (0700) again whenever a test session starts, which would lock the server's
+    # own user out of its data while another session runs on the same machine.
+    bin_dir, base = _pg_bin(), Path(tempfile.mkdtemp(prefix="knowledge-external-pg-"))
     as_user = _postgres_user(base)
     password_file = base / "pw"
     password_file.write_text(PASSWORD)
@@ -73,6 +77,7 @@ def tcp_postgres(directory: Path) -> Iterator[str]:
     finally:
         server.terminate()  # SIGTERM: PostgreSQL's smart shutdown
         server.wait(timeout=60)
+        shutil.rmtree(base)
 
 
 FLOW = """

@@ -3,8 +3,11 @@
 Each client keeps one HTTP connection and asks questions from the development
 set (the documents it is about are put in a "bench-load" collection once, and
 reused), mostly through ``/api/v1/retrieve/`` and a share through
-``/api/v1/query/``, until the time is up. While it runs, the database's
-connections are sampled: a server that leaks connections shows a rising count.
+``/api/v1/query/``, until the time is up. ``--users N`` spreads the clients
+over N users (the collection is public, so each reads it), as real traffic
+is spread: per-user throttles then count each user's share. While it runs, the database's
+connections are sampled, and once before and after: a server that leaks
+connections shows a count that does not come back to its idle level.
 ``--sse N`` then opens N answer streams at once and checks that each ends with
 its final answer.
 
@@ -34,7 +37,7 @@ from accounts.tokens import token_create
 from knowledge.benchmarks.common import median, percentile
 from knowledge.evaluation.questions import load_questions
 from knowledge.models import Collection, Document
-from knowledge.services.collections import collection_create
+from knowledge.services.collections import collection_create, collection_update
 from knowledge.services.documents import document_upload
 
 LOAD_USER = "bench-load"
@@ -79,22 +82,36 @@ def run(
     sse: int,
     token: str | None,
     collection_id: int | None,
+    users: int = 1,
 ) -> dict:
     if token is None or collection_id is None:
-        token, collection_id = _prepare(stdout)
+        tokens, collection_id = _prepare(stdout, users=users)
+    else:
+        tokens = [token]
+    token = tokens[0]
     questions = _questions()
     target = urlsplit(url)
     stdout.write(
-        f"{clients} clients for {seconds:.0f} s against {url} ({len(questions)} questions, "
-        f"{query_share:.0%} answered through /query/)\n"
+        f"{clients} clients of {len(tokens)} users for {seconds:.0f} s against {url} "
+        f"({len(questions)} questions, {query_share:.0%} answered through /query/)\n"
     )
     _warm_up(target, token, collection_id, questions[0])
+    idle_before = _count_connections()
     results = Results()
     deadline = time.monotonic() + seconds
     workers = [
         threading.Thread(
             target=_client,
-            args=(target, token, collection_id, questions, query_share, deadline, results, random.Random(n)),
+            args=(
+                target,
+                tokens[n % len(tokens)],
+                collection_id,
+                questions,
+                query_share,
+                deadline,
+                results,
+                random.Random(n),
+            ),
             daemon=True,
         )
         for n in range(clients)
@@ -107,6 +124,8 @@ def run(
         worker.join(timeout=REQUEST_TIMEOUT)
     elapsed = time.monotonic() - started
     figures = _figures(results, clients=clients, seconds=elapsed)
+    figures["users"] = len(tokens)
+    figures["db_connections"].update(idle_before=idle_before, idle_after=_idle_again(idle_before))
     if sse:
         figures["sse"] = _sse_streams(target, token, collection_id, questions, sse)
     _print(stdout, figures)
@@ -114,23 +133,35 @@ def run(
     return figures
 
 
-def _prepare(stdout) -> tuple[str, int]:
-    """The load user, a fresh token and the load collection with its documents (made once)."""
-    user, _ = get_user_model().objects.get_or_create(username=LOAD_USER)
-    ApiToken.objects.filter(user=user, name="load", revoked_at__isnull=True).delete()
-    _, secret = token_create(user=user, name="load")
-    collection = Collection.objects.filter(owner=user, name=LOAD_COLLECTION).first()
+def _prepare(stdout, *, users: int) -> tuple[list[str], int]:
+    """Fresh tokens of the load users and the load collection with its documents (made once)."""
+    names = [LOAD_USER] + [f"{LOAD_USER}-{n}" for n in range(2, users + 1)]
+    secrets = [_fresh_token(username) for username in names]
+    owner = get_user_model().objects.get(username=LOAD_USER)
+    collection = Collection.objects.filter(owner=owner, name=LOAD_COLLECTION).first()
     if collection is None:
-        collection = collection_create(name=LOAD_COLLECTION, owner=user)
+        collection = collection_create(name=LOAD_COLLECTION, owner=owner)
+    if users > 1 and collection.visibility != Collection.Visibility.PUBLIC:
+        collection = collection_update(collection=collection, visibility=Collection.Visibility.PUBLIC)
     corpus = Path(settings.BASE_DIR).parent / "shared" / "corpus"
     for name in LOAD_FILES:
         path = corpus / name
         if not collection.documents.filter(filename=path.name, status=Document.Status.READY).exists():
             stdout.write(f"  processing {name} for the load collection (once)\n")
             document_upload(
-                collection=collection, filename=path.name, data=path.read_bytes(), uploaded_by=user, sync=True
+                collection=collection,
+                filename=path.name,
+                data=path.read_bytes(),
+                uploaded_by=owner,
+                sync=True,
             )
-    return secret, collection.pk
+    return secrets, collection.pk
+
+
+def _fresh_token(username: str) -> str:
+    user, _ = get_user_model().objects.get_or_create(username=username)
+    ApiToken.objects.filter(user=user, name="load", revoked_at__isnull=True).delete()
+    return token_create(user=user, name="load")[1]
 
 
 def _questions() -> list[str]:
@@ -181,22 +212,36 @@ def _post(conn, path: str, token: str, body: dict, accept: str = "application/js
     return response.status, response.read()
 
 
+def _count_connections() -> int:
+    """The database's client connections, other than this command's own."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+def _idle_again(idle_before: int, settle_seconds: float = 30.0) -> int:
+    """The connection count once it is back at its idle level, or after ``settle_seconds``."""
+    give_up = time.monotonic() + settle_seconds
+    count = _count_connections()
+    while count > idle_before and time.monotonic() < give_up:
+        time.sleep(1.0)
+        count = _count_connections()
+    return count
+
+
 def _sample_connections(results: Results, deadline: float, stdout) -> None:
     """Count the database's client connections every two seconds until the run ends."""
-    with connection.cursor() as cursor:
-        while time.monotonic() < deadline:
-            cursor.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
-            )
-            results.connections.append(cursor.fetchone()[0])
-            with results.lock:
-                done = len(results.samples)
-            stdout.write(f"\r  {done} requests, {results.connections[-1]} database connections   ")
-            stdout.flush()
-            time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
+    while time.monotonic() < deadline:
+        results.connections.append(_count_connections())
+        with results.lock:
+            done = len(results.samples)
+        stdout.write(f"\r  {done} requests, {results.connections[-1]} database connections   ")
+        stdout.flush()
+        time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
     stdout.write("\n")
-    connection.close()
 
 
 def _figures(results: Results, *, clients: int, seconds: float) -> dict:
@@ -274,7 +319,8 @@ def _print(stdout, figures: dict) -> None:
         )
     db = figures["db_connections"]
     stdout.write(
-        f"database connections: first {db['first']}, last {db['last']}, min {db['min']}, max {db['max']}\n"
+        f"database connections: idle before {db['idle_before']}, during min {db['min']} max {db['max']}, "
+        f"idle after {db['idle_after']}\n"
     )
     if "sse" in figures:
         s = figures["sse"]

@@ -62,6 +62,7 @@ class Command(BaseCommand):
         load = benchmarks.add_parser("load", help="Concurrent clients against a live server.")
         load.add_argument("--url", default="http://127.0.0.1:8000")
         load.add_argument("--clients", type=int, default=20)
+        load.add_argument("--users", type=int, default=1, help="Spread the clients over this many users.")
         load.add_argument("--seconds", type=float, default=60)
         load.add_argument("--query-share", type=float, default=0.2, help="Share of requests to /query/.")
         load.add_argument("--sse", type=int, default=0, metavar="N", help="Then N answer streams at once.")
@@ -145,6 +146,8 @@ class Command(BaseCommand):
             raise CommandError("--clients must be >= 1, --seconds > 0 and --query-share within 0-1")
         if (options["token"] is None) != (options["collection_id"] is None):
             raise CommandError("--token and --collection-id go together")
+        if options["users"] < 1 or (options["token"] and options["users"] > 1):
+            raise CommandError("--users must be >= 1, and 1 with --token")
         load.run(
             self.stdout,
             url=options["url"],
@@ -154,4 +157,5 @@ class Command(BaseCommand):
             sse=options["sse"],
             token=options["token"],
             collection_id=options["collection_id"],
+            users=options["users"],
         )
