@@ -29,7 +29,11 @@ from knowledge.models import (
 from knowledge.parameters import ConfigError, validate_value
 from knowledge.services.collections import chunk_profile_default, collection_reindex
 from knowledge.services.documents import document_delete, document_reindex, document_retry, document_upload
-from knowledge.services.marketplace import subscriptions_end_all
+from knowledge.services.marketplace import (
+    subscriptions_end_all,
+    subscriptions_reinstate_as_operator,
+    subscriptions_revoke_as_operator,
+)
 from knowledge.services.queries import count_subquery
 
 
@@ -311,22 +315,47 @@ class ProfileAdmin(admin.ModelAdmin):
 
 @admin.register(Subscription)
 class SubscriptionAdmin(admin.ModelAdmin):
+    """Read-only rows; access changes only through the actions, which call the owners' services
+    (an edited or added row would skip their lock and the share-link grant they drop)."""
+
     list_display = ["user", "collection", "is_active", "revoked_at", "created_at"]
     list_filter = ["is_active", ("revoked_at", admin.EmptyFieldListFilter)]
     list_select_related = ["user", "collection"]
     raw_id_fields = ["user", "collection"]
     search_fields = ["user__username", "collection__name"]
+    readonly_fields = ["user", "collection", "is_active", "revoked_at", "created_at", "updated_at"]
+    actions = ["revoke", "reinstate"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Revoke (they stay out, share link included, until reinstated)")
+    def revoke(self, request, queryset):
+        count = subscriptions_revoke_as_operator(subscription_ids=list(queryset.values_list("pk", flat=True)))
+        self.message_user(request, f"Revoked {count} subscription(s).")
+
+    @admin.action(description="Reinstate")
+    def reinstate(self, request, queryset):
+        ids = list(queryset.values_list("pk", flat=True))
+        count = subscriptions_reinstate_as_operator(subscription_ids=ids)
+        self.message_user(request, f"Reinstated {count} subscription(s).")
 
 
 @admin.register(LinkGrant)
 class LinkGrantAdmin(admin.ModelAdmin):
-    """Who opened which share link; deleting a row takes that reader's link access away."""
+    """Who opened which share link; deleting a row takes that reader's link access away.
+
+    Grants are only made by opening the link (``collection_link_open``), which checks revocations.
+    """
 
     list_display = ["user", "collection", "created_at"]
     list_select_related = ["user", "collection"]
     raw_id_fields = ["user", "collection"]
     search_fields = ["user__username", "collection__name"]
-    readonly_fields = ["created_at"]
+    readonly_fields = ["user", "collection", "created_at"]
+
+    def has_add_permission(self, request):
+        return False
 
 
 class ChatTurnInline(admin.StackedInline):
