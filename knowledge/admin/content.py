@@ -10,7 +10,8 @@ from django.contrib import admin, messages
 from django.db.models import OuterRef
 from django.utils.html import format_html
 
-from config.errors import KnowledgeError
+from accounts.throttles import user_throttle_charge
+from config.errors import KnowledgeError, RateLimitedError
 from knowledge.forms import ProfileCollectionForm
 from knowledge.models import (
     ChatSession,
@@ -35,6 +36,16 @@ from knowledge.services.marketplace import (
     subscriptions_revoke_as_operator,
 )
 from knowledge.services.queries import count_subquery
+
+
+def _charged(model_admin, request, scope: str) -> bool:
+    """The operator's action counts like a page's or the API's; refused, it says why and does nothing."""
+    try:
+        user_throttle_charge(user=request.user, scope=scope)
+    except RateLimitedError as exc:
+        model_admin.message_user(request, str(exc), messages.ERROR)
+        return False
+    return True
 
 
 class KnowledgeSettingForm(forms.ModelForm):
@@ -126,6 +137,8 @@ class CollectionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Re-index under the active chunk profile")
     def reindex_under_active_profile(self, request, queryset):
+        if not _charged(self, request, "writes"):
+            return
         profile = chunk_profile_default()
         queued = sum(collection_reindex(collection=c, chunk_profile=profile) for c in queryset)
         self.message_user(request, f"Queued {queued} document(s) for re-indexing under {profile.name}.")
@@ -168,6 +181,7 @@ class DocumentUploadForm(forms.ModelForm):
         upload, collection = cleaned.get("upload"), cleaned.get("collection")
         if upload and collection:
             try:
+                user_throttle_charge(user=self.user, scope="uploads")
                 self.result = document_upload(
                     collection=collection,
                     filename=upload.name,
@@ -232,7 +246,9 @@ class DocumentAdmin(admin.ModelAdmin):
     def get_form(self, request, obj=None, **kwargs):
         if obj is None:
             kwargs["form"] = DocumentUploadForm
-        return super().get_form(request, obj, **kwargs)
+        form = super().get_form(request, obj, **kwargs)
+        form.user = request.user  # whose upload count it charges
+        return form
 
     def get_fields(self, request, obj=None):
         if obj is None:
@@ -255,6 +271,8 @@ class DocumentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Retry the selected failed documents")
     def retry_documents(self, request, queryset):
+        if not _charged(self, request, "writes"):
+            return
         retried = 0
         for document in queryset.exclude(status=Document.Status.READY):
             document_retry(document=document)
@@ -263,6 +281,8 @@ class DocumentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Re-index the selected documents")
     def reindex_documents(self, request, queryset):
+        if not _charged(self, request, "writes"):
+            return
         for document in queryset:
             document_reindex(document=document)
         self.message_user(request, f"Queued {queryset.count()} document(s) for re-indexing.")
