@@ -1,4 +1,5 @@
 from django import forms
+from django.contrib.auth import authenticate
 from django.contrib.auth.forms import PasswordChangeForm, UserCreationForm
 
 
@@ -20,3 +21,16 @@ class PasswordChangeWithTokensForm(PasswordChangeForm):
         label="Also revoke my API tokens",
         help_text="Scripts using them are refused until you give them new tokens.",
     )
+
+    def __init__(self, user, *args, request=None, **kwargs):
+        super().__init__(user, *args, **kwargs)
+        self.request = request
+
+    def clean_old_password(self):
+        """Checked like a log-in (django-axes counts a wrong one and refuses a locked-out client),
+        or a stolen session could guess the password without limit."""
+        old_password = self.cleaned_data["old_password"]
+        checked = authenticate(self.request, username=self.user.get_username(), password=old_password)
+        if checked is None or checked.pk != self.user.pk:
+            raise forms.ValidationError(self.error_messages["password_incorrect"], code="password_incorrect")
+        return old_password

@@ -26,6 +26,10 @@ class PasswordChangeView(auth_views.PasswordChangeView):
 
     form_class = PasswordChangeWithTokensForm
 
+    def get_form_kwargs(self):
+        # The form checks the old password as a log-in, which needs the request.
+        return {**super().get_form_kwargs(), "request": self.request}
+
     @transaction.atomic  # the new password and the revocation land together
     def form_valid(self, form):
         response = super().form_valid(form)
