@@ -1,6 +1,13 @@
+import logging
+
 from django import forms
 from django.contrib.auth import authenticate
-from django.contrib.auth.forms import PasswordChangeForm, UserCreationForm
+from django.contrib.auth.forms import PasswordChangeForm, PasswordResetForm, UserCreationForm
+
+from accounts.throttles import throttle_charge
+from config.errors import RateLimitedError
+
+logger = logging.getLogger(__name__)
 
 
 class SignUpForm(UserCreationForm):
@@ -34,3 +41,20 @@ class PasswordChangeWithTokensForm(PasswordChangeForm):
         if checked is None or checked.pk != self.user.pk:
             raise forms.ValidationError(self.error_messages["password_incorrect"], code="password_incorrect")
         return old_password
+
+
+class ThrottledPasswordResetForm(PasswordResetForm):
+    """Sends an account at most API_THROTTLE_PASSWORD_RESET reset e-mails, whoever asks.
+
+    Over the rate the e-mail is not sent and the page answers as usual, so it never tells
+    whether an address has an account (the per-address rate is the page's 429).
+    """
+
+    def get_users(self, email):
+        for user in super().get_users(email):
+            try:
+                throttle_charge(scope="password_reset", ident=f"account-{user.pk}")
+            except RateLimitedError as exc:
+                logger.warning("password reset e-mail to user %s not sent: %s", user.pk, exc)
+                continue
+            yield user
