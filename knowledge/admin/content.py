@@ -107,8 +107,22 @@ class ChunkProfileAdmin(admin.ModelAdmin):
     search_fields = ["name"]
 
 
+class CollectionAdminForm(forms.ModelForm):
+    """A collection added here counts against the operator's write rate, as on the pages and the API."""
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance.pk is None:
+            try:
+                user_throttle_charge(user=self.user, scope="writes")
+            except RateLimitedError as exc:
+                raise forms.ValidationError(str(exc)) from exc
+        return cleaned
+
+
 @admin.register(Collection)
 class CollectionAdmin(admin.ModelAdmin):
+    form = CollectionAdminForm
     list_display = [
         "name",
         "owner",
@@ -125,6 +139,11 @@ class CollectionAdmin(admin.ModelAdmin):
     raw_id_fields = ["owner"]
     readonly_fields = ["embedding_model", "pending_chunk_profile", "created_at", "updated_at"]
     actions = ["reindex_under_active_profile"]
+
+    def get_form(self, request, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+        form.user = request.user  # whose write count an added collection charges
+        return form
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
