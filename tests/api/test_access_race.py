@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from accounts.tokens import token_create
-from knowledge.models import LinkGrant, Subscription
+from knowledge.models import Collection, LinkGrant, Subscription
 from knowledge.services.collections import collection_create, collection_update
 from tests.api.test_marketplace import QUESTION, ingest
 
@@ -33,21 +33,29 @@ def call(base: str, secret: str, method: str, path: str, body: dict | None = Non
         return error.code, json.loads(error.read() or b"{}")
 
 
-def hammer_link(base: str, secret: str, token: str, stop: threading.Event, statuses: list[int]) -> None:
+def hammer(base: str, secret: str, path: str, stop: threading.Event, statuses: list[int]) -> None:
     while not stop.is_set():
-        statuses.append(call(base, secret, "POST", f"/api/v1/collections/link/{token}/")[0])
+        statuses.append(call(base, secret, "POST", path)[0])
+
+
+def hammering(base: str, secret: str, paths: list[str], stop: threading.Event, statuses: list[int]):
+    """THREADS threads POSTing ``paths`` in turn until ``stop`` is set."""
+    threads = [
+        threading.Thread(target=hammer, args=(base, secret, paths[n % len(paths)], stop, statuses))
+        for n in range(THREADS)
+    ]
+    for thread in threads:
+        thread.start()
+    return threads
 
 
 def revoke_while_link_is_opened(base: str, alice: str, carol: str, collection_id: int, token: str) -> list:
     """Alice revokes carol's subscription while carol's threads keep opening the share link."""
     subscription = call(base, carol, "POST", f"/api/v1/collections/{collection_id}/subscribe/")[1]
     stop, statuses = threading.Event(), []
-    threads = [
-        threading.Thread(target=hammer_link, args=(base, carol, token, stop, statuses))
-        for _ in range(THREADS)
-    ]
-    for thread in threads:
-        thread.start()
+    # Mostly the link; one thread in four subscribes again, the other way back in.
+    link, subscribe = f"/api/v1/collections/link/{token}/", f"/api/v1/collections/{collection_id}/subscribe/"
+    threads = hammering(base, carol, [link, link, link, subscribe], stop, statuses)
     time.sleep(0.3)
     path = f"/api/v1/collections/{collection_id}/subscriptions/{subscription['id']}/"
     revoked = call(base, alice, "DELETE", path)[0]
@@ -87,3 +95,30 @@ def test_a_share_link_opened_during_a_revocation_never_lets_the_revoked_reader_b
         # Alice lets carol back in for the next round; carol reads the collection again.
         assert call(base, as_alice, "POST", f"{path}reinstate/")[0] == 200
         assert call(base, as_carol, "GET", detail)[0] == 200
+
+
+@pytest.mark.security
+@pytest.mark.django_db(transaction=True)
+def test_a_share_link_opened_while_the_owner_rotates_it_lets_nobody_in_with_the_old_link(
+    live_server, alice, charlie, corpus
+):
+    shared = collection_create(name="shared", owner=alice, visibility="unlisted")
+    ingest(shared, corpus / "text" / "gravity_hill.md")
+    base = live_server.url
+    as_alice = token_create(user=alice, name="race")[1]
+    as_carol = token_create(user=charlie, name="race")[1]
+    for _ in range(ROUNDS):
+        old_token = Collection.objects.get(pk=shared.pk).share_token
+        stop, statuses = threading.Event(), []
+        threads = hammering(base, as_carol, [f"/api/v1/collections/link/{old_token}/"], stop, statuses)
+        time.sleep(0.3)
+        rotated = call(base, as_alice, "POST", f"/api/v1/collections/{shared.pk}/share-link/")[0]
+        time.sleep(0.3)
+        stop.set()
+        for thread in threads:
+            thread.join()
+        assert rotated == 200
+        assert set(statuses) <= {200, 404}, statuses
+        assert 404 in statuses, "the rotation landed while the old link was being opened"
+        assert not LinkGrant.objects.filter(user=charlie, collection=shared).exists()
+        assert call(base, as_carol, "GET", f"/api/v1/collections/{shared.pk}/")[0] == 404
