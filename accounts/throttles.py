@@ -8,7 +8,7 @@ to the same count: switching from the API to the pages or MCP resets nothing.
 Scopes counted here:
 
     uploads   each uploaded file (a request of 100 files counts 100)
-    writes    each collection created, each re-index or retry of a document or collection
+    writes    each collection or profile created, each re-index or retry of a document or collection
     signup    each sign-up, per client address
     password_reset  each reset e-mail asked for, per client address and per account
 """
@@ -23,7 +23,7 @@ from config.errors import KnowledgeError, RateLimitedError
 
 _WHAT = {
     "uploads": "files uploaded",
-    "writes": "collections created, re-indexes and retries",
+    "writes": "collections and profiles created, re-indexes and retries",
     "signup": "sign-ups from your address",
     "password_reset": "password reset e-mails",
 }

@@ -126,3 +126,11 @@ def test_the_mcp_reindex_tool_counts_with_the_api_writes(
     refused = run(scenario)
     assert refused.is_error
     assert refused.structured_content["error"]["status"] == 429
+
+
+def test_creating_profiles_shares_the_write_rate(page, api, two_per_minute):
+    fields = {"name": "mine", "tag": "mine"}
+    assert page.post("/profiles/", fields).status_code == 302
+    assert api.post("/api/v1/profiles/", {"name": "two", "tag": "two"}, format="json").status_code == 201
+    assert_refused_page(page.post("/profiles/", {"name": "three", "tag": "three"}))
+    assert_refused_api(api.post("/api/v1/profiles/", {"name": "four", "tag": "four"}, format="json"))
