@@ -1,5 +1,13 @@
+import logging
+
 from django import forms
-from django.contrib.auth.forms import PasswordChangeForm, UserCreationForm
+from django.contrib.auth import authenticate
+from django.contrib.auth.forms import PasswordChangeForm, PasswordResetForm, UserCreationForm
+
+from accounts.throttles import throttle_charge
+from config.errors import RateLimitedError
+
+logger = logging.getLogger(__name__)
 
 
 class SignUpForm(UserCreationForm):
@@ -20,3 +28,33 @@ class PasswordChangeWithTokensForm(PasswordChangeForm):
         label="Also revoke my API tokens",
         help_text="Scripts using them are refused until you give them new tokens.",
     )
+
+    def __init__(self, user, *args, request=None, **kwargs):
+        super().__init__(user, *args, **kwargs)
+        self.request = request
+
+    def clean_old_password(self):
+        """Checked like a log-in (django-axes counts a wrong one and refuses a locked-out client),
+        or a stolen session could guess the password without limit."""
+        old_password = self.cleaned_data["old_password"]
+        checked = authenticate(self.request, username=self.user.get_username(), password=old_password)
+        if checked is None or checked.pk != self.user.pk:
+            raise forms.ValidationError(self.error_messages["password_incorrect"], code="password_incorrect")
+        return old_password
+
+
+class ThrottledPasswordResetForm(PasswordResetForm):
+    """Sends an account at most API_THROTTLE_PASSWORD_RESET reset e-mails, whoever asks.
+
+    Over the rate the e-mail is not sent and the page answers as usual, so it never tells
+    whether an address has an account (the per-address rate is the page's 429).
+    """
+
+    def get_users(self, email):
+        for user in super().get_users(email):
+            try:
+                throttle_charge(scope="password_reset", ident=f"account-{user.pk}")
+            except RateLimitedError as exc:
+                logger.warning("password reset e-mail to user %s not sent: %s", user.pk, exc)
+                continue
+            yield user

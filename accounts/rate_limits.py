@@ -24,13 +24,16 @@ from accounts.models import RateCounter
 
 _COUNT = """
 INSERT INTO accounts_ratecounter AS r (key, window_index, current, previous, allowed, touched_at)
-VALUES (%(key)s, %(window)s, 1, 0, true, now())
+VALUES (
+    %(key)s, %(window)s, CASE WHEN %(amount)s <= %(limit)s THEN %(amount)s ELSE 0 END, 0,
+    %(amount)s <= %(limit)s, now()
+)
 ON CONFLICT (key) DO UPDATE SET
     window_index = EXCLUDED.window_index,
     touched_at = EXCLUDED.touched_at,
     previous = {previous},
-    current = {current} + CASE WHEN {estimate} + 1 <= %(limit)s THEN 1 ELSE 0 END,
-    allowed = {estimate} + 1 <= %(limit)s
+    current = {current} + CASE WHEN {estimate} + %(amount)s <= %(limit)s THEN %(amount)s ELSE 0 END,
+    allowed = {estimate} + %(amount)s <= %(limit)s
 RETURNING allowed, current
 """
 _CURRENT = "(CASE WHEN r.window_index = EXCLUDED.window_index THEN r.current ELSE 0 END)"
@@ -42,8 +45,10 @@ _ESTIMATE = f"({_PREVIOUS} * %(weight)s + {_CURRENT})"
 COUNT_SQL = _COUNT.format(previous=_PREVIOUS, current=_CURRENT, estimate=_ESTIMATE)
 
 
-def rate_count(*, key: str, limit: int, period: int, now: float | None = None) -> tuple[bool, float]:
-    """Count one request for ``key`` if it is within ``limit`` per ``period`` seconds.
+def rate_count(
+    *, key: str, limit: int, period: int, now: float | None = None, amount: int = 1
+) -> tuple[bool, float]:
+    """Count ``amount`` requests (or files) for ``key`` if they fit within ``limit`` per ``period`` seconds.
 
     Returns (allowed, seconds to wait when refused).
     """
@@ -52,15 +57,17 @@ def rate_count(*, key: str, limit: int, period: int, now: float | None = None) -
     elapsed = now / period - window  # fraction of the current period gone
     weight = 1.0 - elapsed
     with connection.cursor() as cursor:
-        cursor.execute(COUNT_SQL, {"key": key, "window": window, "limit": limit, "weight": weight})
+        cursor.execute(
+            COUNT_SQL, {"key": key, "window": window, "limit": limit, "weight": weight, "amount": amount}
+        )
         allowed, current = cursor.fetchone()
     if allowed:
         return True, 0.0
     # Refused. The estimate falls under the limit once enough of this period's count has
     # slid out: at the end of this period, plus the share of the next one it takes.
     remaining = (1.0 - elapsed) * period
-    if current >= limit:
-        remaining += period * (1.0 - (limit - 1) / current)
+    if current and current > limit - amount:
+        remaining += period * (1.0 - max(0, limit - amount) / current)
     return False, max(1.0, round(remaining, 1))
 
 

@@ -1,3 +1,5 @@
+import math
+
 from axes.utils import reset as axes_reset
 from django.contrib import messages
 from django.contrib.auth import login
@@ -6,14 +8,21 @@ from django.db import transaction
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from accounts.forms import PasswordChangeWithTokensForm, SignUpForm
+from accounts.client_address import client_address
+from accounts.forms import PasswordChangeWithTokensForm, SignUpForm, ThrottledPasswordResetForm
+from accounts.throttles import throttle_charge
 from accounts.tokens import tokens_revoke_all
+from config.errors import RateLimitedError
 
 
 @require_http_methods(["GET", "POST"])
 def signup(request):
     form = SignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
+        try:  # accounts created, per client address
+            throttle_charge(scope="signup", ident=f"address-{client_address(request)}")
+        except RateLimitedError as exc:
+            return _refused(request, "accounts/signup.html", form, exc)
         user = form.save()
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         messages.success(request, f"Welcome, {user.username}.")
@@ -26,12 +35,29 @@ class PasswordChangeView(auth_views.PasswordChangeView):
 
     form_class = PasswordChangeWithTokensForm
 
+    def get_form_kwargs(self):
+        # The form checks the old password as a log-in, which needs the request.
+        return {**super().get_form_kwargs(), "request": self.request}
+
     @transaction.atomic  # the new password and the revocation land together
     def form_valid(self, form):
         response = super().form_valid(form)
         if form.cleaned_data["revoke_api_tokens"]:
             _report_revoked(self.request, tokens_revoke_all(user=form.user))
         return response
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """Django's reset by e-mail, rate-limited per client address (here) and per account (in the form)."""
+
+    form_class = ThrottledPasswordResetForm
+
+    def form_valid(self, form):
+        try:
+            throttle_charge(scope="password_reset", ident=f"address-{client_address(self.request)}")
+        except RateLimitedError as exc:
+            return _refused(self.request, self.template_name, form, exc)
+        return super().form_valid(form)
 
 
 class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
@@ -52,3 +78,11 @@ def _report_revoked(request, count: int) -> None:
     if count:
         tokens = "1 API token was" if count == 1 else f"{count} API tokens were"
         messages.success(request, f"{tokens} revoked; create new ones on the API tokens page.")
+
+
+def _refused(request, template: str, form, exc: RateLimitedError):
+    """The form again, with the rate's message, as a 429 with Retry-After."""
+    form.add_error(None, str(exc))
+    response = render(request, template, {"form": form}, status=429)
+    response["Retry-After"] = str(math.ceil(exc.retry_after))
+    return response

@@ -1,8 +1,9 @@
 """Settings for the REST API (/api/v1/): Django REST framework and drf-spectacular.
 
 config/settings.py imports REST_FRAMEWORK and SPECTACULAR_SETTINGS from here.
-Throttle rates come from the environment (API_THROTTLE_UPLOADS,
-API_THROTTLE_RETRIEVE, API_THROTTLE_AUTH) as "N/second|minute|hour|day" and
+Throttle rates come from the environment (API_THROTTLE_UPLOADS, API_THROTTLE_WRITES,
+API_THROTTLE_RETRIEVE, API_THROTTLE_AUTH, API_THROTTLE_SIGNUP, API_THROTTLE_PASSWORD_RESET)
+as "N/second|minute|hour|day" and
 fail loudly on anything else. TRUSTED_PROXY_COUNT (default 0) is how many
 proxies of the operator's own append to X-Forwarded-For; with 0 the header is
 ignored and throttles count by the connection's address.
@@ -50,9 +51,15 @@ REST_FRAMEWORK = {
     # (DRF's default, None, believes any X-Forwarded-For a client sends).
     "NUM_PROXIES": env_int("TRUSTED_PROXY_COUNT", 0, minimum=0),
     "DEFAULT_THROTTLE_RATES": {
+        # Per user, on every path (pages, API, MCP, admin; accounts/throttles.py): files uploaded,
+        # and collections created, re-indexes and retries.
         "uploads": env_rate("API_THROTTLE_UPLOADS", "60/minute"),
+        "writes": env_rate("API_THROTTLE_WRITES", "30/minute"),
         "retrieve": env_rate("API_THROTTLE_RETRIEVE", "60/minute"),
         "auth": env_rate("API_THROTTLE_AUTH", "10/minute"),
+        # Per client address (sign-ups; reset e-mails asked for) and per account (reset e-mails sent).
+        "signup": env_rate("API_THROTTLE_SIGNUP", "5/hour"),
+        "password_reset": env_rate("API_THROTTLE_PASSWORD_RESET", "5/hour"),
     },
 }
 

@@ -31,6 +31,16 @@ class ForbiddenError(KnowledgeError):
     status_code = 403
 
 
+class RateLimitedError(KnowledgeError):
+    """Over a request rate (accounts.throttles); ``retry_after`` is the wait in seconds."""
+
+    status_code = 429
+
+    def __init__(self, message: str, *, retry_after: float):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class FieldValueError(ValueError):
     """A value given for a named input was refused; the API reports it under ``field``."""
 

@@ -28,6 +28,9 @@ async def _blocks_in_thread(blocks: Iterator[bytes]) -> AsyncIterator[bytes]:
 class StaticFilesMiddleware(WhiteNoiseMiddleware):
     @staticmethod
     def serve(static_file, request):
+        # Files are answered before any other middleware reads the host: check ALLOWED_HOSTS
+        # here too (DisallowedHost is a 400), so no host name outside it gets any answer.
+        request.get_host()
         response = WhiteNoiseMiddleware.serve(static_file, request)
         if isinstance(request, ASGIRequest) and response.streaming and not response.is_async:
             # The file stays registered for closing (FileResponse did it), whatever iterates it.

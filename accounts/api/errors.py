@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from config.errors import FieldValueError, KnowledgeError
+from config.errors import FieldValueError, KnowledgeError, RateLimitedError
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,8 @@ def error_body_for(exc: Exception) -> dict | None:
 
 
 def _as_api_exception(exc):
+    if isinstance(exc, RateLimitedError):  # DRF's own, so the response carries Retry-After
+        return exceptions.Throttled(wait=exc.retry_after, detail=str(exc))
     if isinstance(exc, KnowledgeError):
         return ApplicationError(str(exc), exc.status_code)
     if isinstance(exc, FieldValueError):

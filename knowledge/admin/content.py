@@ -10,7 +10,8 @@ from django.contrib import admin, messages
 from django.db.models import OuterRef
 from django.utils.html import format_html
 
-from config.errors import KnowledgeError
+from accounts.throttles import user_throttle_charge
+from config.errors import KnowledgeError, RateLimitedError
 from knowledge.forms import ProfileCollectionForm
 from knowledge.models import (
     ChatSession,
@@ -29,8 +30,22 @@ from knowledge.models import (
 from knowledge.parameters import ConfigError, validate_value
 from knowledge.services.collections import chunk_profile_default, collection_reindex
 from knowledge.services.documents import document_delete, document_reindex, document_retry, document_upload
-from knowledge.services.marketplace import subscriptions_end_all
+from knowledge.services.marketplace import (
+    subscriptions_end_all,
+    subscriptions_reinstate_as_operator,
+    subscriptions_revoke_as_operator,
+)
 from knowledge.services.queries import count_subquery
+
+
+def _charged(model_admin, request, scope: str) -> bool:
+    """The operator's action counts like a page's or the API's; refused, it says why and does nothing."""
+    try:
+        user_throttle_charge(user=request.user, scope=scope)
+    except RateLimitedError as exc:
+        model_admin.message_user(request, str(exc), messages.ERROR)
+        return False
+    return True
 
 
 class KnowledgeSettingForm(forms.ModelForm):
@@ -92,8 +107,22 @@ class ChunkProfileAdmin(admin.ModelAdmin):
     search_fields = ["name"]
 
 
+class CollectionAdminForm(forms.ModelForm):
+    """A collection added here counts against the operator's write rate, as on the pages and the API."""
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance.pk is None:
+            try:
+                user_throttle_charge(user=self.user, scope="writes")
+            except RateLimitedError as exc:
+                raise forms.ValidationError(str(exc)) from exc
+        return cleaned
+
+
 @admin.register(Collection)
 class CollectionAdmin(admin.ModelAdmin):
+    form = CollectionAdminForm
     list_display = [
         "name",
         "owner",
@@ -111,6 +140,11 @@ class CollectionAdmin(admin.ModelAdmin):
     readonly_fields = ["embedding_model", "pending_chunk_profile", "created_at", "updated_at"]
     actions = ["reindex_under_active_profile"]
 
+    def get_form(self, request, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+        form.user = request.user  # whose write count an added collection charges
+        return form
+
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         if change and "listed" in form.changed_data and not obj.listed:
@@ -122,6 +156,8 @@ class CollectionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Re-index under the active chunk profile")
     def reindex_under_active_profile(self, request, queryset):
+        if not _charged(self, request, "writes"):
+            return
         profile = chunk_profile_default()
         queued = sum(collection_reindex(collection=c, chunk_profile=profile) for c in queryset)
         self.message_user(request, f"Queued {queued} document(s) for re-indexing under {profile.name}.")
@@ -164,6 +200,7 @@ class DocumentUploadForm(forms.ModelForm):
         upload, collection = cleaned.get("upload"), cleaned.get("collection")
         if upload and collection:
             try:
+                user_throttle_charge(user=self.user, scope="uploads")
                 self.result = document_upload(
                     collection=collection,
                     filename=upload.name,
@@ -228,7 +265,9 @@ class DocumentAdmin(admin.ModelAdmin):
     def get_form(self, request, obj=None, **kwargs):
         if obj is None:
             kwargs["form"] = DocumentUploadForm
-        return super().get_form(request, obj, **kwargs)
+        form = super().get_form(request, obj, **kwargs)
+        form.user = request.user  # whose upload count it charges
+        return form
 
     def get_fields(self, request, obj=None):
         if obj is None:
@@ -251,6 +290,8 @@ class DocumentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Retry the selected failed documents")
     def retry_documents(self, request, queryset):
+        if not _charged(self, request, "writes"):
+            return
         retried = 0
         for document in queryset.exclude(status=Document.Status.READY):
             document_retry(document=document)
@@ -259,6 +300,8 @@ class DocumentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Re-index the selected documents")
     def reindex_documents(self, request, queryset):
+        if not _charged(self, request, "writes"):
+            return
         for document in queryset:
             document_reindex(document=document)
         self.message_user(request, f"Queued {queryset.count()} document(s) for re-indexing.")
@@ -311,22 +354,47 @@ class ProfileAdmin(admin.ModelAdmin):
 
 @admin.register(Subscription)
 class SubscriptionAdmin(admin.ModelAdmin):
+    """Read-only rows; access changes only through the actions, which call the owners' services
+    (an edited or added row would skip their lock and the share-link grant they drop)."""
+
     list_display = ["user", "collection", "is_active", "revoked_at", "created_at"]
     list_filter = ["is_active", ("revoked_at", admin.EmptyFieldListFilter)]
     list_select_related = ["user", "collection"]
     raw_id_fields = ["user", "collection"]
     search_fields = ["user__username", "collection__name"]
+    readonly_fields = ["user", "collection", "is_active", "revoked_at", "created_at", "updated_at"]
+    actions = ["revoke", "reinstate"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Revoke (they stay out, share link included, until reinstated)")
+    def revoke(self, request, queryset):
+        count = subscriptions_revoke_as_operator(subscription_ids=list(queryset.values_list("pk", flat=True)))
+        self.message_user(request, f"Revoked {count} subscription(s).")
+
+    @admin.action(description="Reinstate")
+    def reinstate(self, request, queryset):
+        ids = list(queryset.values_list("pk", flat=True))
+        count = subscriptions_reinstate_as_operator(subscription_ids=ids)
+        self.message_user(request, f"Reinstated {count} subscription(s).")
 
 
 @admin.register(LinkGrant)
 class LinkGrantAdmin(admin.ModelAdmin):
-    """Who opened which share link; deleting a row takes that reader's link access away."""
+    """Who opened which share link; deleting a row takes that reader's link access away.
+
+    Grants are only made by opening the link (``collection_link_open``), which checks revocations.
+    """
 
     list_display = ["user", "collection", "created_at"]
     list_select_related = ["user", "collection"]
     raw_id_fields = ["user", "collection"]
     search_fields = ["user__username", "collection__name"]
-    readonly_fields = ["created_at"]
+    readonly_fields = ["user", "collection", "created_at"]
+
+    def has_add_permission(self, request):
+        return False
 
 
 class ChatTurnInline(admin.StackedInline):

@@ -8,6 +8,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
+from accounts.throttles import user_throttle_charge
 from config.errors import ForbiddenError, NotFoundError
 from knowledge.access import (
     collection_for_writer,
@@ -148,13 +149,14 @@ class CollectionListView(ApiView):
     @extend_schema(
         summary="Create a collection",
         request=CollectionCreateSerializer,
-        responses={201: CollectionSerializer, **errors(400, 403)},
+        responses={201: CollectionSerializer, **errors(400, 403, 429)},
     )
     def post(self, request):
         data = validated(CollectionCreateSerializer, request.data)
         admin_owned = data.pop("admin_owned")
         if admin_owned and not request.user.is_staff:
             raise ForbiddenError("only staff can create admin-owned collections")
+        user_throttle_charge(user=request.user, scope="writes")
         collection = collection_create(owner=None if admin_owned else request.user, **data)
         fresh = collection_for_api_reader(user=request.user, collection_id=collection.pk)
         return Response(

@@ -10,6 +10,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
+from accounts.throttles import user_throttle_charge
 from config.errors import UploadTooLargeError
 from knowledge.access import (
     collection_for_reader,
@@ -151,7 +152,6 @@ class DocumentListSerializer(serializers.Serializer):
 class CollectionDocumentsView(ApiView):
     serializer_class = DocumentSerializer
     parser_classes = [MultiPartParser, FormParser]
-    throttle_scope = "uploads"
 
     @extend_schema(
         summary="Documents of a collection you can read",
@@ -174,6 +174,7 @@ class CollectionDocumentsView(ApiView):
     )
     def post(self, request, collection_id: int):
         collection = collection_for_writer(user=request.user, collection_id=collection_id)
+        user_throttle_charge(user=request.user, scope="uploads")  # one file per request
         _refuse_oversized_body(request)
         data = validated(UploadSerializer, _upload_fields(request.data))
         upload = data["file"]
@@ -241,10 +242,11 @@ class DocumentRetryView(ApiView):
     @extend_schema(
         summary="Process a failed document again",
         request=None,
-        responses={202: DocumentSerializer, **errors(400, 403, 404)},
+        responses={202: DocumentSerializer, **errors(400, 403, 404, 429)},
     )
     def post(self, request, document_id: int):
         document = document_for_writer(user=request.user, document_id=document_id)
+        user_throttle_charge(user=request.user, scope="writes")
         document_retry(document=document)
         return Response(
             DocumentSerializer(_fresh(document.pk, user=request.user)).data, status.HTTP_202_ACCEPTED
@@ -271,11 +273,12 @@ class DocumentReindexView(ApiView):
     @extend_schema(
         summary="Re-chunk and re-embed a document, or its whole collection under another chunk profile",
         request=ReindexSerializer,
-        responses={202: ReindexResultSerializer, **errors(400, 403, 404)},
+        responses={202: ReindexResultSerializer, **errors(400, 403, 404, 429)},
     )
     def post(self, request, document_id: int):
         document = document_for_writer(user=request.user, document_id=document_id)
         name = validated(ReindexSerializer, request.data).get("chunk_profile")
+        user_throttle_charge(user=request.user, scope="writes")
         if name:
             profile = chunk_profile_get(name=name)
             queued = collection_reindex(collection=document.collection, chunk_profile=profile)

@@ -7,6 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from accounts.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
+from accounts.throttles import user_throttle_charge
 from knowledge.access import (
     profile_for_reader,
     profile_for_writer,
@@ -150,10 +151,11 @@ class ProfileListView(ApiView):
     @extend_schema(
         summary="Create a profile",
         request=ProfileWriteSerializer,
-        responses={201: ProfileSerializer, **errors(400)},
+        responses={201: ProfileSerializer, **errors(400, 429)},
     )
     def post(self, request):
         data = validated(ProfileWriteSerializer, request.data, context={"user": request.user})
+        user_throttle_charge(user=request.user, scope="writes")
         profile = profile_create(owner=request.user, **data)
         return _respond(request, profile.pk, status.HTTP_201_CREATED)
 

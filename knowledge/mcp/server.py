@@ -31,10 +31,11 @@ from asgiref.sync import sync_to_async
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import close_old_connections
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceNotFoundError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from rest_framework import serializers
+from rest_framework.exceptions import Throttled
 
 from accounts.api.errors import error_body_for
 from config.errors import NotFoundError
@@ -178,7 +179,7 @@ def _add_search_tools(server: MCPServer, identity: Identity) -> None:
         """The collections you can search (yours, public and admin-owned ones, subscriptions), each with
         its description, tags, visibility, owner, document and chunk counts and whether you subscribe,
         and the profiles you can ask with (a profile is a saved set of collections and settings)."""
-        return await run_tool(identity, ctx, tools.list_collections, search=search)
+        return await run_tool(identity, ctx, tools.list_collections, throttle="retrieve", search=search)
 
     @server.tool(title="Search passages", annotations=READ_ONLY)
     async def search_knowledge(
@@ -288,6 +289,7 @@ def _add_passage_tools(server: MCPServer, identity: Identity) -> None:
             identity,
             ctx,
             tools.get_passage,
+            throttle="retrieve",
             chunk=chunk,
             document=document,
             source_ref=source_ref,
@@ -336,7 +338,12 @@ def _add_index_tools(server: MCPServer, identity: Identity) -> None:
         under its current chunk profile or the one named. The current chunks stay searchable until
         the new ones are ready. Returns how many documents were queued."""
         return await run_tool(
-            identity, ctx, tools.reindex_collection, collection=collection, chunk_profile=chunk_profile
+            identity,
+            ctx,
+            tools.reindex_collection,
+            throttle="writes",
+            collection=collection,
+            chunk_profile=chunk_profile,
         )
 
 
@@ -353,6 +360,8 @@ def _add_resources(server: MCPServer, identity: Identity) -> None:
             return await sync_to_async(_read_as_caller, thread_sensitive=False)(identity, ctx, collection_id)
         except NotFoundError as exc:
             raise ResourceNotFoundError(str(exc)) from None
+        except Throttled as exc:  # the message a tool would give, with the wait
+            raise ResourceError(error_body_for(exc)["error"]["message"]) from None
 
 
 def _read_as_caller(identity: Identity, ctx: Context, collection_id: str) -> str:
@@ -360,7 +369,9 @@ def _read_as_caller(identity: Identity, ctx: Context, collection_id: str) -> str
     try:
         if not collection_id.isdigit():
             raise NotFoundError("no such collection")
-        return collection_summary(user=identity.user(ctx), collection_id=int(collection_id))
+        user = identity.user(ctx)
+        throttle_check(user=user, scope="retrieve")  # reads as the API's retrieval does
+        return collection_summary(user=user, collection_id=int(collection_id))
     finally:
         close_old_connections()
 

@@ -20,6 +20,7 @@ from knowledge.access import (
 )
 from knowledge.models import Collection, Document, LinkGrant, Subscription
 from knowledge.services.queries import count_subquery
+from knowledge.services.sharing import collection_access_lock
 
 
 def _tags_text():
@@ -64,6 +65,8 @@ def subscribed_collections(*, user) -> QuerySet[Collection]:
 def subscription_create(*, user, collection: Collection) -> tuple[Subscription, bool]:
     """Subscribe ``user``: idempotent; re-activates an ended, not a revoked, one. Returns (row, changed)"""
     collection = marketplace_listing_for(user=user, collection_id=collection.pk)
+    collection_access_lock(collection_id=collection.pk)  # see knowledge.services.sharing
+    collection = marketplace_listing_for(user=user, collection_id=collection.pk)  # as of the lock
     if collection.owner_id is not None and collection.owner_id == user.pk:
         raise KnowledgeError("you own this collection; there is nothing to subscribe to")
     subscription, created = Subscription.objects.get_or_create(user=user, collection=collection)
@@ -79,8 +82,10 @@ def subscription_create(*, user, collection: Collection) -> tuple[Subscription, 
     return subscription, True
 
 
+@transaction.atomic
 def subscription_end(*, user, collection: Collection) -> bool:
     """End ``user``'s subscription (idempotent); access ends with it. True if one was active."""
+    collection_access_lock(collection_id=collection.pk)
     return bool(
         Subscription.objects.filter(user=user, collection=collection, is_active=True).update(is_active=False)
     )
@@ -104,19 +109,38 @@ def collection_subscriptions(*, collection: Collection) -> QuerySet[Subscription
     )
 
 
+@transaction.atomic
 def subscriptions_end_all(*, collection: Collection) -> int:
     """Unlisting ends every active subscription: relisting does not bring them back (each subscribes anew)."""
+    collection_access_lock(collection_id=collection.pk)
     return Subscription.objects.filter(collection=collection, is_active=True).update(
         is_active=False, updated_at=timezone.now()
     )
 
 
 def _owned_subscription(*, owner, subscription_id, collection: Collection | None) -> Subscription:
-    subscriptions = Subscription.objects.select_related("collection", "user")
+    """The subscription, its collection's access lock held; "not found" unless ``owner`` manages it."""
+    subscriptions = Subscription.objects.all()
     if collection is not None:
         subscriptions = subscriptions.filter(collection=collection)
-    subscription = subscriptions.filter(pk=subscription_id).select_for_update(of=("self",)).first()
-    if subscription is None or not collection_is_writable(user=owner, collection=subscription.collection):
+    collection_id = subscriptions.filter(pk=subscription_id).values_list("collection_id", flat=True).first()
+    if collection_id is None:
+        raise NotFoundError("no such subscription")
+    return _locked_subscription(subscription_id=subscription_id, collection_id=collection_id, owner=owner)
+
+
+def _locked_subscription(*, subscription_id, collection_id: int, owner=None) -> Subscription:
+    """Locks the collection, then the subscription (always in that order, so two never deadlock)."""
+    locked = collection_access_lock(collection_id=collection_id)
+    if owner is not None and not collection_is_writable(user=owner, collection=locked):
+        raise NotFoundError("no such subscription")
+    subscription = (
+        Subscription.objects.select_related("collection", "user")
+        .select_for_update(of=("self",))
+        .filter(pk=subscription_id, collection_id=collection_id)
+        .first()
+    )
+    if subscription is None:
         raise NotFoundError("no such subscription")
     return subscription
 
@@ -125,6 +149,10 @@ def _owned_subscription(*, owner, subscription_id, collection: Collection | None
 def subscription_revoke(*, owner, subscription_id, collection: Collection | None = None) -> Subscription:
     """The owner ends someone's subscription and share-link access; they stay out until reinstated."""
     subscription = _owned_subscription(owner=owner, subscription_id=subscription_id, collection=collection)
+    return _revoke(subscription)
+
+
+def _revoke(subscription: Subscription) -> Subscription:
     if subscription.revoked_at is None:
         subscription.is_active = False
         subscription.revoked_at = timezone.now()
@@ -137,8 +165,30 @@ def subscription_revoke(*, owner, subscription_id, collection: Collection | None
 def subscription_reinstate(*, owner, subscription_id, collection: Collection | None = None) -> Subscription:
     """The owner lets a revoked subscriber back in: active again while the collection is listed."""
     subscription = _owned_subscription(owner=owner, subscription_id=subscription_id, collection=collection)
+    return _reinstate(subscription)
+
+
+def _reinstate(subscription: Subscription) -> Subscription:
     if subscription.revoked_at is not None:
         subscription.revoked_at = None
         subscription.is_active = subscription.collection.listed
         subscription.save(update_fields=["is_active", "revoked_at", "updated_at"])
     return subscription
+
+
+@transaction.atomic
+def subscriptions_revoke_as_operator(*, subscription_ids) -> int:
+    """The admin's "revoke" action: as the owner's revocation, under the same lock. Returns how many."""
+    rows = Subscription.objects.filter(pk__in=subscription_ids).values_list("pk", "collection_id")
+    for subscription_id, collection_id in sorted(rows, key=lambda row: row[1]):
+        _revoke(_locked_subscription(subscription_id=subscription_id, collection_id=collection_id))
+    return len(rows)
+
+
+@transaction.atomic
+def subscriptions_reinstate_as_operator(*, subscription_ids) -> int:
+    """The admin's "reinstate" action: as the owner's reinstatement, under the same lock."""
+    rows = Subscription.objects.filter(pk__in=subscription_ids).values_list("pk", "collection_id")
+    for subscription_id, collection_id in sorted(rows, key=lambda row: row[1]):
+        _reinstate(_locked_subscription(subscription_id=subscription_id, collection_id=collection_id))
+    return len(rows)

@@ -8,6 +8,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.throttles import user_throttle_charge
 from config.errors import KnowledgeError
 from knowledge.access import (
     collection_for_reader,
@@ -56,6 +57,7 @@ def home(request):
 @knowledge_page
 def collection_list(request):
     if request.method == "POST":
+        user_throttle_charge(user=request.user, scope="writes")
         collection = collection_create(
             name=request.POST.get("name", ""),
             owner=request.user,
@@ -133,6 +135,7 @@ def collection_settings(request, collection_id: int):
         profile = ChunkProfile.objects.filter(pk=_int(request.POST.get("chunk_profile"))).first()
         if profile is None:
             raise KnowledgeError("choose a chunk profile")
+        user_throttle_charge(user=request.user, scope="writes")
         queued = collection_reindex(collection=collection, chunk_profile=profile)
         messages.success(
             request,
@@ -179,6 +182,7 @@ def collection_upload(request, collection_id: int):
     files = request.FILES.getlist("file")
     if not files:
         raise KnowledgeError("choose at least one file to upload")
+    user_throttle_charge(user=request.user, scope="uploads", amount=len(files))  # per file, not per request
     results, errors = [], []
     for upload in files:
         try:
@@ -214,6 +218,7 @@ def collection_upload(request, collection_id: int):
 @knowledge_page
 def document_retry_view(request, document_id: int):
     document = document_for_writer(user=request.user, document_id=document_id)
+    user_throttle_charge(user=request.user, scope="writes")
     document_retry(document=document)
     messages.success(request, f"Processing {document.filename} again.")
     return redirect("knowledge:collection", collection_id=document.collection_id)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
+import math
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from config.errors import KnowledgeError, NotFoundError
+from config.errors import KnowledgeError, NotFoundError, RateLimitedError
 from config.validation import MAX_ID
 
 
@@ -25,11 +26,19 @@ def knowledge_page(view):
                 return JsonResponse({"error": str(exc)}, status=exc.status_code)
             raise Http404(str(exc)) from exc
         except KnowledgeError as exc:
-            if wants_json(request):
-                return JsonResponse({"error": str(exc)}, status=exc.status_code)
-            return render(request, "knowledge/error.html", {"message": str(exc)}, status=exc.status_code)
+            return _refused(request, exc)
 
     return wrapper
+
+
+def _refused(request, exc: KnowledgeError) -> HttpResponse:
+    if wants_json(request):
+        response = JsonResponse({"error": str(exc)}, status=exc.status_code)
+    else:
+        response = render(request, "knowledge/error.html", {"message": str(exc)}, status=exc.status_code)
+    if isinstance(exc, RateLimitedError):
+        response["Retry-After"] = str(math.ceil(exc.retry_after))
+    return response
 
 
 def wants_json(request) -> bool:

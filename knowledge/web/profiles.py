@@ -7,6 +7,7 @@ import re
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
+from accounts.throttles import user_throttle_charge
 from config.errors import KnowledgeError
 from knowledge.access import (
     listed_collections,
@@ -158,6 +159,7 @@ def _save(request, profile):
     collections = _collections(request)
     overrides = _overrides(request)
     if profile is None:
+        user_throttle_charge(user=request.user, scope="writes")
         return profile_create(
             owner=request.user, name=name, tag=tag, knowledge_overrides=overrides, collections=collections
         )

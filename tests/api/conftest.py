@@ -12,7 +12,14 @@ from accounts.tokens import token_create
 from config.api_settings import REST_FRAMEWORK
 from knowledge.services.collections import collection_create
 
-RATES = {"uploads": "1000/minute", "retrieve": "1000/minute", "auth": "1000/minute"}
+RATES = {
+    "uploads": "1000/minute",
+    "writes": "1000/minute",
+    "retrieve": "1000/minute",
+    "auth": "1000/minute",
+    "signup": "1000/minute",
+    "password_reset": "1000/minute",
+}
 
 
 @pytest.fixture(autouse=True)

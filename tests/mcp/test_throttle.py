@@ -8,6 +8,7 @@ import pytest
 from django.core.cache import cache
 from django.db import connections
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from rest_framework.test import APIClient
 
 from config.api_settings import REST_FRAMEWORK
@@ -59,17 +60,45 @@ def test_searches_through_mcp_and_the_api_share_one_rate_limit(
         async with Client(server) as client:  # in-process: the same server definition, no transport
             allowed = await client.call_tool("search_knowledge", arguments)
             refused = await client.call_tool("answer_research_question", arguments)
-            unthrottled = await client.call_tool("list_collections", {})
-            return allowed, refused, unthrottled
+            return allowed, refused
 
-    allowed, refused, unthrottled = run(scenario)
+    allowed, refused = run(scenario)
     assert payload(allowed)["results"] == []
     assert error_text(refused).startswith("Request was throttled.")
     assert refused.structured_content["error"]["status"] == 429
-    assert payload(unthrottled)["collections"][0]["name"] == "notes"
     assert (
         api.post(
             "/api/v1/retrieve/", {"question": "hi", "collections": [notes.pk]}, format="json"
         ).status_code
         == 429
     )
+
+
+@pytest.mark.security
+def test_listing_reading_passages_and_resources_count_as_api_reads(
+    alice, token_for, two_per_minute, no_persistent_connections
+):
+    """The read tools and the collection resource share the API's retrieve rate, per user."""
+    notes = collection_create(name="notes", owner=alice)
+    server = build_server(NamedUserIdentity(user_id=alice.pk))
+
+    async def scenario():
+        async with Client(server) as client:
+            listed = await client.call_tool("list_collections", {})
+            summary = await client.read_resource(f"knowledge://collections/{notes.pk}")
+            passage = await client.call_tool("get_passage", {"chunk": 1})
+            listing = await client.call_tool("list_collections", {})
+            with pytest.raises(MCPError) as refused_read:  # the SDK raises the server's resource error
+                await client.read_resource(f"knowledge://collections/{notes.pk}")
+            return listed, summary, passage, listing, str(refused_read.value)
+
+    listed, summary, passage, listing, resource_error = run(scenario)
+    assert payload(listed)["collections"][0]["name"] == "notes"
+    assert "notes" in summary.contents[0].text
+    for refused in (passage, listing):
+        assert refused.structured_content["error"]["status"] == 429
+    assert "throttled" in resource_error.lower()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token_for(alice)}")
+    retrieved = api.post("/api/v1/retrieve/", {"question": "hi", "collections": [notes.pk]}, format="json")
+    assert retrieved.status_code == 429

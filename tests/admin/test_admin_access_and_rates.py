@@ -1,0 +1,71 @@
+"""The admin grants, revokes and writes through the same services, lock and rates as the pages and API."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from config.api_settings import REST_FRAMEWORK
+from knowledge.models import Collection, Document, LinkGrant, Subscription
+from knowledge.services.collections import chunk_profile_default, collection_create, collection_update
+from knowledge.services.marketplace import subscription_create
+from knowledge.services.sharing import collection_link_open
+
+pytestmark = [pytest.mark.security, pytest.mark.django_db]
+
+
+@pytest.fixture
+def one_per_minute(settings):
+    rest = copy.deepcopy(REST_FRAMEWORK)
+    rates = {"uploads": "1/minute", "writes": "1/minute"}
+    rest["DEFAULT_THROTTLE_RATES"] = {**rest["DEFAULT_THROTTLE_RATES"], **rates}
+    settings.REST_FRAMEWORK = rest
+
+
+def test_the_admin_revoke_action_drops_the_link_grant_and_keeps_the_reader_out(admin_client, alice, bob):
+    shared = collection_update(
+        collection=collection_create(name="shared", owner=alice, visibility="unlisted"), listed=True
+    )
+    subscription, _ = subscription_create(user=bob, collection=shared)
+    Subscription.objects.filter(pk=subscription.pk).update(is_active=False)  # bob left...
+    collection_link_open(user=bob, share_token=shared.share_token)  # ...but kept the link
+    assert LinkGrant.objects.filter(user=bob).exists()
+    response = admin_client.post(
+        "/admin/knowledge/subscription/",
+        {"action": "revoke", "_selected_action": [subscription.pk]},
+    )
+    assert response.status_code == 302
+    subscription.refresh_from_db()
+    assert subscription.revoked_at is not None and not subscription.is_active
+    assert not LinkGrant.objects.filter(user=bob).exists()
+    # Rows change only through the actions: no adding, and an edit posts nothing that sticks.
+    assert admin_client.get("/admin/knowledge/subscription/add/").status_code == 403
+    assert admin_client.get("/admin/knowledge/linkgrant/add/").status_code == 403
+    admin_client.post(f"/admin/knowledge/subscription/{subscription.pk}/change/", {"revoked_at": ""})
+    subscription.refresh_from_db()
+    assert subscription.revoked_at is not None
+
+
+def _collection_form(name: str) -> dict:
+    return {"name": name, "visibility": "private", "chunk_profile": chunk_profile_default().pk, "tags": ""}
+
+
+def test_admin_writes_count_against_the_operators_rates(admin_client, alice, corpus, one_per_minute):
+    assert admin_client.post("/admin/knowledge/collection/add/", _collection_form("one")).status_code == 302
+    refused = admin_client.post("/admin/knowledge/collection/add/", _collection_form("two"))
+    assert refused.status_code == 200 and "too many" in refused.content.decode().lower()
+    assert list(Collection.objects.values_list("name", flat=True)) == ["one"]
+
+    notes = collection_create(name="notes", owner=alice)
+
+    def upload(name: str):
+        data = (corpus / "text" / name).read_bytes()
+        form = {"collection": notes.pk, "upload": SimpleUploadedFile(name, data), "tags": ""}
+        return admin_client.post("/admin/knowledge/document/add/", form)
+
+    assert upload("gravity_hill.md").status_code == 302
+    refused = upload("bates.txt")
+    assert refused.status_code == 200 and "too many" in refused.content.decode().lower()
+    assert Document.objects.count() == 1
