@@ -59,6 +59,7 @@ class Sample:
     endpoint: str
     status: int  # 0: no HTTP answer (connection refused, reset, timeout)
     seconds: float
+    failure: str = ""  # with status 0: what the connection raised
 
 
 @dataclass
@@ -198,11 +199,12 @@ def _client(target, token, collection_id, questions, query_share, deadline, resu
         body = {"question": rng.choice(questions), "collections": [collection_id]}
         conn = conn or http.client.HTTPConnection(target.hostname, target.port or 80, timeout=REQUEST_TIMEOUT)
         started = time.monotonic()
+        failure = ""
         try:
             status, _ = _post(conn, f"/api/v1/{endpoint}/", token, body)
-        except (OSError, http.client.HTTPException):
-            status, conn = 0, None
-        results.add(Sample(endpoint, status, time.monotonic() - started))
+        except (OSError, http.client.HTTPException) as exc:
+            status, conn, failure = 0, None, type(exc).__name__
+        results.add(Sample(endpoint, status, time.monotonic() - started, failure))
 
 
 def _post(conn, path: str, token: str, body: dict, accept: str = "application/json") -> tuple[int, bytes]:
@@ -261,7 +263,7 @@ def _figures(results: Results, *, clients: int, seconds: float) -> dict:
 
 def _endpoint_figures(samples: list[Sample], seconds: float) -> dict:
     ok = [s.seconds * 1000 for s in samples if 200 <= s.status < 300]
-    errors = Counter(str(s.status) for s in samples if not 200 <= s.status < 300)
+    errors = Counter(str(s.status or s.failure) for s in samples if not 200 <= s.status < 300)
     return {
         "requests": len(samples),
         "requests_per_s": round(len(samples) / seconds, 1) if seconds else 0.0,
