@@ -140,7 +140,7 @@ def _chunking_options(profile: ChunkProfile) -> ChunkingOptions:
 
 
 def _drafts_and_vectors(
-    document: Document, profile: ChunkProfile, watch: _Watch
+    document: Document, profile: ChunkProfile, watch: _Watch | None = None
 ) -> tuple[list[ChunkDraft], np.ndarray]:
     """Every chunk draft and its vector; extraction and chunking run ahead in a process of their own.
 
@@ -151,8 +151,9 @@ def _drafts_and_vectors(
     Windows of several batches, sorted by length inside (``embed_texts``), keep
     padding as low as embedding the whole list at once. ``chunks_total`` counts
     the drafts produced so far until extraction ends. A document deleted
-    meanwhile has its extraction process killed by the ``watch``.
+    meanwhile has its extraction process killed by the ``watch`` (none: nobody watches).
     """
+    watch = watch or _Watch()
     drafts: list[ChunkDraft] = []
     vectors: list[np.ndarray] = []
     batch = settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE
