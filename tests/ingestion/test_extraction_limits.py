@@ -239,3 +239,28 @@ def _settings_in_child(script: str, env: dict) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_worker_fails_the_heavy_pdf_with_the_reason_and_keeps_the_collection(
+    alice, corpus, fresh_children
+):
+    collection = collection_create(name="mixed", owner=alice)
+    good = document_upload(
+        collection=collection, filename="pasa.pdf", data=(corpus / "pdf" / "pasa.pdf").read_bytes(), sync=True
+    ).document
+    started = time.monotonic()
+    heavy = document_upload(
+        collection=collection,
+        filename="shared.pdf",
+        data=hostile.pdf_pages_sharing_one_heavy_stream(),
+        sync=True,
+    ).document
+    assert time.monotonic() - started < QUICKLY_S
+    heavy.refresh_from_db()
+    good.refresh_from_db()
+    assert heavy.status == Document.Status.FAILED
+    assert "KNOWLEDGE_MAX_PDF_CONTENT_MB" in heavy.error and "limit is 256 MB" in heavy.error
+    assert list(heavy.jobs.values_list("state", "attempts")) == [("failed", 1)]  # no second run
+    assert not Chunk.objects.filter(document=heavy).exists()
+    assert good.status == Document.Status.READY and Chunk.objects.filter(document=good).exists()
