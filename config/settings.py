@@ -17,6 +17,7 @@ from config.api_settings import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F4
 from config.database import database_config, default_shared_buffers_mb
 from config.env import env_bool, env_choice, env_int, env_list, env_str
 from knowledge.ingestion.limits import DEFAULT_LIMITS as DEFAULT_INGEST_LIMITS
+from knowledge.ingestion.limits import MEGABYTE_FIELDS as INGEST_MEGABYTE_FIELDS
 from knowledge.ingestion.limits import SETTINGS as INGEST_LIMIT_SETTINGS
 from knowledge.ingestion.limits import IngestLimits
 
@@ -177,15 +178,14 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 
 def _ingest_limits() -> IngestLimits:
-    """Per-document ingestion limits (knowledge/ingestion/limits.py explains each); defaults there."""
+    """Per-document ingestion limits (knowledge/ingestion/limits.py explains each); defaults there.
+
+    Sizes are set in megabytes and kept in bytes."""
     mib = 1024 * 1024
-    values = {
-        field: env_int(name, getattr(DEFAULT_INGEST_LIMITS, field), minimum=1)
-        for field, name in INGEST_LIMIT_SETTINGS.items()
-        if field != "max_uncompressed_bytes"
-    }
-    megabytes = DEFAULT_INGEST_LIMITS.max_uncompressed_bytes // mib
-    values["max_uncompressed_bytes"] = env_int("KNOWLEDGE_MAX_UNCOMPRESSED_MB", megabytes, minimum=1) * mib
+    values = {}
+    for field, name in INGEST_LIMIT_SETTINGS.items():
+        scale = mib if field in INGEST_MEGABYTE_FIELDS else 1
+        values[field] = env_int(name, getattr(DEFAULT_INGEST_LIMITS, field) // scale, minimum=1) * scale
     return IngestLimits(**values)
 
 

@@ -9,6 +9,9 @@ still owns it (checked under the row lock of the final transaction). So:
   ORM broker's lease running out) finds the job claimed or done and does nothing;
 - a run killed with its worker stops beating; the sweep puts its job back in the
   queue (up to ``MAX_ATTEMPTS`` runs), and a late run that lost its claim writes nothing;
+- a task is a ticket for one run, not for its own job: it claims the queued job
+  that is fairest to run now (the oldest of the uploader with the fewest running
+  jobs), so one user's pile of heavy documents never holds back another user's;
 - a task lost before any run claimed it (Redis pops without acknowledgement, and
   a cluster pre-fetches tasks into its own memory) leaves its job ``queued``;
   once the broker's queue is empty and the job has waited a whole stale period,
@@ -25,7 +28,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from knowledge.models import Document, ProcessingJob, WorkerHeartbeat
@@ -44,6 +48,8 @@ class Claim:
 
     job_id: int
     attempt: int
+    document_id: int | None = None
+    chunk_profile_id: int | None = None
 
 
 def worker_name() -> str:
@@ -73,19 +79,72 @@ def job_claim(*, job_id: int) -> Claim | None:
     PostgreSQL makes a second, concurrent UPDATE wait for the first and then
     re-check its WHERE clause, so exactly one run sees its update count as 1.
     """
-    now = timezone.now()
     with transaction.atomic():
-        taken = ProcessingJob.objects.filter(pk=job_id, state=ProcessingJob.State.QUEUED).update(
-            state=ProcessingJob.State.RUNNING,
-            attempts=F("attempts") + 1,
-            worker=worker_name(),
-            claimed_at=now,
-            heartbeat_at=now,
-        )
-        if not taken:
+        if not _start(ProcessingJob.objects.filter(pk=job_id, state=ProcessingJob.State.QUEUED)):
             return None
-        attempt = ProcessingJob.objects.values_list("attempts", flat=True).get(pk=job_id)
-    return Claim(job_id=job_id, attempt=attempt)
+        job = ProcessingJob.objects.get(pk=job_id)
+    return _claim(job)
+
+
+def job_claim_next(*, job_id: int) -> Claim | None:
+    """Take, for the task of ``job_id``, the queued job fairest to run now; None when none is queued.
+
+    Tasks leave the broker in the order they were queued, so a user who uploads
+    fifty heavy documents would have every worker busy with them while another
+    user's single file waited for all fifty. Instead every task claims the
+    oldest queued job of the uploader with the fewest running jobs (documents
+    without an uploader, such as the ingest command's, count as nobody's).
+    There is one task per job, so every job still gets a run; the task of a job
+    claimed this way finds a job of someone else, or nothing. Rows are locked
+    with SKIP LOCKED, so concurrent claims take different jobs.
+    """
+    with transaction.atomic():
+        job = _fairest_queued().select_for_update(skip_locked=True, of=("self",)).first()
+        if job is None:
+            return None
+        _start(ProcessingJob.objects.filter(pk=job.pk))
+        job.refresh_from_db()
+    if job.pk != job_id:
+        logger.info("The task of job %s runs %s first (its uploader has fewer jobs running)", job_id, job)
+    return _claim(job)
+
+
+def _claim(job: ProcessingJob) -> Claim:
+    return Claim(
+        job_id=job.pk,
+        attempt=job.attempts,
+        document_id=job.document_id,
+        chunk_profile_id=job.chunk_profile_id,
+    )
+
+
+def _fairest_queued():
+    running = (
+        ProcessingJob.objects.filter(
+            state=ProcessingJob.State.RUNNING, document__uploaded_by=OuterRef("document__uploaded_by")
+        )
+        .order_by()
+        .values("document__uploaded_by")
+        .annotate(count=Count("pk"))
+        .values("count")
+    )
+    return (
+        ProcessingJob.objects.filter(state=ProcessingJob.State.QUEUED)
+        .annotate(uploader_running=Coalesce(Subquery(running[:1]), 0))
+        .order_by("uploader_running", "queued_at", "pk")
+    )
+
+
+def _start(jobs) -> int:
+    """Mark ``jobs`` as running for this worker (a new attempt); the number of rows changed."""
+    now = timezone.now()
+    return jobs.update(
+        state=ProcessingJob.State.RUNNING,
+        attempts=F("attempts") + 1,
+        worker=worker_name(),
+        claimed_at=now,
+        heartbeat_at=now,
+    )
 
 
 def _held(claim: Claim):

@@ -10,7 +10,7 @@ import logging
 
 from knowledge.ingestion.pipeline import document_process
 from knowledge.models import Document
-from knowledge.processing_jobs import job_claim
+from knowledge.processing_jobs import job_claim_next
 from knowledge.services.documents import documents_fail_stale
 
 logger = logging.getLogger(__name__)
@@ -19,16 +19,17 @@ logger = logging.getLogger(__name__)
 def process_document(
     document_id: int, chunk_profile_id: int | None = None, job_id: int | None = None
 ) -> None:
-    """Process one document; with a job id, only if this run wins the job's claim (see processing_jobs).
+    """Process one document; with a job id, the queued job this run claims, fairest first (processing_jobs).
 
     Tasks queued without a job id (before jobs existed, or called directly) process unconditionally.
     """
     claim = None
     if job_id is not None:
-        claim = job_claim(job_id=job_id)
+        claim = job_claim_next(job_id=job_id)
         if claim is None:
             logger.info("Job %s for document %s is taken, done or gone; nothing to do", job_id, document_id)
             return
+        document_id, chunk_profile_id = claim.document_id, claim.chunk_profile_id
     # A worker that died before this one left its documents `processing`; say so now.
     documents_fail_stale(documents=Document.objects.all())
     document_process(document_id=document_id, chunk_profile_id=chunk_profile_id, claim=claim)

@@ -12,11 +12,16 @@ the model's weights. The protocol is pickles over the child's stdin/stdout:
     pipeline -> child   a job: file name, bytes, title (or ""), chunking options, limits
     child -> pipeline   ("title", str), then ("drafts", [(section number, draft), ...]) in
                         small batches, then ("done", None) | ("rejected", message) | ("crashed", text)
+                        | ("exhausted", message) (out of memory; the child is then replaced);
+                        ("done", "retire") also replaces the child (it came near its memory limit)
 
 The child sends drafts as soon as they are cut and blocks when the
 pipe is full, and the pipeline reads into a bounded queue: memory stays bounded
 however large the document. Every limit of ``IngestLimits`` is applied in the
-child as before. A file the extractor rejects fails the document with the
+child as before, and the child runs each document under its CPU-time and
+address-space limits (RLIMIT_CPU, RLIMIT_AS): a parser that would run for hours
+or take gigabytes is stopped by the kernel and the document fails naming the
+setting. A file the extractor rejects fails the document with the
 extractor's reason; a child that dies (a parser crash, the kernel's OOM killer)
 fails it with "the extraction process ended unexpectedly"; a pipeline that stops
 early (the document was deleted, the encoder failed) kills its child. A child
@@ -29,6 +34,7 @@ import contextlib
 import logging
 import os
 import pickle
+import resource
 import signal
 import subprocess
 import sys
@@ -38,7 +44,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from knowledge.ingestion.drafts import ChunkingOptions, document_drafts
-from knowledge.ingestion.limits import IngestLimits
+from knowledge.ingestion.limits import (
+    IngestLimits,
+    extraction_cpu_exceeded,
+    extraction_memory_exceeded,
+)
 from knowledge.ingestion.titles import document_title
 from knowledge.ingestion.types import ChunkDraft, ExtractionError
 
@@ -79,13 +89,17 @@ class _Child:
         pickle.dump(job, self.process.stdin, protocol=pickle.HIGHEST_PROTOCOL)
         self.process.stdin.flush()
 
-    def receive(self, filename: str) -> tuple[str, object]:
+    def receive(self, filename: str, limits: IngestLimits) -> tuple[str, object]:
         try:
             return pickle.load(self.process.stdout)
         except (EOFError, OSError, pickle.UnpicklingError):
-            raise ExtractionProcessDied(
-                f"{filename} could not be read: the extraction process ended unexpectedly ({self.ending()})"
-            ) from None
+            ending = self.ending()
+        # The kernel stops a child over its CPU-time limit with SIGXCPU: that is the document's fault.
+        if self.process.returncode == -signal.SIGXCPU:
+            raise extraction_cpu_exceeded(limits)
+        raise ExtractionProcessDied(
+            f"{filename} could not be read: the extraction process ended unexpectedly ({ending})"
+        )
 
     def ending(self) -> str:
         try:
@@ -110,9 +124,10 @@ class _Child:
 class ExtractionRun:
     """One document's extraction in a child: its title, then its drafts as an iterator."""
 
-    def __init__(self, child: _Child, filename: str) -> None:
+    def __init__(self, child: _Child, filename: str, limits: IngestLimits) -> None:
         self._child = child
         self._filename = filename
+        self._limits = limits
         self.finished = False  # the child reported the end of this document and waits for the next
 
     def title(self) -> str:
@@ -121,16 +136,24 @@ class ExtractionRun:
     def drafts(self) -> Iterator[tuple[int, ChunkDraft]]:
         """(section number, draft) as the child cuts them; raises the child's errors when reached."""
         while True:
-            kind, value = self._child.receive(self._filename)
+            kind, value = self._child.receive(self._filename, self._limits)
             if kind == "drafts":
                 yield from value
                 continue
-            self.finished = kind in ("done", "rejected")
+            # A child that came near its memory limit is not kept for the next document.
+            self.finished = kind == "rejected" or (kind == "done" and value != _RETIRE)
             if kind == "done":
                 return
-            if kind == "rejected":
+            if kind in ("rejected", "exhausted"):
                 raise ExtractionError(value)
             raise _crashed(self._filename, value)
+
+    def stop(self) -> None:
+        """Kill the child from another thread (the document was deleted); the reader then sees it end.
+
+        Only the process is killed: its pipes are closed by the thread that reads them."""
+        if not self.finished:
+            self._child.process.kill()
 
     def abort(self) -> None:
         """Stop the child mid-document (it would go on cutting a document nobody reads)."""
@@ -138,11 +161,11 @@ class ExtractionRun:
             self._child.kill()
 
     def _expect(self, expected: str):
-        kind, value = self._child.receive(self._filename)
+        kind, value = self._child.receive(self._filename, self._limits)
         if kind == expected:
             return value
         self.finished = kind == "rejected"
-        if kind == "rejected":
+        if kind in ("rejected", "exhausted"):
             raise ExtractionError(value)
         raise _crashed(self._filename, value)
 
@@ -160,7 +183,7 @@ def extraction_run(
 ) -> Iterator[ExtractionRun]:
     """Extract and chunk ``data`` in a child process; the child is reused only if it finished cleanly."""
     child = _child_take()
-    run = ExtractionRun(child, filename)
+    run = ExtractionRun(child, filename, limits)
     try:
         child.send({"filename": filename, "data": data, "title": title, "options": options, "limits": limits})
     except OSError:
@@ -214,6 +237,7 @@ def _serve(jobs, replies) -> None:
             job = pickle.load(jobs)
         except EOFError:
             return
+        _limit_resources(job["limits"])
         for reply in _replies(job):
             pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
             replies.flush()
@@ -243,6 +267,26 @@ def _warm_up() -> None:
 _WARM = ChunkingOptions(strategy="paragraph", chunk_size=200, chunk_overlap=0)
 
 
+def _limit_resources(limits: IngestLimits) -> None:
+    """This document's CPU time and address space, enforced by the kernel.
+
+    RLIMIT_CPU counts the process's whole life, so the soft limit is set to the
+    time used so far plus the document's allowance; the kernel then stops the
+    child with SIGXCPU, even inside C code that never returns to Python. The
+    hard limits stay as they are, so the next document can have its own.
+    """
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_limit = int(used.ru_utime + used.ru_stime) + limits.max_extraction_cpu_seconds
+    _soft_limit(resource.RLIMIT_CPU, cpu_limit)
+    _soft_limit(resource.RLIMIT_AS, limits.max_extraction_memory_bytes)
+    _soft_limit(resource.RLIMIT_CORE, 0)  # a child stopped by SIGXCPU leaves no core file behind
+
+
+def _soft_limit(which: int, value: int) -> None:
+    _, hard = resource.getrlimit(which)
+    resource.setrlimit(which, (value if hard == resource.RLIM_INFINITY else min(value, hard), hard))
+
+
 def _replies(job: dict) -> Iterator[tuple[str, object]]:
     try:
         title = job["title"] or document_title(job["filename"], job["data"])
@@ -261,11 +305,39 @@ def _replies(job: dict) -> Iterator[tuple[str, object]]:
                 batch = []
         if batch:
             yield "drafts", batch
-        yield "done", None
-    except ExtractionError as exc:
-        yield "rejected", str(exc)
+        yield "done", _RETIRE if _near_memory_limit(job["limits"]) else None
     except Exception as exc:
-        yield "crashed", (f"{type(exc).__name__}: {exc}", traceback.format_exc())
+        yield _failure(exc, job["limits"])
+
+
+def _failure(exc: Exception, limits: IngestLimits) -> tuple[str, object]:
+    """The reply for a document that failed; "exhausted" when it ran into the address-space limit.
+
+    Parsers report a failed allocation in their own ways (lxml: an XML syntax
+    error, "unknown error"), so a failure after the process came near its limit
+    is taken for the memory limit, whatever the parser called it. The pipeline
+    replaces a child that answers "exhausted": its heap may be in pieces.
+    """
+    if isinstance(exc, MemoryError) or _near_memory_limit(limits):
+        return "exhausted", str(extraction_memory_exceeded(limits))
+    if isinstance(exc, ExtractionError):
+        return "rejected", str(exc)
+    return "crashed", (f"{type(exc).__name__}: {exc}", traceback.format_exc())
+
+
+# "done" with this value: the document was read, but this child came near its memory limit.
+_RETIRE = "retire"
+# A failed allocation leaves the peak below the limit by the size it asked for: most of it counts.
+_NEAR_LIMIT = 0.75
+
+
+def _near_memory_limit(limits: IngestLimits) -> bool:
+    """Whether this process's peak address space (VmPeak, its whole life) came near the limit."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmPeak:"):
+                return int(line.split()[1]) * 1024 >= _NEAR_LIMIT * limits.max_extraction_memory_bytes
+    return False
 
 
 def main() -> None:

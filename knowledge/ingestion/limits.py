@@ -53,6 +53,13 @@ class IngestLimits:
     max_html_elements: int = 100_000
     max_nesting_depth: int = 64
     max_yaml_alias_expansion: int = 1_000_000
+    max_pdf_page_content_bytes: int = 8 * _MIB
+    max_pdf_content_bytes: int = 256 * _MIB
+    max_page_cpu_seconds: int = 30
+    max_extraction_cpu_seconds: int = 900
+    max_extraction_memory_bytes: int = 2048 * _MIB
+    max_docx_paragraphs: int = 100_000
+    max_office_xml_elements: int = 2_000_000
 
 
 # Field -> environment variable, for settings and for the messages users see.
@@ -67,7 +74,24 @@ SETTINGS = {
     "max_html_elements": "KNOWLEDGE_MAX_HTML_ELEMENTS",
     "max_nesting_depth": "KNOWLEDGE_MAX_NESTING_DEPTH",
     "max_yaml_alias_expansion": "KNOWLEDGE_MAX_YAML_ALIAS_EXPANSION",
+    "max_pdf_page_content_bytes": "KNOWLEDGE_MAX_PDF_PAGE_CONTENT_MB",
+    "max_pdf_content_bytes": "KNOWLEDGE_MAX_PDF_CONTENT_MB",
+    "max_page_cpu_seconds": "KNOWLEDGE_MAX_PAGE_CPU_SECONDS",
+    "max_extraction_cpu_seconds": "KNOWLEDGE_MAX_EXTRACTION_CPU_SECONDS",
+    "max_extraction_memory_bytes": "KNOWLEDGE_MAX_EXTRACTION_MEMORY_MB",
+    "max_docx_paragraphs": "KNOWLEDGE_MAX_DOCX_PARAGRAPHS",
+    "max_office_xml_elements": "KNOWLEDGE_MAX_OFFICE_XML_ELEMENTS",
 }
+
+# Fields whose setting is in megabytes (the field itself is in bytes).
+MEGABYTE_FIELDS = frozenset(
+    {
+        "max_uncompressed_bytes",
+        "max_pdf_page_content_bytes",
+        "max_pdf_content_bytes",
+        "max_extraction_memory_bytes",
+    }
+)
 
 DEFAULT_LIMITS = IngestLimits()
 
@@ -121,6 +145,37 @@ class TextBudget:
 def pdf_pages_check(count: int, limits: IngestLimits) -> None:
     if count > limits.max_pdf_pages:
         raise LimitExceeded(f"the PDF has {count:,} pages", limits.max_pdf_pages, "max_pdf_pages", "pages")
+
+
+def page_cpu_check(what: str, seconds: float, limits: IngestLimits) -> None:
+    """Refuse a document one of whose pages took longer to read than allowed (CPU time, measured after it)."""
+    if seconds > limits.max_page_cpu_seconds:
+        raise LimitExceeded(
+            f"reading its {what} took {seconds:,.0f} seconds",
+            limits.max_page_cpu_seconds,
+            "max_page_cpu_seconds",
+            "seconds of CPU time per page",
+        )
+
+
+def extraction_cpu_exceeded(limits: IngestLimits) -> LimitExceeded:
+    """The extraction process was stopped by its CPU-time limit (RLIMIT_CPU, set per document)."""
+    return LimitExceeded(
+        "reading it used too much processor time",
+        limits.max_extraction_cpu_seconds,
+        "max_extraction_cpu_seconds",
+        "seconds of CPU time",
+    )
+
+
+def extraction_memory_exceeded(limits: IngestLimits) -> LimitExceeded:
+    """The extraction process ran out of its address space (RLIMIT_AS) while reading the document."""
+    return LimitExceeded(
+        "reading it needs more memory than allowed",
+        limits.max_extraction_memory_bytes // _MIB,
+        "max_extraction_memory_bytes",
+        "MB",
+    )
 
 
 def html_elements_check(data: bytes, limits: IngestLimits) -> None:
@@ -193,6 +248,69 @@ def _check_member_ratio(member: zipfile.ZipInfo, limits: IngestLimits) -> None:
             "max_compression_ratio",
             "times",
         )
+
+
+_WORD_PARAGRAPH = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}p"
+_XML_READ_BYTES = 1 << 16
+
+
+def office_xml_elements_check(data: bytes, limits: IngestLimits, *, count_paragraphs: bool = False) -> None:
+    """Refuse an Office file whose XML parts hold more elements (or Word paragraphs) than allowed.
+
+    python-docx and python-pptx build the whole tree of every part (measured:
+    100 MB of runs within the zip limits took 1.6 GB), and python-docx spends
+    per paragraph. So the parts are first streamed through lxml with a parser
+    target that only counts start tags: no tree, constant memory, stopped at
+    the first element over the limit. XML the counter cannot parse passes
+    through as lxml's error (the document's own parser would refuse it too).
+    """
+    counter = _ElementCounter(limits, count_paragraphs)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        for name in archive.namelist():
+            if name.endswith((".xml", ".rels")):
+                _count_part(archive, name, counter)
+
+
+def _count_part(archive: zipfile.ZipFile, name: str, counter: _ElementCounter) -> None:
+    from lxml import etree
+
+    parser = etree.XMLParser(target=counter, resolve_entities=False, no_network=True)
+    with archive.open(name) as part:
+        while chunk := part.read(_XML_READ_BYTES):
+            parser.feed(chunk)
+    parser.close()
+
+
+class _ElementCounter:
+    """An lxml parser target: counts elements and Word paragraphs, raises at the first excess."""
+
+    def __init__(self, limits: IngestLimits, count_paragraphs: bool) -> None:
+        self.limits = limits
+        self.count_paragraphs = count_paragraphs
+        self.elements = 0
+        self.paragraphs = 0
+
+    def start(self, tag, attributes) -> None:
+        self.elements += 1
+        if self.elements > self.limits.max_office_xml_elements:
+            raise LimitExceeded(
+                f"its XML parts hold more than {self.limits.max_office_xml_elements:,} elements",
+                self.limits.max_office_xml_elements,
+                "max_office_xml_elements",
+                "elements",
+            )
+        if self.count_paragraphs and tag == _WORD_PARAGRAPH:
+            self.paragraphs += 1
+            if self.paragraphs > self.limits.max_docx_paragraphs:
+                raise LimitExceeded(
+                    f"it has more than {self.limits.max_docx_paragraphs:,} paragraphs",
+                    self.limits.max_docx_paragraphs,
+                    "max_docx_paragraphs",
+                    "paragraphs",
+                )
+
+    def close(self) -> None:
+        return None
 
 
 # --------------------------------------------------------------------------

@@ -63,8 +63,8 @@ def document_process(
         return
     profile = ChunkProfile.objects.get(pk=chunk_profile_id or document.collection.chunk_profile_id)
     try:
-        with _heartbeat(document.pk, claim):
-            _process(document, profile, claim)
+        with _heartbeat(document.pk, claim) as watch:
+            _process(document, profile, claim, watch)
     except ClaimLost:
         logger.warning("Document %s: this run's job was handed to another run; wrote nothing", document_id)
     except DocumentGone:
@@ -76,7 +76,7 @@ def document_process(
         )
 
 
-def _process(document: Document, profile: ChunkProfile, claim: Claim | None) -> None:
+def _process(document: Document, profile: ChunkProfile, claim: Claim | None, watch: _Watch) -> None:
     _update(
         document,
         status=Document.Status.PROCESSING,
@@ -87,10 +87,12 @@ def _process(document: Document, profile: ChunkProfile, claim: Claim | None) -> 
         chunks_done=0,
     )
     try:
-        drafts, vectors = _drafts_and_vectors(document, profile)
+        drafts, vectors = _drafts_and_vectors(document, profile, watch)
         with _summary_meanwhile(document, drafts, vectors) as summary:
             _write_chunks(document, profile, drafts, vectors, summary, claim)
     except ExtractionError as exc:
+        if watch.gone.is_set():  # the watcher stopped the extraction because the row is gone
+            raise DocumentGone(document.pk) from None
         _fail(document, claim, str(exc))
     except (DocumentGone, ClaimLost):
         raise
@@ -137,7 +139,9 @@ def _chunking_options(profile: ChunkProfile) -> ChunkingOptions:
     )
 
 
-def _drafts_and_vectors(document: Document, profile: ChunkProfile) -> tuple[list[ChunkDraft], np.ndarray]:
+def _drafts_and_vectors(
+    document: Document, profile: ChunkProfile, watch: _Watch | None = None
+) -> tuple[list[ChunkDraft], np.ndarray]:
     """Every chunk draft and its vector; extraction and chunking run ahead in a process of their own.
 
     The encoder (which releases the GIL while it computes) never waits for
@@ -146,20 +150,25 @@ def _drafts_and_vectors(document: Document, profile: ChunkProfile) -> tuple[list
     extracts and chunks the next pages, and a thread here only unpickles them.
     Windows of several batches, sorted by length inside (``embed_texts``), keep
     padding as low as embedding the whole list at once. ``chunks_total`` counts
-    the drafts produced so far until extraction ends.
+    the drafts produced so far until extraction ends. A document deleted
+    meanwhile has its extraction process killed by the ``watch`` (none: nobody watches).
     """
+    watch = watch or _Watch()
     drafts: list[ChunkDraft] = []
     vectors: list[np.ndarray] = []
     batch = settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE
     progress = _Progress(document)
     sections = 0
-    with extraction_run(
-        filename=document.filename,
-        data=_original(document),
-        title=document.title,
-        options=_chunking_options(profile),
-        limits=settings.KNOWLEDGE_INGEST_LIMITS,
-    ) as run:
+    with (
+        extraction_run(
+            filename=document.filename,
+            data=_original(document),
+            title=document.title,
+            options=_chunking_options(profile),
+            limits=settings.KNOWLEDGE_INGEST_LIMITS,
+        ) as run,
+        watch.on_gone(run.stop),
+    ):
         title = run.title()
         if not document.title:  # a title given by the user stays; otherwise the document's own
             _update(document, title=title)
@@ -435,26 +444,73 @@ def _heartbeat_interval() -> float:
     return settings.KNOWLEDGE_PROCESSING_STALE_SECONDS / 5
 
 
+# How often a run checks that its document still exists: a deleted document's extraction
+# process (which may be busy for minutes on one page) is killed within about this long.
+_GONE_CHECK_S = 2.0
+
+
+class _Watch:
+    """What the heartbeat thread knows: whether the document was deleted, and what to stop then."""
+
+    def __init__(self) -> None:
+        self.gone = threading.Event()
+        self._lock = threading.Lock()
+        self._stops: list[Callable[[], None]] = []
+
+    @contextlib.contextmanager
+    def on_gone(self, stop: Callable[[], None]) -> Iterator[None]:
+        """Call ``stop`` (from the heartbeat thread) if the document is deleted while the block runs."""
+        with self._lock:
+            self._stops.append(stop)
+            already = self.gone.is_set()
+        if already:
+            stop()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._stops.remove(stop)
+
+    def document_gone(self) -> None:
+        with self._lock:
+            self.gone.set()
+            stops = list(self._stops)
+        for stop in stops:
+            stop()
+
+
 @contextlib.contextmanager
-def _heartbeat(document_id: int, claim: Claim | None = None) -> Iterator[None]:
+def _heartbeat(document_id: int, claim: Claim | None = None) -> Iterator[_Watch]:
     """Touch ``updated_at`` (and the job's heartbeat) from a thread while the run is alive,
-    even in steps that write no progress."""
+    even in steps that write no progress; and notice the document's deletion meanwhile."""
     stop = threading.Event()
+    watch = _Watch()
     thread = threading.Thread(
-        target=_beat, args=(document_id, claim, stop, _heartbeat_interval()), name=f"heartbeat-{document_id}"
+        target=_beat,
+        args=(document_id, claim, stop, _heartbeat_interval(), watch),
+        name=f"heartbeat-{document_id}",
     )
     thread.daemon = True  # never keeps a dying worker alive
     thread.start()
     try:
-        yield
+        yield watch
     finally:
         stop.set()
         thread.join()
 
 
-def _beat(document_id: int, claim: Claim | None, stop: threading.Event, interval: float) -> None:
+def _beat(
+    document_id: int, claim: Claim | None, stop: threading.Event, interval: float, watch: _Watch
+) -> None:
+    last_beat = time.monotonic()
     try:
-        while not stop.wait(interval):
+        while not stop.wait(min(interval, _GONE_CHECK_S)):
+            if not Document.objects.filter(pk=document_id).exists():
+                watch.document_gone()
+                return
+            if time.monotonic() - last_beat < interval:
+                continue
+            last_beat = time.monotonic()
             Document.objects.filter(pk=document_id, status=Document.Status.PROCESSING).update(
                 updated_at=timezone.now()
             )

@@ -18,6 +18,7 @@ import json
 import re
 from pathlib import PurePath
 
+from knowledge.ingestion.formats.pdf_content import pdf_page_content_size
 from knowledge.ingestion.headers import title_from_filename
 
 MAX_TITLE_CHARS = 300
@@ -107,8 +108,16 @@ def _pdf_titles(data: bytes):
     metadata = reader.metadata
     if metadata is not None and metadata.title:
         yield str(metadata.title)
-    if len(reader.pages):
-        yield _pdf_first_line_title(reader.pages[0])
+    if not len(reader.pages):
+        return
+    first = reader.pages[0]
+    if pdf_page_content_size(first, limit=_TITLE_PAGE_CONTENT) <= _TITLE_PAGE_CONTENT:
+        yield _pdf_first_line_title(first)
+
+
+# A first page with more drawing instructions than this is not read for a title: it runs before
+# the extraction's content limits, and a title page that heavy is a hostile one (7 s for 5 MB in pypdf).
+_TITLE_PAGE_CONTENT = 1024 * 1024
 
 
 def _pdf_first_line_title(page) -> str:

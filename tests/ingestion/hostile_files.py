@@ -255,3 +255,68 @@ def pdf_with_one_page_repeated(source: bytes, times: int) -> bytes:
     buffer = io.BytesIO()
     writer.write(buffer)
     return buffer.getvalue()
+
+
+def pdf_pages_sharing_one_heavy_stream(pages: int = 2_000, operators: int = 950_000) -> bytes:
+    """A PDF of ``pages`` pages that all draw one content stream of ``operators`` empty text operators.
+
+    The stream is stored once and deflates to a few kilobytes, but a reader
+    interprets it again for every page (pypdf: seconds per page). Written by
+    hand: object 3 is the shared stream, 4 a font, the pages are objects 5 onwards.
+    """
+    content = zlib.compress(b"BT\n/F1 12 Tf\n" + b"() Tj\n" * operators + b"ET\n", 9)
+    kids = " ".join(f"{5 + n} 0 R" for n in range(pages))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        f"<< /Type /Pages /Count {pages} /Kids [{kids}] >>".encode(),
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    page = (
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 3 0 R"
+        b" /Resources << /Font << /F1 4 0 R >> >> >>"
+    )
+    objects += [page] * pages
+    return _pdf(objects)
+
+
+def _pdf(objects: list[bytes]) -> bytes:
+    """A PDF of ``objects`` (numbered from 1, the first is the catalog) with its cross-reference table."""
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n" % number + body + b"\nendobj\n")
+    start = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, start))
+    return out.getvalue()
+
+
+def docx_with_many_elements(count: int, *, paragraphs: bool) -> bytes:
+    """A DOCX whose body holds ``count`` one-letter paragraphs, or one paragraph of ``count`` one-letter runs.
+
+    The letters are random a's and b's, so the parts deflate only about 70-80
+    times: within the compression-ratio limit, unlike a part of one repeated letter.
+    """
+    import random
+
+    letters = random.Random(count).choices("ab", k=count)
+    if paragraphs:
+        inserted = "</w:t></w:r></w:p>" + "".join(f"<w:p><w:r><w:t>{c}</w:t></w:r></w:p>" for c in letters)
+        inserted += "<w:p><w:r><w:t>"
+    else:
+        inserted = "</w:t></w:r>" + "".join(f"<w:r><w:t>{c}</w:t></w:r>" for c in letters) + "<w:r><w:t>"
+    buffer = io.BytesIO()
+    with (
+        zipfile.ZipFile(io.BytesIO(marked_docx())) as source,
+        zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
+        for name in source.namelist():
+            data = source.read(name)
+            if name == "word/document.xml":
+                data = data.replace(MARKER.encode(), inserted.encode())
+            target.writestr(name, data)
+    return buffer.getvalue()

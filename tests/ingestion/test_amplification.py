@@ -53,14 +53,14 @@ def _cap_address_space() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (3 * GIB, 3 * GIB))
 
 
-def extract_in_child(tmp_path, filename: str, data: bytes) -> dict:
+def extract_in_child(tmp_path, filename: str, data: bytes, timeout: float = 180) -> dict:
     path = tmp_path / "upload.bin"
     path.write_bytes(data)
     process = subprocess.run(
         [sys.executable, "-c", _CHILD, str(path), filename],
         cwd=REPO_ROOT,
         capture_output=True,
-        timeout=180,
+        timeout=timeout,
         preexec_fn=_cap_address_space,
     )
     if process.returncode != 0:
@@ -268,6 +268,13 @@ def test_defaults_are_the_documented_ones():
         max_html_elements=100_000,
         max_nesting_depth=64,
         max_yaml_alias_expansion=1_000_000,
+        max_pdf_page_content_bytes=8 * MIB,
+        max_pdf_content_bytes=256 * MIB,
+        max_page_cpu_seconds=30,
+        max_extraction_cpu_seconds=900,
+        max_extraction_memory_bytes=2048 * MIB,
+        max_docx_paragraphs=100_000,
+        max_office_xml_elements=2_000_000,
     )
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import io
 import re
+import time
 from collections.abc import Iterator
 
 from knowledge.ingestion.formats.common import clean_text
-from knowledge.ingestion.limits import TextBudget, pdf_pages_check
+from knowledge.ingestion.formats.pdf_content import pdf_content_check
+from knowledge.ingestion.limits import TextBudget, page_cpu_check, pdf_pages_check
 from knowledge.ingestion.types import ExtractionError, Section, UnreadableDocument
 
 _BULLET_START = re.compile(r"^(?:[•●○◦▪▫■□‣–]\s|-\s)")
@@ -27,8 +29,13 @@ def extract_pdf(filename: str, data: bytes, budget: TextBudget) -> Iterator[Sect
         if reader.is_encrypted:
             _decrypt_pdf(reader)
         pdf_pages_check(len(reader.pages), budget.limits)
+        pdf_content_check(reader.pages, budget.limits)
         for number, page in enumerate(reader.pages, start=1):
-            text = _pdf_page_text(budget.charge(page.extract_text() or ""))
+            # This thread's CPU time: in a worker, the encoder's threads share the process.
+            started = time.thread_time()
+            raw = page.extract_text() or ""
+            page_cpu_check(f"page {number}", time.thread_time() - started, budget.limits)
+            text = _pdf_page_text(budget.charge(raw))
             if text:
                 budget.add_section()
                 yield Section(source_ref=f"page={number}", text=text, page=number)

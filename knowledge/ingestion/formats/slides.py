@@ -6,8 +6,8 @@ import io
 from collections.abc import Iterator
 
 from knowledge.ingestion.formats.common import clean_text, collapse, render_rows
-from knowledge.ingestion.limits import TextBudget
-from knowledge.ingestion.types import Section, UnreadableDocument
+from knowledge.ingestion.limits import TextBudget, office_xml_elements_check
+from knowledge.ingestion.types import ExtractionError, Section, UnreadableDocument
 
 
 def extract_pptx(filename: str, data: bytes, budget: TextBudget) -> list[Section]:
@@ -15,7 +15,10 @@ def extract_pptx(filename: str, data: bytes, budget: TextBudget) -> list[Section
     import pptx
 
     try:
+        office_xml_elements_check(data, budget.limits)
         presentation = pptx.Presentation(io.BytesIO(data))
+    except ExtractionError:
+        raise
     except Exception as exc:
         raise UnreadableDocument(f"the file is not a valid PPTX presentation: {exc}") from exc
     budget.check_sections(len(presentation.slides), "slides")

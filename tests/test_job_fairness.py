@@ -1,0 +1,61 @@
+"""One user's queued documents do not hold back another user's (issue 26, item 3).
+
+Tasks leave the queue in the order they were queued; each one claims the
+oldest queued job of the uploader with the fewest running jobs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.models import ProcessingJob
+from knowledge.processing_jobs import job_claim_next
+from knowledge.services.collections import collection_create
+from knowledge.services.documents import document_upload
+from knowledge.tasks import process_document
+
+pytestmark = [pytest.mark.security, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def no_worker(monkeypatch):
+    from django_q.conf import Conf
+
+    monkeypatch.setattr(Conf, "SYNC", False)  # tasks stay in the (ORM) queue: no worker runs here
+
+
+def _queue(user, collection, name: str) -> ProcessingJob:
+    text = f"{name}: a short note about leave policy written by {user.username}.".encode()
+    document = document_upload(collection=collection, filename=name, data=text, uploaded_by=user, sync=False)
+    return ProcessingJob.objects.get(document=document.document)
+
+
+def test_another_users_single_job_is_claimed_before_a_second_job_of_a_busy_user(alice, bob, no_worker):
+    alices = collection_create(name="alice's", owner=alice)
+    bobs = collection_create(name="bob's", owner=bob)
+    first, second = _queue(alice, alices, "a1.txt"), _queue(alice, alices, "a2.txt")
+    bobs_job = _queue(bob, bobs, "b1.txt")  # queued last
+
+    running = job_claim_next(job_id=first.pk)
+    assert running.job_id == first.pk  # nobody runs anything yet: the oldest job
+    # The next task out of the queue is the one of Alice's second job; Bob's job goes first.
+    claim = job_claim_next(job_id=second.pk)
+    assert claim.job_id == bobs_job.pk
+    assert claim.document_id == bobs_job.document_id
+    # With one job running each, Alice's second job is next, for whichever task comes.
+    assert job_claim_next(job_id=bobs_job.pk).job_id == second.pk
+    assert job_claim_next(job_id=second.pk) is None
+
+
+def test_a_task_processes_the_job_it_claimed(alice, bob, no_worker):
+    alices = collection_create(name="alice's", owner=alice)
+    bobs = collection_create(name="bob's", owner=bob)
+    first, second = _queue(alice, alices, "a1.txt"), _queue(alice, alices, "a2.txt")
+    bobs_job = _queue(bob, bobs, "b1.txt")
+    assert job_claim_next(job_id=first.pk).job_id == first.pk  # Alice's first document is being processed
+
+    process_document(second.document_id, None, second.pk)  # the task of Alice's second job
+
+    states = dict(ProcessingJob.objects.values_list("pk", "state"))
+    assert states == {first.pk: "running", second.pk: "queued", bobs_job.pk: "done"}
+    assert bobs_job.document.chunks.exists() and not second.document.chunks.exists()
