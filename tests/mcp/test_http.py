@@ -288,6 +288,7 @@ def test_many_concurrent_calls_hold_a_bounded_number_of_database_connections(
     hills = hills.pk
 
     token = token_for(alice)
+    before = _other_connections()  # what earlier tests' threads may still hold
 
     async def scenario():
         async with http_client(live_mcp.url, token) as client:
@@ -304,11 +305,15 @@ def test_many_concurrent_calls_hold_a_bounded_number_of_database_connections(
 
     results = run(scenario)
     assert len(results) == 40 and all(not r.is_error for r in results)
+    # Each call hands its connection back when it ends: 40 concurrent calls must not mean 40 connections.
+    opened = _other_connections() - before
+    assert opened <= 12, opened
+
+
+def _other_connections() -> int:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity"
             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
-        others = cursor.fetchone()[0]
-    # Each call hands its connection back when it ends: 40 concurrent calls must not mean 40 connections.
-    assert others <= 12, others
+        return cursor.fetchone()[0]
