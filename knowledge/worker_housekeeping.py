@@ -5,6 +5,9 @@ replaces a dead or timed-out one); a daemon thread then beats this process's
 ``WorkerHeartbeat`` row (read by /healthz) and sweeps for jobs whose run died
 (see knowledge.processing_jobs) every few seconds. Every worker of every cluster
 sweeps; the sweeps take rows under SKIP LOCKED, so they never re-queue a job twice.
+The heartbeat says whether the process runs a task (django-q2's ``pre_execute`` and
+``post_execute_in_worker`` signals), and each round keeps its cluster's probe in
+flight (knowledge.worker_probes): together they tell a busy cluster from a stuck one.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import os
 import threading
 
 from django.db import connection
+from django.utils import timezone
 
 from accounts.rate_limits import rate_counters_prune
 from knowledge.processing_jobs import (
@@ -25,12 +29,14 @@ from knowledge.processing_jobs import (
     worker_heartbeat,
     worker_heartbeats_prune,
 )
+from knowledge.worker_probes import cluster_name, probe_send, probes_prune
 
 logger = logging.getLogger(__name__)
 
 
 _started_in_pid: int | None = None
 _start_lock = threading.Lock()
+_idle_since = None  # since when this process has waited for a task; None while it runs one
 
 
 def start_housekeeping(sender=None, proc_name: str = "", **kwargs) -> None:
@@ -47,8 +53,21 @@ def start_housekeeping(sender=None, proc_name: str = "", **kwargs) -> None:
         if _started_in_pid == os.getpid():
             return
         _started_in_pid = os.getpid()
+    mark_idle()  # a new worker process waits for its first task
     thread = threading.Thread(target=_housekeeping_loop, name="knowledge-housekeeping", daemon=True)
     thread.start()
+
+
+def mark_busy(sender=None, **kwargs) -> None:
+    """The ``pre_execute`` receiver: this process now runs a task."""
+    global _idle_since
+    _idle_since = None
+
+
+def mark_idle(sender=None, **kwargs) -> None:
+    """The ``post_execute_in_worker`` receiver: this process waits for its next task."""
+    global _idle_since
+    _idle_since = timezone.now()
 
 
 def _housekeeping_loop() -> None:
@@ -60,11 +79,13 @@ def _housekeeping_loop() -> None:
 
 def housekeeping_once() -> None:
     try:
-        worker_heartbeat()
+        worker_heartbeat(cluster=cluster_name(), idle_since=_idle_since)
+        probe_send(cluster=cluster_name())
         jobs_recover_stale()
         jobs_requeue_lost()
         worker_heartbeats_prune()
         jobs_prune()
+        probes_prune()
         rate_counters_prune()
     except Exception:
         # A database or broker outage must not end the thread: log it and try again next round.
