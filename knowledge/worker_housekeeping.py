@@ -80,13 +80,14 @@ def _housekeeping_loop() -> None:
 def housekeeping_once() -> None:
     try:
         worker_heartbeat(cluster=cluster_name(), idle_since=_idle_since)
-        probe_send(cluster=cluster_name())
         jobs_recover_stale()
         jobs_requeue_lost()
         worker_heartbeats_prune()
         jobs_prune()
         probes_prune()
         rate_counters_prune()
+        # Last: the sweep for lost jobs needs an empty queue, and the probe waits in it for a moment.
+        probe_send(cluster=cluster_name())
     except Exception:
         # A database or broker outage must not end the thread: log it and try again next round.
         logger.exception("Worker housekeeping failed; retrying")
