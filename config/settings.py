@@ -105,11 +105,16 @@ DATABASES = {
         if sys.argv[1:2] in (["qcluster"], ["knowledge_worker"])
         else env_int("DB_POOL_MAX_SIZE", 20, minimum=0),
         conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0),
+        # Seconds to get a connection (a new one, or one from the pool) before the
+        # request answers 503: an unreachable database must not hold requests.
+        connect_timeout=env_int("DB_CONNECT_TIMEOUT", 3, minimum=1),
         # The embedded server only (an external one is its operator's to size).
         shared_buffers_mb=env_int("KNOWLEDGE_PG_SHARED_BUFFERS_MB", default_shared_buffers_mb(), minimum=16),
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# The Retry-After of the 503 that pages, API and MCP answer while the database is unreachable.
+DB_RETRY_AFTER_SECONDS = env_int("DB_RETRY_AFTER_SECONDS", 10, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
