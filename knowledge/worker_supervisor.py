@@ -83,9 +83,10 @@ def cluster_fault(cluster: Cluster) -> str:
         return f"exited with {code}"
     try:
         return _stuck(cluster)
-    except Exception:
-        # The database may be down: that is no reason to kill a cluster; look again next round.
-        logger.exception("Could not check the worker cluster; checking again")
+    except Exception as exc:
+        # The database may be down: that is no reason to kill a cluster; look again next round
+        # (a warning, not a traceback: this repeats every second while the outage lasts).
+        logger.warning("Could not check the worker cluster (%s: %s); checking again", type(exc).__name__, exc)
         return ""
     finally:
         connection.close()
