@@ -15,8 +15,10 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 
+import psutil
 from django.db import connection
 from django.utils import timezone
 
@@ -32,6 +34,8 @@ from knowledge.processing_jobs import (
 from knowledge.worker_probes import cluster_name, probe_send, probes_prune
 
 logger = logging.getLogger(__name__)
+
+SUPERVISOR_PID = "KNOWLEDGE_SUPERVISOR_PID"
 
 
 _started_in_pid: int | None = None
@@ -73,8 +77,24 @@ def mark_idle(sender=None, **kwargs) -> None:
 def _housekeeping_loop() -> None:
     stop = threading.Event()  # never set: the thread dies with its process
     while True:
+        if supervisor_gone():
+            # Nobody would stop or replace this cluster any more, and it would go on taking tasks.
+            logger.critical("The worker supervisor is gone; killing this cluster")
+            os.killpg(os.getpgid(0), signal.SIGKILL)
         housekeeping_once()
         stop.wait(housekeeping_interval())
+
+
+def supervisor_gone() -> bool:
+    """Whether the cluster outlived its supervisor (knowledge.worker_supervisor names itself in
+    ``SUPERVISOR_PID``): the cluster's main process, its process group's leader, has another parent."""
+    supervisor = os.environ.get(SUPERVISOR_PID)
+    if not supervisor:
+        return False  # a cluster started by hand (manage.py qcluster), not supervised
+    try:
+        return psutil.Process(os.getpgid(0)).ppid() != int(supervisor)
+    except psutil.NoSuchProcess:
+        return True
 
 
 def housekeeping_once() -> None:

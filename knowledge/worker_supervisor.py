@@ -14,6 +14,8 @@ django-q2's cluster hung for good when a second SIGTERM came while it was stoppi
   tasks to end, and in a stuck cluster for ever.
 - After it killed a cluster it queues again, at once, the jobs the killed processes
   were running and the ones the cluster had fetched from the broker but not started.
+- Should it die without stopping the cluster (``kill -9``), the cluster's workers
+  notice within a heartbeat round and kill their cluster.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from django.db import connection
 from django.utils import timezone
 
 from knowledge.processing_jobs import jobs_recover_stale, jobs_requeue_lost, queue_depth, worker_name
+from knowledge.worker_housekeeping import SUPERVISOR_PID
 from knowledge.worker_probes import cluster_forget, cluster_name, clusters_stuck
 
 logger = logging.getLogger(__name__)
@@ -71,7 +74,9 @@ def supervise() -> None:
 
 def cluster_start() -> Cluster:
     manage = os.path.join(settings.BASE_DIR, "manage.py")
-    process = subprocess.Popen([sys.executable, manage, "qcluster"], start_new_session=True)
+    # The cluster's workers kill it if this process dies without stopping it (worker_housekeeping).
+    env = {**os.environ, SUPERVISOR_PID: str(os.getpid())}
+    process = subprocess.Popen([sys.executable, manage, "qcluster"], env=env, start_new_session=True)
     logger.info("Started the worker cluster %s", process.pid)
     return Cluster(process=process)
 

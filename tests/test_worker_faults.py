@@ -256,3 +256,36 @@ def test_a_stop_while_a_worker_is_busy_abandons_its_task_within_seconds(product)
     assert status == 200, body
     assert [p.pid for p in product.workers()] == cluster, product.output()
     product.stop_and_check()
+
+
+def test_a_worker_process_killed_outright_by_make_runs_side_leaves_no_cluster_behind(product):
+    """The process `make run` started for the worker dies without stopping its cluster (kill -9):
+    the cluster must not live on, taking tasks nobody can stop."""
+    product.remember()
+    run = psutil.Process(product.process.pid)
+    worker = next(p for p in run.children() if "manage.py" in " ".join(p.cmdline()))
+    cluster = [p for p in product.seen.values() if p.pid != worker.pid and _in_cluster(p)]
+    assert cluster, product.output()
+    worker.kill()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _running(cluster):
+        time.sleep(0.5)
+    assert not _running(cluster), (_running(cluster), product.output())
+
+
+def _in_cluster(process: psutil.Process) -> bool:
+    try:
+        return "qcluster" in " ".join(process.cmdline())
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _running(processes: list[psutil.Process]) -> list[int]:
+    alive = []
+    for process in processes:
+        try:
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                alive.append(process.pid)
+        except psutil.NoSuchProcess:
+            continue
+    return alive
