@@ -41,6 +41,7 @@ SUPERVISOR_PID = "KNOWLEDGE_SUPERVISOR_PID"
 _started_in_pid: int | None = None
 _start_lock = threading.Lock()
 _idle_since = None  # since when this process has waited for a task; None while it runs one
+_round_failed = False  # the last housekeeping round failed (the database or the broker was down)
 
 
 def start_housekeeping(sender=None, proc_name: str = "", **kwargs) -> None:
@@ -98,6 +99,7 @@ def supervisor_gone() -> bool:
 
 
 def housekeeping_once() -> None:
+    global _round_failed
     try:
         worker_heartbeat(cluster=cluster_name(), idle_since=_idle_since)
         jobs_recover_stale()
@@ -107,9 +109,11 @@ def housekeeping_once() -> None:
         probes_prune()
         rate_counters_prune()
         # Last: the sweep for lost jobs needs an empty queue, and the probe waits in it for a moment.
-        probe_send(cluster=cluster_name())
+        probe_send(cluster=cluster_name(), fresh=_round_failed)
+        _round_failed = False
     except Exception:
         # A database or broker outage must not end the thread: log it and try again next round.
         logger.exception("Worker housekeeping failed; retrying")
+        _round_failed = True
     finally:
         connection.close()  # this thread's own connection; a worker may sit idle for hours

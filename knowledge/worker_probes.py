@@ -37,14 +37,18 @@ def cluster_name(sentinel_pid: int | None = None) -> str:
     return worker_name(sentinel_pid or os.getppid())
 
 
-def probe_send(*, cluster: str, now: datetime.datetime | None = None) -> bool:
-    """Queue a probe for ``cluster`` unless one is in flight; True when one was queued."""
+def probe_send(*, cluster: str, now: datetime.datetime | None = None, fresh: bool = False) -> bool:
+    """Queue a probe for ``cluster`` unless one is in flight; True when one was queued.
+
+    ``fresh``: replace the one in flight, whose wait no longer says anything (it waited
+    through a database outage, when no task could be taken); a late answer to it is ignored.
+    """
     now = now or timezone.now()
     with transaction.atomic():
         probe, created = WorkerProbe.objects.select_for_update().get_or_create(
             cluster=cluster, defaults={"sent_at": now}
         )
-        if not created and probe.answered_at is None:
+        if not created and probe.answered_at is None and not fresh:
             return False
         WorkerProbe.objects.filter(pk=probe.pk).update(sent_at=now, answered_at=None)
         transaction.on_commit(lambda: _queue_probe(cluster, now))

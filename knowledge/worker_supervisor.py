@@ -34,9 +34,15 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from knowledge.processing_jobs import jobs_recover_stale, jobs_requeue_lost, queue_depth, worker_name
+from knowledge.processing_jobs import (
+    housekeeping_interval,
+    jobs_recover_stale,
+    jobs_requeue_lost,
+    queue_depth,
+    worker_name,
+)
 from knowledge.worker_housekeeping import SUPERVISOR_PID
-from knowledge.worker_probes import cluster_forget, cluster_name, clusters_stuck
+from knowledge.worker_probes import cluster_forget, cluster_name, clusters_stuck, probe_limit
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +54,10 @@ class Cluster:
     process: subprocess.Popen
     # Jobs queued before this time may sit in a killed cluster's memory: queue them again.
     lost_before: datetime.datetime | None = field(default=None)
+    # After a failed check (the database was down, so no task could be taken), a probe's wait
+    # says nothing until the workers have sent a fresh one (their next round) and it has had
+    # its time: no verdict before this time.
+    trusted_from: float = 0.0
 
 
 def supervise() -> None:
@@ -87,14 +97,16 @@ def cluster_fault(cluster: Cluster) -> str:
     if code is not None:
         return f"exited with {code}"
     try:
-        return _stuck(cluster)
+        stuck = _stuck(cluster)
     except Exception as exc:
         # The database may be down: that is no reason to kill a cluster; look again next round
         # (a warning, not a traceback: this repeats every second while the outage lasts).
         logger.warning("Could not check the worker cluster (%s: %s); checking again", type(exc).__name__, exc)
+        cluster.trusted_from = time.monotonic() + housekeeping_interval() + probe_limit()
         return ""
     finally:
         connection.close()
+    return stuck if time.monotonic() >= cluster.trusted_from else ""
 
 
 def _stuck(cluster: Cluster) -> str:

@@ -57,6 +57,17 @@ def test_one_probe_is_in_flight_per_cluster_and_only_its_own_answer_counts(setti
     assert OrmQ.objects.count() == 2
 
 
+def test_a_fresh_probe_replaces_one_that_waited_through_an_outage(settings):
+    settings.KNOWLEDGE_WORKER_PROBE_SECONDS = 15
+    old = WorkerProbe.objects.create(cluster=CLUSTER, sent_at=_ago(60))
+    _beat("host:101", idle_for=60)
+    assert list(_stuck()) == [CLUSTER]
+    assert probe_send(cluster=CLUSTER) is False  # still in flight
+    assert probe_send(cluster=CLUSTER, fresh=True) is True
+    assert _stuck() == {}  # the new probe has just left
+    assert probe_answer(cluster=CLUSTER, sent_at=old.sent_at.isoformat()) is False  # the old one's answer
+
+
 def test_a_probe_overdue_while_a_worker_has_long_been_idle_means_stuck(settings):
     settings.KNOWLEDGE_WORKER_PROBE_SECONDS = 15
     WorkerProbe.objects.create(cluster=CLUSTER, sent_at=_ago(20))
