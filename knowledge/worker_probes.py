@@ -37,6 +37,22 @@ def cluster_name(sentinel_pid: int | None = None) -> str:
     return worker_name(sentinel_pid or os.getppid())
 
 
+class QuietProbes(logging.Filter):
+    """Drops django-q2's INFO lines about probes (three per cluster every few seconds); failures still show.
+
+    Its "Enqueued" line names no task: those of the housekeeping thread go too (the
+    jobs it queues again have a warning of their own, knowledge.processing_jobs).
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.INFO:
+            return True
+        message = record.getMessage()
+        if record.threadName == "knowledge-housekeeping" and message.startswith("Enqueued"):
+            return False
+        return PROBE_TASK not in message
+
+
 def probe_send(*, cluster: str, now: datetime.datetime | None = None, fresh: bool = False) -> bool:
     """Queue a probe for ``cluster`` unless one is in flight; True when one was queued.
 

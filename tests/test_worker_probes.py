@@ -107,3 +107,21 @@ def test_the_running_jobs_of_killed_workers_are_queued_again_at_once(alice):
     assert jobs_recover_stale(workers=["host:201"]) == [jobs[0].pk]
     states = dict(ProcessingJob.objects.values_list("pk", "state"))
     assert states == {jobs[0].pk: ProcessingJob.State.QUEUED, jobs[1].pk: ProcessingJob.State.RUNNING}
+
+
+def test_probe_lines_are_left_out_of_the_log_but_not_their_failures():
+    import logging
+
+    from knowledge.worker_probes import PROBE_TASK, QuietProbes
+
+    def record(level: int, message: str, thread: str = "MainThread") -> logging.LogRecord:
+        made = logging.LogRecord("django-q", level, __file__, 1, message, None, None)
+        made.threadName = thread
+        return made
+
+    quiet = QuietProbes()
+    assert not quiet.filter(record(logging.INFO, f"Processed '{PROBE_TASK}' (probe-host:1)"))
+    assert not quiet.filter(record(logging.INFO, "Enqueued [knowledge] 7", thread="knowledge-housekeeping"))
+    assert quiet.filter(record(logging.ERROR, f"Failed '{PROBE_TASK}' (probe-host:1)"))
+    assert quiet.filter(record(logging.INFO, "Processed 'knowledge.tasks.process_document' (document-1)"))
+    assert quiet.filter(record(logging.INFO, "Enqueued [knowledge] 8"))  # a web process's upload
