@@ -20,7 +20,7 @@ run: $(STAMP)
 	scripts/run.sh
 
 worker: $(STAMP)
-	$(VENV)/bin/python manage.py qcluster
+	$(VENV)/bin/python manage.py knowledge_worker
 
 test: $(STAMP)
 	scripts/test.sh

@@ -27,9 +27,18 @@ HNSW_ITERATIVE_SCAN = "relaxed_order"
 
 
 def database_config(
-    *, data_dir: Path, pool_max_size: int, conn_max_age: int, shared_buffers_mb: int | None = None
+    *,
+    data_dir: Path,
+    pool_max_size: int,
+    conn_max_age: int,
+    connect_timeout: int,
+    shared_buffers_mb: int | None = None,
 ) -> dict:
     """Connection settings; with ``pool_max_size`` > 0 every process keeps a psycopg pool.
+
+    ``connect_timeout`` bounds both a new connection and the wait for a pooled one:
+    with the server gone, a request waited the pool's 30 s before it failed, and
+    then with a 500; now it fails within seconds and answers 503 (config.errors).
 
     A pool, not persistent per-thread connections: the web server runs each request
     in a thread of its own (ASGI and the development server alike), and a persistent
@@ -43,9 +52,11 @@ def database_config(
     if pool_max_size:
         config = dj_database_url.parse(url, conn_max_age=0)
         # A URL without query parameters (an external server on TCP) parses without OPTIONS.
-        config.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": pool_max_size, "timeout": 30}
+        pool = {"min_size": 1, "max_size": pool_max_size, "timeout": connect_timeout}
+        config.setdefault("OPTIONS", {})["pool"] = pool
     else:
         config = dj_database_url.parse(url, conn_max_age=conn_max_age, conn_health_checks=True)
+    config.setdefault("OPTIONS", {}).setdefault("connect_timeout", connect_timeout)
     if config["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (with pgvector >= 0.7)")
     config["OPTIONS"]["options"] = _session_options(config["OPTIONS"].get("options", ""))

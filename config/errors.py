@@ -45,3 +45,26 @@ class FieldValueError(ValueError):
     """A value given for a named input was refused; the API reports it under ``field``."""
 
     field = "value"
+
+
+# What every surface (pages, API, MCP) answers while the database cannot be reached.
+DATABASE_UNAVAILABLE = "the database cannot be reached; try again shortly"
+
+
+def database_unavailable(exc: BaseException | None) -> bool:
+    """Whether ``exc`` means the database is unreachable (or dropped the connection), not a bug.
+
+    Django raises OperationalError when a connection cannot be made (refused, timed
+    out, no pooled connection within DB_CONNECT_TIMEOUT) and InterfaceError on a
+    connection the server closed under it.
+    """
+    from django.db import InterfaceError, OperationalError
+
+    return isinstance(exc, OperationalError | InterfaceError)
+
+
+def database_retry_after_header() -> str:
+    """The Retry-After of a 503 sent while the database cannot be reached (DB_RETRY_AFTER_SECONDS)."""
+    from django.conf import settings
+
+    return str(settings.DB_RETRY_AFTER_SECONDS)

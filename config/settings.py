@@ -103,14 +103,21 @@ DATABASES = {
         # The worker (django-q2's qcluster) forks its processes after the settings
         # are loaded, and a pool's sockets and threads cannot cross a fork: two
         # processes would talk over one connection. The worker connects plainly
-        # and closes its connection after every task.
-        pool_max_size=0 if sys.argv[1:2] == ["qcluster"] else env_int("DB_POOL_MAX_SIZE", 20, minimum=0),
+        # and closes its connection after every task; so does its supervisor (one thread).
+        pool_max_size=0
+        if sys.argv[1:2] in (["qcluster"], ["knowledge_worker"])
+        else env_int("DB_POOL_MAX_SIZE", 20, minimum=0),
         conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0),
+        # Seconds to get a connection (a new one, or one from the pool) before the
+        # request answers 503: an unreachable database must not hold requests.
+        connect_timeout=env_int("DB_CONNECT_TIMEOUT", 3, minimum=1),
         # The embedded server only (an external one is its operator's to size).
         shared_buffers_mb=env_int("KNOWLEDGE_PG_SHARED_BUFFERS_MB", default_shared_buffers_mb(), minimum=16),
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# The Retry-After of the 503 that pages, API and MCP answer while the database is unreachable.
+DB_RETRY_AFTER_SECONDS = env_int("DB_RETRY_AFTER_SECONDS", 10, minimum=1)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -194,6 +201,14 @@ KNOWLEDGE_INGEST_LIMITS = _ingest_limits()
 # A document whose progress has not moved for this long while `processing`
 # belongs to a worker that died; it is marked failed ("processing was interrupted").
 KNOWLEDGE_PROCESSING_STALE_SECONDS = env_int("KNOWLEDGE_PROCESSING_STALE_SECONDS", 300, minimum=10)
+# A worker cluster whose probe task waits this long while one of its workers is idle
+# cannot take tasks: /healthz fails and the supervisor replaces the cluster
+# (knowledge/worker_probes.py). Longer than a heartbeat round (at most 10 s), which
+# is how stale a worker's busy/idle state may be.
+KNOWLEDGE_WORKER_PROBE_SECONDS = env_int("KNOWLEDGE_WORKER_PROBE_SECONDS", 15, minimum=5)
+# On a stop, seconds the cluster has to finish before it is killed; its running
+# jobs are queued again at once (knowledge/worker_supervisor.py).
+KNOWLEDGE_WORKER_STOP_SECONDS = env_int("KNOWLEDGE_WORKER_STOP_SECONDS", 3, minimum=1)
 # Nesting allowed in JSON request bodies of the API and the pages.
 API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 32, minimum=2)
 

@@ -7,9 +7,16 @@ class KnowledgeConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django_q.signals import post_spawn
+        import logging
 
-        from knowledge.worker_housekeeping import start_housekeeping
+        from django_q.signals import post_execute_in_worker, post_spawn, pre_execute
 
-        # Each worker process django-q2 starts beats a heartbeat and sweeps for lost jobs.
+        from knowledge.worker_housekeeping import mark_busy, mark_idle, start_housekeeping
+        from knowledge.worker_probes import QuietProbes
+
+        # Each worker process django-q2 starts beats a heartbeat and sweeps for lost jobs;
+        # the heartbeat says whether it runs a task (a busy cluster is not a stuck one).
         post_spawn.connect(start_housekeeping, dispatch_uid="knowledge-housekeeping")
+        pre_execute.connect(mark_busy, dispatch_uid="knowledge-busy")
+        post_execute_in_worker.connect(mark_idle, dispatch_uid="knowledge-idle")
+        logging.getLogger("django-q").addFilter(QuietProbes())

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET
 
 from knowledge.models import WorkerHeartbeat
 from knowledge.processing_jobs import housekeeping_interval, queue_depth
+from knowledge.worker_probes import clusters_stuck
 
 logger = logging.getLogger(__name__)
 
@@ -60,17 +61,26 @@ def worker_silence_limit() -> float:
 
 
 def check_worker() -> dict:
-    """At least one worker process beat recently (tasks run in-process when KNOWLEDGE_SYNC_TASKS is on)."""
+    """A worker beat recently and no cluster leaves its probe waiting while a worker is idle.
+
+    Tasks run in-process when KNOWLEDGE_SYNC_TASKS is on. A beating worker alone is
+    no proof that a queued task is taken (knowledge.worker_probes explains why).
+    """
     if settings.Q_CLUSTER.get("sync"):
         return {"mode": "sync"}
     now = timezone.now()
     since = now - datetime.timedelta(seconds=worker_silence_limit())
-    alive = WorkerHeartbeat.objects.filter(beat_at__gte=since).count()
+    beating = WorkerHeartbeat.objects.filter(beat_at__gte=since)
+    alive = beating.count()
     if not alive:
         last = WorkerHeartbeat.objects.order_by("-beat_at").values_list("beat_at", flat=True).first()
         silent = f"{(now - last).total_seconds():.0f} s" if last else "ever"
         raise HealthProblem(f"no worker heartbeat for {silent}")
-    return {"alive": alive}
+    stuck = clusters_stuck(now=now, alive_since=since)
+    if stuck:
+        waited = max(stuck.values())
+        raise HealthProblem(f"{len(stuck)} worker cluster(s) took no task for {waited:.0f} s while idle")
+    return {"alive": alive, "busy": beating.filter(idle_since__isnull=True).count()}
 
 
 CHECKS: dict[str, Callable[[], dict]] = {
@@ -93,10 +103,21 @@ def _run(name: str, check: Callable[[], dict]) -> dict:
     return result
 
 
+def _needs_database(name: str) -> bool:
+    """The worker checks read heartbeats from the database, and so does the ORM broker's queue."""
+    return name == "worker" or (name == "queue" and not settings.REDIS_URL)
+
+
 @never_cache
 @require_GET
 def healthz(request):
-    checks = {name: _run(name, check) for name, check in CHECKS.items()}
+    checks: dict[str, dict] = {}
+    for name, check in CHECKS.items():
+        if name != "database" and _needs_database(name) and not checks["database"]["ok"]:
+            # Trying again would wait another DB_CONNECT_TIMEOUT: the probe must answer within seconds.
+            checks[name] = {"ok": False, "error": "the database is unreachable", "ms": 0.0}
+            continue
+        checks[name] = _run(name, check)
     failing = [name for name, result in checks.items() if not result["ok"]]
     body = {"status": "failing" if failing else "ok", "failing": failing, "checks": checks}
     return JsonResponse(body, status=503 if failing else 200)

@@ -52,8 +52,9 @@ class Claim:
     chunk_profile_id: int | None = None
 
 
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+def worker_name(pid: int | None = None) -> str:
+    """host:pid, this process's unless ``pid`` names another of this host."""
+    return f"{socket.gethostname()}:{pid or os.getpid()}"
 
 
 def job_enqueue(*, document_id: int, chunk_profile_id: int | None = None, sync: bool | None = None) -> None:
@@ -172,47 +173,58 @@ def _stale_cutoff(now: datetime.datetime) -> datetime.datetime:
     return now - datetime.timedelta(seconds=settings.KNOWLEDGE_PROCESSING_STALE_SECONDS)
 
 
-def jobs_recover_stale(*, now: datetime.datetime | None = None, document_ids=None) -> list[int]:
+def jobs_recover_stale(
+    *, now: datetime.datetime | None = None, document_ids=None, workers: list[str] | None = None
+) -> list[int]:
     """Put back in the queue the running jobs whose run stopped beating (its worker died).
 
+    With ``workers`` (host:pid names of processes known dead: a cluster the supervisor
+    killed), their jobs are recovered at once, without waiting for the stale period.
     A job that has had ``MAX_ATTEMPTS`` runs is failed with its document instead.
     Each stale row is taken under SKIP LOCKED, so two sweeps never re-queue one job
     twice. Returns the ids of the re-queued jobs.
     """
     now = now or timezone.now()
-    stale = ProcessingJob.objects.filter(
-        state=ProcessingJob.State.RUNNING, heartbeat_at__lt=_stale_cutoff(now)
-    ).select_for_update(skip_locked=True, of=("self",))
+    stale = ProcessingJob.objects.filter(state=ProcessingJob.State.RUNNING)
+    if workers is None:
+        stale = stale.filter(heartbeat_at__lt=_stale_cutoff(now))
+    else:
+        stale = stale.filter(worker__in=workers)
+    stale = stale.select_for_update(skip_locked=True, of=("self",))
     if document_ids is not None:
         stale = stale.filter(document_id__in=document_ids)
-    requeued: list[int] = []
     with transaction.atomic():
-        for job in stale:
-            if job.attempts >= MAX_ATTEMPTS:
-                ProcessingJob.objects.filter(pk=job.pk).update(
-                    state=ProcessingJob.State.FAILED, finished_at=now
-                )
-                Document.objects.filter(pk=job.document_id, status=Document.Status.PROCESSING).update(
-                    status=Document.Status.FAILED, error=PROCESSING_INTERRUPTED, updated_at=now
-                )
-                logger.warning("%s failed: its run died %s times", job, job.attempts)
-                continue
-            ProcessingJob.objects.filter(pk=job.pk).update(state=ProcessingJob.State.QUEUED, queued_at=now)
-            Document.objects.filter(pk=job.document_id, status=Document.Status.PROCESSING).update(
-                status=Document.Status.UPLOADED, updated_at=now
-            )
-            logger.warning("%s: its run on %s stopped beating; queued again", job, job.worker)
-            requeued.append(job.pk)
-            transaction.on_commit(lambda job=job: _queue_task(job))
-    return requeued
+        return [job.pk for job in stale if _requeue_or_fail(job, now)]
 
 
-def jobs_requeue_lost(*, now: datetime.datetime | None = None) -> list[int]:
+def _requeue_or_fail(job: ProcessingJob, now: datetime.datetime) -> bool:
+    """Queue a dead run's job again (True), or fail it with its document after ``MAX_ATTEMPTS`` runs."""
+    if job.attempts >= MAX_ATTEMPTS:
+        ProcessingJob.objects.filter(pk=job.pk).update(state=ProcessingJob.State.FAILED, finished_at=now)
+        Document.objects.filter(pk=job.document_id, status=Document.Status.PROCESSING).update(
+            status=Document.Status.FAILED, error=PROCESSING_INTERRUPTED, updated_at=now
+        )
+        logger.warning("%s failed: its run died %s times", job, job.attempts)
+        return False
+    ProcessingJob.objects.filter(pk=job.pk).update(state=ProcessingJob.State.QUEUED, queued_at=now)
+    Document.objects.filter(pk=job.document_id, status=Document.Status.PROCESSING).update(
+        status=Document.Status.UPLOADED, updated_at=now
+    )
+    logger.warning("%s: its run on %s stopped; queued again", job, job.worker)
+    transaction.on_commit(lambda job=job: _queue_task(job))
+    return True
+
+
+def jobs_requeue_lost(
+    *, now: datetime.datetime | None = None, queued_before: datetime.datetime | None = None
+) -> list[int]:
     """Queue again the jobs nobody claimed for a whole stale period while the broker's queue is empty.
 
     With an empty queue every task has been handed out; a job still unclaimed after
     that long was in the memory of a worker that died. Queuing a task that was only
     late is harmless: the second copy finds the job claimed and does nothing.
+    ``queued_before`` replaces the stale period when the loss is known (the
+    supervisor killed a cluster then: whatever it had fetched is gone).
     """
     from django_q.brokers import get_broker
 
@@ -221,7 +233,9 @@ def jobs_requeue_lost(*, now: datetime.datetime | None = None) -> list[int]:
         return []
     with transaction.atomic():
         lost = list(
-            ProcessingJob.objects.filter(state=ProcessingJob.State.QUEUED, queued_at__lt=_stale_cutoff(now))
+            ProcessingJob.objects.filter(
+                state=ProcessingJob.State.QUEUED, queued_at__lt=queued_before or _stale_cutoff(now)
+            )
             .select_for_update(skip_locked=True)
             .order_by("pk")
         )
@@ -247,8 +261,13 @@ def jobs_prune(
     return deleted
 
 
-def worker_heartbeat(*, name: str | None = None) -> None:
-    WorkerHeartbeat.objects.update_or_create(name=name or worker_name(), defaults={"beat_at": timezone.now()})
+def worker_heartbeat(
+    *, name: str | None = None, cluster: str = "", idle_since: datetime.datetime | None = None
+) -> None:
+    WorkerHeartbeat.objects.update_or_create(
+        name=name or worker_name(),
+        defaults={"beat_at": timezone.now(), "cluster": cluster, "idle_since": idle_since},
+    )
 
 
 def worker_heartbeats_prune(*, now: datetime.datetime | None = None) -> int:

@@ -12,6 +12,7 @@ from knowledge.ingestion.pipeline import document_process
 from knowledge.models import Document
 from knowledge.processing_jobs import job_claim_next
 from knowledge.services.documents import documents_fail_stale
+from knowledge.worker_probes import probe_answer
 
 logger = logging.getLogger(__name__)
 
@@ -33,3 +34,8 @@ def process_document(
     # A worker that died before this one left its documents `processing`; say so now.
     documents_fail_stale(documents=Document.objects.all())
     document_process(document_id=document_id, chunk_profile_id=chunk_profile_id, claim=claim)
+
+
+def worker_probe(cluster: str, sent_at: str) -> None:
+    """The round trip that proves a cluster takes queued tasks (knowledge.worker_probes)."""
+    probe_answer(cluster=cluster, sent_at=sent_at)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Start the application: migrations, operator account, one background worker
-# (django-q2 qcluster) and the ASGI web server (uvicorn, scripts/serve.sh) on
-# http://127.0.0.1:${PORT:-8000}/. Ctrl-C or SIGTERM stops both, and with them
-# the embedded PostgreSQL (it stops when its last client process exits).
+# (django-q2's cluster under its supervisor, manage.py knowledge_worker) and the ASGI
+# web server (uvicorn, scripts/serve.sh) on http://127.0.0.1:${PORT:-8000}/.
+# Ctrl-C or SIGTERM stops both within seconds, and with them the embedded
+# PostgreSQL (it stops when its last client process exits).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
@@ -16,10 +17,10 @@ $py manage.py ensure_operator
 
 # Both run in the background so that a signal reaches this script at once (bash
 # defers traps while a foreground command runs), and stopping one stops the other.
-# The worker runs in a session of its own, so that only stop() signals it: django-q2's
-# cluster hung for good when a second SIGTERM came while it was stopping (a SIGTERM
-# to the whole process group, then stop()'s), keeping the embedded PostgreSQL up.
-setsid $py manage.py qcluster &
+# The supervisor runs the cluster in a session of its own and stops it (killing it
+# after KNOWLEDGE_WORKER_STOP_SECONDS), so a second SIGTERM (the whole process
+# group's, then stop()'s) reaches the supervisor only, which takes it as the first.
+$py manage.py knowledge_worker &
 worker=$!
 scripts/serve.sh &
 web=$!

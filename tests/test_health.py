@@ -66,7 +66,7 @@ def test_healthz_reports_a_missing_worker_then_a_beating_one(tmp_path):
             body = _poll_health(port, 200, seconds=120)
         assert body["status"] == "ok" and body["failing"] == []
         assert body["checks"]["worker"]["alive"] >= 1
-        assert body["checks"]["queue"]["depth"] == 0
+        assert body["checks"]["queue"]["depth"] <= 1  # at most the worker's probe, on its way
         # The worker stopped: three missed beats later (2 s apart here) the probe fails again.
         body = _poll_health(port, 503, seconds=60)
         assert body["failing"] == ["worker"]

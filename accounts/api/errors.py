@@ -19,7 +19,14 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from config.errors import FieldValueError, KnowledgeError, RateLimitedError
+from config.errors import (
+    DATABASE_UNAVAILABLE,
+    FieldValueError,
+    KnowledgeError,
+    RateLimitedError,
+    database_retry_after_header,
+    database_unavailable,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +62,12 @@ def error_body(status_code: int, code: str, message: str, fields=None) -> dict:
 def api_exception_handler(exc, context):
     exc = _as_api_exception(exc)
     response = drf_exception_handler(exc, context)
+    if response is None and database_unavailable(exc):
+        logger.warning("database unreachable in %s: %s", context.get("view").__class__.__name__, exc)
+        set_rollback()
+        response = Response(error_body(503, "unavailable", DATABASE_UNAVAILABLE), status=503)
+        response["Retry-After"] = database_retry_after_header()
+        return response
     if response is None:
         if settings.DEBUG:
             return None  # let Django show its debug page

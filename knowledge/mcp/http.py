@@ -17,6 +17,7 @@ Streamable HTTP session manager (Django's handler has no lifespan support).
 from __future__ import annotations
 
 import json
+import logging
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -27,8 +28,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from accounts.api.errors import error_body
 from accounts.tokens import token_authenticate
+from config.errors import DATABASE_UNAVAILABLE, database_retry_after_header, database_unavailable
 from knowledge.mcp.identity import SCOPE_USER, TokenIdentity
 from knowledge.mcp.server import build_server
+
+logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp/"
 CHALLENGE = b'Bearer realm="mcp"'
@@ -75,7 +79,14 @@ class TokenAuthMiddleware:
             await _refuse(send, 400, "invalid", "this host name is not served here (ALLOWED_HOSTS)")
             return
         secret, problem = _bearer_secret(scope)
-        user = None if problem else await sync_to_async(_authenticate, thread_sensitive=False)(secret)
+        try:
+            user = None if problem else await sync_to_async(_authenticate, thread_sensitive=False)(secret)
+        except Exception as exc:
+            if not database_unavailable(exc):
+                raise
+            logger.warning("MCP request refused: database unreachable: %s", exc)
+            await _refuse(send, 503, "unavailable", DATABASE_UNAVAILABLE)
+            return
         if user is None:
             await _refuse(send, 401, "not_authenticated", problem or "invalid or revoked token")
             return
@@ -119,5 +130,7 @@ async def _refuse(send: Send, status: int, code: str, message: str) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if status == 401:
         headers.append((b"www-authenticate", CHALLENGE))
+    if status == 503:
+        headers.append((b"retry-after", database_retry_after_header().encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -28,6 +28,6 @@ from knowledge.models.evaluation import EvalQuestion, EvalRun, EvalSet  # noqa: 
 
 __all__ += ["EvalQuestion", "EvalRun", "EvalSet"]
 
-from knowledge.models.jobs import ProcessingJob, WorkerHeartbeat  # noqa: E402
+from knowledge.models.jobs import ProcessingJob, WorkerHeartbeat, WorkerProbe  # noqa: E402
 
-__all__ += ["ProcessingJob", "WorkerHeartbeat"]
+__all__ += ["ProcessingJob", "WorkerHeartbeat", "WorkerProbe"]

@@ -46,6 +46,26 @@ class WorkerHeartbeat(models.Model):
 
     name = models.CharField(max_length=200, unique=True)
     beat_at = models.DateTimeField(db_index=True)
+    cluster = models.CharField(max_length=200, blank=True, help_text="host:pid of the cluster's sentinel.")
+    idle_since = models.DateTimeField(
+        null=True, blank=True, help_text="Since when it has waited for a task; empty while it runs one."
+    )
 
     def __str__(self) -> str:
         return f"{self.name} at {self.beat_at:%H:%M:%S}"
+
+
+class WorkerProbe(models.Model):
+    """A no-op task each cluster sends through the broker: proof that a queued task is taken.
+
+    A worker process can be alive and beating yet unable to take a task (one that
+    died holding the cluster's queue lock leaves the others waiting for it for good),
+    so liveness is this round trip, not the heartbeat alone.
+    """
+
+    cluster = models.CharField(max_length=200, unique=True)
+    sent_at = models.DateTimeField()
+    answered_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"probe of {self.cluster} sent {self.sent_at:%H:%M:%S}"

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from config.errors import KnowledgeError, NotFoundError, RateLimitedError
+from accounts.api.errors import error_body
+from config.errors import (
+    DATABASE_UNAVAILABLE,
+    KnowledgeError,
+    NotFoundError,
+    RateLimitedError,
+    database_retry_after_header,
+    database_unavailable,
+)
 from config.validation import MAX_ID
 
 
@@ -62,6 +71,21 @@ def error_404(request, exception=None):
 
 
 def error_500(request):
+    """Django calls this inside its ``except``: an unreachable database is a 503, anything else a 500.
+
+    No template: rendering one may need the database (the user, the session).
+    """
+    if database_unavailable(sys.exc_info()[1]):
+        return _database_unavailable(request)
     return HttpResponse(
         "<h1>Something went wrong</h1><p>The error was logged. Please try again.</p>", status=500
     )
+
+
+def _database_unavailable(request) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        response = JsonResponse(error_body(503, "unavailable", DATABASE_UNAVAILABLE), status=503)
+    else:
+        response = HttpResponse(f"<h1>Service unavailable</h1><p>{DATABASE_UNAVAILABLE}.</p>", status=503)
+    response["Retry-After"] = database_retry_after_header()
+    return response

@@ -1,0 +1,179 @@
+"""The worker's supervisor: runs django-q2's cluster, replaces it when it cannot work, stops it in seconds.
+
+`make run` (scripts/run.sh) and `make worker` run ``manage.py knowledge_worker``,
+which runs ``manage.py qcluster`` as its child, in a session of its own (so a
+signal to the terminal's process group reaches the cluster only through here:
+django-q2's cluster hung for good when a second SIGTERM came while it was stopping).
+
+- It replaces the cluster when the cluster exits, or when its probe shows that it
+  takes no task although a worker is idle (knowledge.worker_probes: a worker killed
+  while it waited for a task holds the cluster's queue lock for good, and django-q2
+  restarts that worker into the same dead lock).
+- On SIGTERM or SIGINT it asks the cluster to stop and kills its whole process group
+  after ``KNOWLEDGE_WORKER_STOP_SECONDS``: django-q2's own stop waits for running
+  tasks to end, and in a stuck cluster for ever.
+- After it killed a cluster it queues again, at once, the jobs the killed processes
+  were running and the ones the cluster had fetched from the broker but not started.
+- Should it die without stopping the cluster (``kill -9``), the cluster's workers
+  notice within a heartbeat round and kill their cluster.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+import psutil
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from knowledge.processing_jobs import (
+    housekeeping_interval,
+    jobs_recover_stale,
+    jobs_requeue_lost,
+    queue_depth,
+    worker_name,
+)
+from knowledge.worker_housekeeping import SUPERVISOR_PID
+from knowledge.worker_probes import cluster_forget, cluster_name, clusters_stuck, probe_limit
+
+logger = logging.getLogger(__name__)
+
+CHECK_EVERY = 1.0  # seconds between looks at the cluster (a process poll and two small queries)
+
+
+@dataclass
+class Cluster:
+    process: subprocess.Popen
+    # Jobs queued before this time may sit in a killed cluster's memory: queue them again.
+    lost_before: datetime.datetime | None = field(default=None)
+    # After a failed check (the database was down, so no task could be taken), a probe's wait
+    # says nothing until the workers have sent a fresh one (their next round) and it has had
+    # its time: no verdict before this time.
+    trusted_from: float = 0.0
+
+
+def supervise() -> None:
+    """Run the cluster until SIGTERM or SIGINT, then stop it within seconds."""
+    stopping: list[int] = []  # a flag the signal handler can set without taking any lock
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda number, _frame: stopping.append(number))
+    cluster = cluster_start()
+    while not stopping:
+        time.sleep(CHECK_EVERY)
+        if stopping:
+            break
+        fault = cluster_fault(cluster)
+        if fault:
+            logger.critical("Worker cluster %s %s; replacing it", cluster.process.pid, fault)
+            lost_before = cluster_kill(cluster)
+            cluster = cluster_start()
+            cluster.lost_before = lost_before
+        else:
+            _requeue_fetched(cluster)
+    logger.info("Stopping the worker cluster %s", cluster.process.pid)
+    cluster_stop(cluster)
+
+
+def cluster_start() -> Cluster:
+    manage = os.path.join(settings.BASE_DIR, "manage.py")
+    # The cluster's workers kill it if this process dies without stopping it (worker_housekeeping).
+    env = {**os.environ, SUPERVISOR_PID: str(os.getpid())}
+    process = subprocess.Popen([sys.executable, manage, "qcluster"], env=env, start_new_session=True)
+    logger.info("Started the worker cluster %s", process.pid)
+    return Cluster(process=process)
+
+
+def cluster_fault(cluster: Cluster) -> str:
+    """Why the cluster must be replaced, or "" while it works (or may be busy)."""
+    code = cluster.process.poll()
+    if code is not None:
+        return f"exited with {code}"
+    try:
+        stuck = _stuck(cluster)
+    except Exception as exc:
+        # The database may be down: that is no reason to kill a cluster; look again next round
+        # (a warning, not a traceback: this repeats every second while the outage lasts).
+        logger.warning("Could not check the worker cluster (%s: %s); checking again", type(exc).__name__, exc)
+        cluster.trusted_from = time.monotonic() + housekeeping_interval() + probe_limit()
+        return ""
+    finally:
+        connection.close()
+    return stuck if time.monotonic() >= cluster.trusted_from else ""
+
+
+def _stuck(cluster: Cluster) -> str:
+    from knowledge.health import worker_silence_limit
+
+    now = timezone.now()
+    alive_since = now - datetime.timedelta(seconds=worker_silence_limit())
+    stuck = clusters_stuck(now=now, alive_since=alive_since)
+    for sentinel in _children(cluster.process.pid):
+        waited = stuck.get(cluster_name(sentinel.pid))
+        if waited is not None:
+            return f"took no task for {waited:.0f} s although a worker was idle"
+    return ""
+
+
+def cluster_stop(cluster: Cluster) -> None:
+    """SIGTERM (django-q2's graceful stop), then the whole group killed after the stop limit."""
+    seconds = settings.KNOWLEDGE_WORKER_STOP_SECONDS
+    try:
+        cluster.process.send_signal(signal.SIGTERM)
+        cluster.process.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        logger.warning("The worker cluster did not stop within %s s; killing it", seconds)
+    cluster_kill(cluster)
+
+
+def cluster_kill(cluster: Cluster) -> datetime.datetime:
+    """Kill every process of the cluster, then queue again what it held; returns the kill time."""
+    processes = _children(cluster.process.pid, recursive=True)
+    sentinels = _children(cluster.process.pid)
+    try:
+        os.killpg(cluster.process.pid, signal.SIGKILL)  # its session's group: pid == pgid
+    except ProcessLookupError:
+        pass  # every process of the group has already exited
+    cluster.process.wait()
+    killed_at = timezone.now()
+    names = [worker_name(p.pid) for p in processes]
+    try:
+        for sentinel in sentinels:
+            cluster_forget(cluster=cluster_name(sentinel.pid), workers=names)
+        jobs_recover_stale(workers=names)
+        jobs_requeue_lost(queued_before=killed_at)
+    except Exception:
+        logger.exception("Could not queue again the jobs of the killed worker cluster; the sweeps will")
+    finally:
+        connection.close()
+    return killed_at
+
+
+def _requeue_fetched(cluster: Cluster) -> None:
+    """Once the broker's queue is empty, queue again the jobs a killed cluster had fetched."""
+    if cluster.lost_before is None:
+        return
+    from django_q.brokers import get_broker
+
+    try:
+        if queue_depth(get_broker()) == 0:
+            jobs_requeue_lost(queued_before=cluster.lost_before)
+            cluster.lost_before = None
+    except Exception:
+        logger.exception("Could not queue again the jobs of the killed worker cluster; trying again")
+    finally:
+        connection.close()
+
+
+def _children(pid: int, *, recursive: bool = False) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=recursive)
+    except psutil.NoSuchProcess:
+        return []
