@@ -31,6 +31,7 @@ def database_config(
     data_dir: Path,
     pool_max_size: int,
     conn_max_age: int,
+    pool_max_idle: int = 5,
     connect_timeout: int,
     shared_buffers_mb: int | None = None,
 ) -> dict:
@@ -45,6 +46,9 @@ def database_config(
     connection lives as long as its thread-local wrapper, so dead request threads
     kept sockets open until PostgreSQL refused new clients. A pool bounds the
     connections of a process and hands them back at the end of every request.
+    After a burst it closes one unused connection every ``pool_max_idle`` seconds (psycopg_pool
+    shrinks one at a time; its default, 600 s, kept a burst's 20 connections for over three hours),
+    so the server's connections come back to their idle level instead of staying at the peak.
     """
     url = os.environ.get("DATABASE_URL", "").strip()
     if not url:
@@ -52,7 +56,12 @@ def database_config(
     if pool_max_size:
         config = dj_database_url.parse(url, conn_max_age=0)
         # A URL without query parameters (an external server on TCP) parses without OPTIONS.
-        pool = {"min_size": 1, "max_size": pool_max_size, "timeout": connect_timeout}
+        pool = {
+            "min_size": 1,
+            "max_size": pool_max_size,
+            "timeout": connect_timeout,
+            "max_idle": pool_max_idle,
+        }
         config.setdefault("OPTIONS", {})["pool"] = pool
     else:
         config = dj_database_url.parse(url, conn_max_age=conn_max_age, conn_health_checks=True)

@@ -107,6 +107,9 @@ DATABASES = {
         pool_max_size=0
         if sys.argv[1:2] in (["qcluster"], ["knowledge_worker"])
         else env_int("DB_POOL_MAX_SIZE", 20, minimum=0),
+        # Every this many seconds in which pooled connections went unused, the pool closes one
+        # of them (psycopg_pool shrinks one at a time), so a burst's connections go away.
+        pool_max_idle=env_int("DB_POOL_MAX_IDLE", 5, minimum=1),
         conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0),
         # Seconds to get a connection (a new one, or one from the pool) before the
         # request answers 503: an unreachable database must not hold requests.

@@ -118,7 +118,7 @@ def _manage(env: dict, *args: str) -> str:
 
 
 def test_a_killed_database_gets_a_fast_503_with_retry_after_everywhere_and_recovery(tmp_path):
-    with tcp_postgres(tmp_path) as url:
+    with tcp_postgres(tmp_path) as (url, server_folder):
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "config.settings"}
         env["KNOWLEDGE_DATA_DIR"] = str(tmp_path / "data")
@@ -141,7 +141,7 @@ def test_a_killed_database_gets_a_fast_503_with_retry_after_everywhere_and_recov
                 "healthz": 200,
             }, before
 
-            _kill_postgres(tmp_path / "external-pg" / "data")
+            _kill_postgres(server_folder / "data")
             # Twice: the first requests may find the pool's broken connections, the next ones
             # wait for a new connection (the pool waited 30 s for one).
             for _ in range(2):
@@ -156,7 +156,7 @@ def test_a_killed_database_gets_a_fast_503_with_retry_after_everywhere_and_recov
                 assert json.loads(down["mcp"][2])["error"]["code"] == "unavailable"
                 assert json.loads(down["healthz"][2])["checks"]["database"]["ok"] is False
 
-            restarted = _start_postgres(tmp_path / "external-pg", port, tmp_path / "postgres.log")
+            restarted = _start_postgres(server_folder, port, tmp_path / "postgres.log")
             try:
                 deadline = time.monotonic() + RECOVERED_WITHIN
                 while time.monotonic() < deadline:

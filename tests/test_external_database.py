@@ -18,6 +18,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -47,9 +48,14 @@ def _postgres_user(directory: Path) -> dict:
     return {"user": entry.pw_uid, "group": entry.pw_gid}
 
 
+class ExternalServer(NamedTuple):
+    url: str  # its DATABASE_URL
+    base: Path  # its folder: data/ and the socket
+
+
 @contextlib.contextmanager
-def tcp_postgres(directory: Path) -> Iterator[str]:
-    """initdb + postgres on 127.0.0.1:<free port>, password authentication; yields a DATABASE_URL."""
+def tcp_postgres(directory: Path) -> Iterator[ExternalServer]:
+    """initdb + postgres on 127.0.0.1:<free port>, password authentication; yields its URL and folder."""
     from urllib.parse import quote
 
     # Its own folder under the system's temporary directory, not under pytest's: pytest makes its
@@ -73,7 +79,8 @@ def tcp_postgres(directory: Path) -> Iterator[str]:
         env = {**os.environ, "PGPASSWORD": PASSWORD}
         psql = [bin_dir / "psql", "-h", "127.0.0.1", "-p", str(port), "-U", "knowledge", "-d", "postgres"]
         subprocess.run([*psql, "-c", "CREATE DATABASE knowledge_external"], check=True, env=env, timeout=60)
-        yield f"postgresql://knowledge:{quote(PASSWORD, safe='')}@127.0.0.1:{port}/knowledge_external"
+        url = f"postgresql://knowledge:{quote(PASSWORD, safe='')}@127.0.0.1:{port}/knowledge_external"
+        yield ExternalServer(url, base)
     finally:
         server.terminate()  # SIGTERM: PostgreSQL's smart shutdown
         server.wait(timeout=60)
@@ -123,7 +130,7 @@ def _manage(*args: str, env: dict, timeout: float = 600) -> subprocess.Completed
 
 
 def test_migrate_upload_process_and_retrieve_on_an_external_server(tmp_path, corpus):
-    with tcp_postgres(tmp_path) as url:
+    with tcp_postgres(tmp_path) as (url, _):
         env = {
             **os.environ,
             "DATABASE_URL": url,

@@ -15,6 +15,7 @@ import http.client
 import json
 import socket
 import threading
+import time
 
 import pytest
 from django.db import connection
@@ -41,6 +42,7 @@ def served(transactional_db, tmp_path):
         DB_POOL_MAX_SIZE=str(POOL_SIZE),
         WEB_WORKERS=str(WEB_PROCESSES),
         API_THROTTLE_RETRIEVE="100000/minute",
+        DB_POOL_MAX_IDLE="1",
     ) as port:
         yield port
 
@@ -147,6 +149,40 @@ def test_connections_stay_within_the_pool_however_many_clients_come_and_go(serve
 
     assert set(statuses) == {200}
     assert _server_connections() - before <= WEB_PROCESSES * POOL_SIZE
+
+
+@pytest.mark.slow
+def test_connections_go_back_to_their_idle_level_after_a_burst(served, asker):
+    token, collection_id = asker
+    question = {"question": "How many days of paid leave?", "collections": [collection_id]}
+
+    def retrieve(n: int) -> int:
+        return _request(served, "POST", "/api/v1/retrieve/", token, question)[0]
+
+    _in_threads(retrieve, WEB_PROCESSES)
+    idle = _server_connections()  # each process has its model loaded and at least one connection
+    peak, burst_done = [idle], threading.Event()
+
+    def sample_peak() -> None:
+        while not burst_done.is_set():
+            peak.append(_server_connections())
+            time.sleep(0.1)
+        connection.close()  # this thread's own
+
+    sampler = threading.Thread(target=sample_peak)
+    sampler.start()
+    try:
+        statuses = _in_threads(retrieve, 160)
+    finally:
+        burst_done.set()
+        sampler.join()
+    assert set(statuses) == {200} and max(peak) > idle  # the burst needed more connections than idle
+
+    # Each pool closes one unused connection per DB_POOL_MAX_IDLE (1 s here).
+    deadline = time.monotonic() + 30
+    while _server_connections() > idle and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _server_connections() <= idle
 
 
 @pytest.mark.slow

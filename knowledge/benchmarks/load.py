@@ -126,7 +126,7 @@ def run(
     elapsed = time.monotonic() - started
     figures = _figures(results, clients=clients, seconds=elapsed)
     figures["users"] = len(tokens)
-    figures["db_connections"].update(idle_before=idle_before, idle_after=_idle_again(idle_before))
+    figures["db_connections"].update(idle_before=idle_before, idle_after=_idle_again(idle_before, stdout))
     if sse:
         figures["sse"] = _sse_streams(target, token, collection_id, questions, sse)
     _print(stdout, figures)
@@ -224,13 +224,20 @@ def _count_connections() -> int:
         return cursor.fetchone()[0]
 
 
-def _idle_again(idle_before: int, settle_seconds: float = 30.0) -> int:
-    """The connection count once it is back at its idle level, or after ``settle_seconds``."""
+def _idle_again(idle_before: int, stdout, settle_seconds: float = 180.0) -> int:
+    """The connection count once it is back at its idle level, or after ``settle_seconds``.
+
+    The server's pools close one unused connection every DB_POOL_MAX_IDLE seconds (5 by default),
+    so two processes that grew to 20 connections each are back in about 100 s.
+    """
     give_up = time.monotonic() + settle_seconds
     count = _count_connections()
     while count > idle_before and time.monotonic() < give_up:
-        time.sleep(1.0)
+        stdout.write(f"\r  waiting for the idle level: {count} database connections, {idle_before} before   ")
+        stdout.flush()
+        time.sleep(2.0)
         count = _count_connections()
+    stdout.write("\n")
     return count
 
 
