@@ -19,6 +19,7 @@ from knowledge.chat import chat_stream, event_stream_response, sse_stream
 from knowledge.clients.llm import llm_config
 from knowledge.models import ChatSession, Chunk, DocumentSummary
 from knowledge.services.documents import SERVED_CONTENT_TYPES
+from knowledge.synthesis.citations import saved_answer_html
 from knowledge.web.pages import form_ids, knowledge_page
 
 
@@ -84,9 +85,13 @@ def _session_scope(user, session) -> str:
 
 
 def _turn_row(turn) -> dict:
-    """A saved turn as the chat page shows it: the final answer's HTML and the sources it retrieved."""
-    final = next((e["data"] for e in turn.events if e.get("event") == "final_answer"), {})
-    return {"turn": turn, "html": final.get("html", ""), "sources": turn.retrieved}
+    """A saved turn as the chat page shows it: its answer as HTML and the sources it retrieved.
+
+    The HTML is rendered again from the saved text: the copy saved in the turn's events was made by the
+    rules of its day (earlier ones made document links live).
+    """
+    html = saved_answer_html(turn.answer, turn.cited_sources) if turn.answer else ""
+    return {"turn": turn, "html": html, "sources": turn.retrieved}
 
 
 @require_POST
