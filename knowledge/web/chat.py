@@ -6,7 +6,8 @@ from django.http import FileResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from config.errors import KnowledgeError, NotFoundError
+from config.errors import NotFoundError
+from config.validation import id_parse
 from knowledge.access import (
     chat_session_for_owner,
     document_for_reader,
@@ -138,9 +139,7 @@ def document_view(request, document_id: int):
 def _cited_chunk(document, raw: str | None) -> Chunk | None:
     if not raw:
         return None
-    if not raw.isdigit():
-        raise KnowledgeError("chunk must be a number")
-    chunk = Chunk.objects.filter(document=document, pk=int(raw)).first()
+    chunk = Chunk.objects.filter(document=document, pk=id_parse(raw, field="chunk")).first()
     if chunk is None:
         raise NotFoundError("no such passage in this document")
     return chunk
