@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
 from config.validation import nests_deeper_than
-from knowledge.ingestion.types import ExtractionError
+from knowledge.ingestion.types import ExtractionError, UnreadableDocument
 
 _MIB = 1024 * 1024
 # Office parts smaller than this may compress as well as they like: they cannot hurt.
@@ -261,17 +262,37 @@ def json_loads_bounded(text: str, limits: IngestLimits = DEFAULT_LIMITS, what: s
 
 
 def _json_nodes(value: Any) -> int:
-    """Values and keys in a loaded JSON value (iteratively; its depth is already bounded)."""
+    """Values and keys in a loaded JSON value (iteratively; its depth is already bounded); their text is
+    checked on the way (json_text_check)."""
     count, stack = 0, [value]
     while stack:
         node = stack.pop()
         count += 1
         if isinstance(node, dict):
             count += len(node)
+            for key in node:
+                json_text_check(key)
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
+        elif isinstance(node, str):
+            json_text_check(node)
     return count
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text_check(text: str, what: str = "the JSON") -> str:
+    """Refuse a JSON string holding a lone surrogate (``"\\ud800"``): JSON allows the escape, but it is
+    not Unicode text, and PostgreSQL cannot store it (a title or chunk with one failed the database write)."""
+    if not text.isascii():
+        found = _SURROGATE.search(text)
+        if found:
+            raise UnreadableDocument(
+                f"{what} holds a lone surrogate (\\u{ord(found.group()):04x}) in a string, which is not text"
+            )
+    return text
 
 
 class _BoundedComposer(Composer):

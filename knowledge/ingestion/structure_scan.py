@@ -31,6 +31,7 @@ from knowledge.ingestion.limits import (
     IngestLimits,
     NodeBudget,
     alias_expansion_check,
+    json_text_check,
     too_deep,
     yaml_errors_translated,
 )
@@ -82,7 +83,7 @@ class _JsonScan:
         self.nodes.charge()
         if match["string"]:
             value, end = json.decoder.scanstring(self.text, match.end())
-            self._top_level_value(value, quoted=True)
+            self._top_level_value(json_text_check(value), quoted=True)
             return end
         if match["scalar"]:
             self._top_level_value(match["scalar"], quoted=False)
@@ -114,6 +115,7 @@ class _JsonScan:
             raise json.JSONDecodeError("Expecting property name enclosed in double quotes", self.text, where)
         self.nodes.charge()
         key, end = json.decoder.scanstring(self.text, match.end())
+        json_text_check(key)
         colon = self._token(end)
         if colon["punct"] != ":":
             raise json.JSONDecodeError("Expecting ':' delimiter", self.text, colon.start())

@@ -141,3 +141,25 @@ def test_an_evaluation_line_with_a_lone_surrogate_is_an_error_of_that_line():
 
     with pytest.raises(ValueError, match="surrogate"):
         parse_question('{"question": "What?", "expected_sources": [{"document": "a\\udc00.pdf"}]}')
+
+
+SURROGATE_SPEC = (
+    b'{"openapi": "3.0.0", "info": {"title": "t\\ud800", "version": "1"}, '
+    b'"paths": {"/x": {"get": {"summary": "s", "responses": {"200": {"description": "ok"}}}}}}'
+)
+
+
+def test_an_openapi_upload_with_a_lone_surrogate_is_a_400(api, world):
+    url = f"/api/v1/collections/{world['private'].pk}/documents/"
+    response = api.post(url, {"file": SimpleUploadedFile("s.json", SURROGATE_SPEC)}, format="multipart")
+    error = assert_error(response, 400)
+    assert "surrogate" in error["message"] and "s.json" in error["message"], error
+    assert not world["private"].documents.exists()
+
+
+def test_a_stored_openapi_file_with_a_lone_surrogate_fails_with_the_reason():
+    from knowledge.ingestion.extract import extract_sections
+    from knowledge.ingestion.types import ExtractionError
+
+    with pytest.raises(ExtractionError, match="surrogate"):
+        extract_sections("s.json", SURROGATE_SPEC)
