@@ -34,6 +34,7 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from config.errors import ForbiddenError, KnowledgeError, NotFoundError
+from config.validation import id_or_none
 from knowledge.models import (
     ChatSession,
     ChatTurn,
@@ -263,10 +264,9 @@ def marketplace_listing_for(*, user, collection_id) -> Collection:
 
 def chat_session_for_owner(*, user, session_id) -> ChatSession:
     """``user``'s own chat session; anyone else's or a non-numeric id is NotFound (never forbidden)."""
-    try:
-        session_id = int(session_id)
-    except (TypeError, ValueError):
-        raise NotFoundError("no such chat session") from None
+    session_id = id_or_none(session_id)
+    if session_id is None:
+        raise NotFoundError("no such chat session")
     if user is None or not user.is_authenticated:
         raise NotFoundError("no such chat session")
     session = ChatSession.objects.filter(pk=session_id, user=user).select_related("profile").first()

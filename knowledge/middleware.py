@@ -6,15 +6,16 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from accounts.api.errors import error_body
-from config.validation import nul_location
+from config.validation import unstorable_location
 
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 class RejectNulMiddleware:
-    """A NUL character anywhere in a page request (path, query, cookies, form fields, file names) is a 400.
+    """A NUL character (or a lone surrogate) anywhere in a page request (path, query, cookies, form
+    fields, file names) is a 400.
 
-    PostgreSQL cannot store or even compare text holding NUL, so such input
+    PostgreSQL cannot store or even compare text holding either, so such input
     would otherwise surface as a server error wherever it reaches a query.
     API bodies are checked by the API itself after parsing (accounts.api.base),
     so that its own error format and size limits apply; their path, query and
@@ -25,20 +26,25 @@ class RejectNulMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        in_cookies = nul_location(dict(request.COOKIES), name="cookie")
+        in_cookies = unstorable_location(dict(request.COOKIES), name="cookie")
         if in_cookies:
             # The session cannot be loaded with such a cookie: answer without touching it.
-            return HttpResponse("Bad request: a cookie contains a NUL character.", status=400)
-        where = self._location(request)
-        if where:
-            return self._refusal(request, f"{where} contains a NUL character")
+            return HttpResponse(f"Bad request: a cookie {in_cookies[1]}.", status=400)
+        found = self._location(request)
+        if found:
+            where, problem = found
+            return self._refusal(request, f"{where} {problem}")
         return self.get_response(request)
 
-    def _location(self, request) -> str | None:
-        found = nul_location(request.path, name="the address") or nul_location(request.GET, name="query")
+    def _location(self, request) -> tuple[str, str] | None:
+        found = unstorable_location(request.path, name="the address") or unstorable_location(
+            request.GET, name="query"
+        )
         if found or _is_api(request) or not request.content_type.startswith(FORM_TYPES):
             return found
-        return nul_location(request.POST, name="form") or nul_location(request.FILES, name="upload")
+        return unstorable_location(request.POST, name="form") or unstorable_location(
+            request.FILES, name="upload"
+        )
 
     def _refusal(self, request, message: str):
         if _is_api(request):

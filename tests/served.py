@@ -56,6 +56,17 @@ def served_application(log_dir: Path, **environment: str) -> Iterator[int]:
 
     ``environment`` adds to (or, with an empty value, removes from) the server's environment.
     """
+    with served_process(log_dir, **environment) as (port, _):
+        yield port
+
+
+@contextlib.contextmanager
+def served_process(log_dir: Path, **environment: str) -> Iterator[tuple[int, int]]:
+    """Like ``served_application``, yielding the port and the server's process id.
+
+    With ``WEB_WORKERS=1`` that process is the one serving requests (uvicorn runs
+    no supervisor then), so its /proc/<pid>/status measures the serving process.
+    """
     port = free_port()
     log = log_dir / "server.log"
     env = application_environment(port, **environment)
@@ -63,7 +74,7 @@ def served_application(log_dir: Path, **environment: str) -> Iterator[int]:
         process = subprocess.Popen([str(REPO_ROOT / "scripts" / "serve.sh")], env=env, stdout=out, stderr=out)
     try:
         wait_for_port(port, process, lambda: log.read_text()[-3000:])
-        yield port
+        yield port, process.pid
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -24,7 +24,7 @@ from accounts.api.pagination import ApiPagination
 from accounts.api.parsers import BoundedJSONParser
 from accounts.rate_limits import rate_count
 from config.validation import MAX_ID as MAX_ID  # re-exported: the API modules import it from here
-from config.validation import nul_location
+from config.validation import unstorable_location
 
 
 class ScopedThrottle(ScopedRateThrottle):
@@ -83,12 +83,14 @@ class ApiView(GenericAPIView):
 
 
 def _refuse_nul(request) -> None:
-    """PostgreSQL cannot hold NUL in text or jsonb: refuse it anywhere in the parsed body, as bad input."""
+    """PostgreSQL cannot hold NUL or a lone surrogate (``"\\ud800"`` in JSON) in text or jsonb: refuse
+    either anywhere in the parsed body (keys too), as bad input."""
     if request.method in {"GET", "HEAD", "OPTIONS", "DELETE"}:
         return  # no body to read; the path and query were checked by knowledge.middleware
-    where = nul_location(request.data, name="body")
-    if where:
-        raise serializers.ValidationError({where: ["contains a NUL character"]})
+    found = unstorable_location(request.data, name="body")
+    if found:
+        where, problem = found
+        raise serializers.ValidationError({where: [problem]})
 
 
 class StrictSerializer(serializers.Serializer):

@@ -15,6 +15,7 @@ from django.db.models import Count
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from config.validation import id_or_none
 from knowledge.evaluation.store import eval_chunk_profiles_compare, eval_runs_chart_svg
 from knowledge.models import ChunkProfile, Collection, EvalQuestion, EvalRun, EvalSet
 
@@ -122,7 +123,7 @@ class EvalRunAdmin(admin.ModelAdmin):
     def compare_view(self, request):
         """GET ?ids=1,2 shows stored runs; POST runs the two-profile comparison and shows its runs."""
         if request.method != "POST":
-            ids = [int(i) for i in request.GET.get("ids", "").split(",") if i.strip().isdigit()]
+            ids = [i for i in map(id_or_none, request.GET.get("ids", "").split(",")) if i is not None]
             runs = list(self.get_queryset(request).filter(pk__in=ids).order_by("pk"))
             return self._compare_page(request, runs, CompareProfilesForm())
         if not self.has_change_permission(request):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from config.validation import ascii_digits
 from knowledge.agents.queries import MAX_QUERY_CHARS
 from knowledge.clients.json_reply import json_object, text_field
 from knowledge.clients.llm import LLMError
@@ -120,4 +121,4 @@ def _step(number: int, raw, routed: list[int], dropped: list) -> PlanStep:
 
 def _digits(item) -> int | None:
     text = str(item).strip().lstrip("#")
-    return int(text) if text.isdigit() else None
+    return int(text) if ascii_digits(text) else None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pgvector.django import CosineDistance
 
+from config.validation import id_or_none
 from knowledge.access import readable_documents
 from knowledge.clients.json_reply import json_object
 from knowledge.clients.llm import LLMError
@@ -102,8 +103,8 @@ def _as_id(item) -> int | None:
         return None
     if isinstance(item, int):
         return item
-    if isinstance(item, str) and item.strip().lstrip("#").isdigit():
-        return int(item.strip().lstrip("#"))
+    if isinstance(item, str):
+        return id_or_none(item.strip().lstrip("#"))
     return None
 
 

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from config.validation import unstorable_location
+
 
 @dataclass(frozen=True)
 class EvalQuestion:
@@ -65,6 +67,9 @@ def parse_question(line: str) -> EvalQuestion:
         raise ValueError(f"not valid JSON: {exc.msg} at column {exc.colno}") from None
     if not isinstance(data, dict):
         raise ValueError("each line must be a JSON object")
+    unstorable = unstorable_location(data, name="the line")
+    if unstorable:  # the question and its sources are stored in text and jsonb columns
+        raise ValueError(" ".join(unstorable))
     text = data.get("question")
     if not isinstance(text, str) or not text.strip():
         raise ValueError('"question" must be a non-empty string')

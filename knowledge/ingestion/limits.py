@@ -17,9 +17,12 @@ pass nothing get the defaults below.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import re
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +34,7 @@ from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
 from config.validation import nests_deeper_than
-from knowledge.ingestion.types import ExtractionError
+from knowledge.ingestion.types import ExtractionError, UnreadableDocument
 
 _MIB = 1024 * 1024
 # Office parts smaller than this may compress as well as they like: they cannot hurt.
@@ -60,6 +63,7 @@ class IngestLimits:
     max_extraction_memory_bytes: int = 2048 * _MIB
     max_docx_paragraphs: int = 100_000
     max_office_xml_elements: int = 2_000_000
+    max_openapi_nodes: int = 1_000_000
 
 
 # Field -> environment variable, for settings and for the messages users see.
@@ -81,6 +85,7 @@ SETTINGS = {
     "max_extraction_memory_bytes": "KNOWLEDGE_MAX_EXTRACTION_MEMORY_MB",
     "max_docx_paragraphs": "KNOWLEDGE_MAX_DOCX_PARAGRAPHS",
     "max_office_xml_elements": "KNOWLEDGE_MAX_OFFICE_XML_ELEMENTS",
+    "max_openapi_nodes": "KNOWLEDGE_MAX_OPENAPI_NODES",
 }
 
 # Fields whose setting is in megabytes (the field itself is in bytes).
@@ -314,18 +319,48 @@ class _ElementCounter:
 
 
 # --------------------------------------------------------------------------
-# JSON and YAML: bounded nesting, bounded alias expansion
+# JSON and YAML: bounded nodes, bounded nesting, bounded alias expansion
 # --------------------------------------------------------------------------
+
+
+class NodeBudget:
+    """Counts the values and keys of a JSON/YAML file and stops at the first one over the limit.
+
+    Each one costs the web process tens to hundreds of bytes once loaded (a
+    4 MB YAML list of one-letter scalars took 1.8 GB), so the count is checked
+    while the file is read, before the tree exists.
+    """
+
+    def __init__(self, limits: IngestLimits, what: str) -> None:
+        self.limit = limits.max_openapi_nodes
+        self.what = what
+        self.count = 0
+
+    def charge(self, count: int = 1) -> None:
+        self.count += count
+        if self.count > self.limit:
+            what = f"{self.what} holds more values and keys than allowed"
+            raise LimitExceeded(what, self.limit, "max_openapi_nodes", "nodes")
 
 
 def nesting_depth_check(value: Any, max_depth: int, what: str = "the document") -> None:
     """Raise LimitExceeded when lists/mappings nest deeper than ``max_depth`` (iteratively)."""
     if nests_deeper_than(value, max_depth):
-        raise _too_deep(what, max_depth)
+        raise too_deep(what, max_depth)
 
 
-def _too_deep(what: str, max_depth: int) -> LimitExceeded:
+def too_deep(what: str, max_depth: int) -> LimitExceeded:
     return LimitExceeded(f"{what} is nested too deeply", max_depth, "max_nesting_depth", "levels")
+
+
+def alias_expansion_check(expansion: int, limits: IngestLimits) -> None:
+    if expansion > limits.max_yaml_alias_expansion:
+        raise LimitExceeded(
+            "its YAML aliases expand too much (a 'billion laughs' file)",
+            limits.max_yaml_alias_expansion,
+            "max_yaml_alias_expansion",
+            "characters",
+        )
 
 
 def json_loads_bounded(text: str, limits: IngestLimits = DEFAULT_LIMITS, what: str = "the JSON") -> Any:
@@ -338,9 +373,44 @@ def json_loads_bounded(text: str, limits: IngestLimits = DEFAULT_LIMITS, what: s
     try:
         value = json.loads(text)
     except RecursionError:
-        raise _too_deep(what, limits.max_nesting_depth) from None
+        raise too_deep(what, limits.max_nesting_depth) from None
     nesting_depth_check(value, limits.max_nesting_depth, what)
+    NodeBudget(limits, what).charge(_json_nodes(value))
     return value
+
+
+def _json_nodes(value: Any) -> int:
+    """Values and keys in a loaded JSON value (iteratively; its depth is already bounded); their text is
+    checked on the way (json_text_check)."""
+    count, stack = 0, [value]
+    while stack:
+        node = stack.pop()
+        count += 1
+        if isinstance(node, dict):
+            count += len(node)
+            for key in node:
+                json_text_check(key)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, str):
+            json_text_check(node)
+    return count
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text_check(text: str, what: str = "the JSON") -> str:
+    """Refuse a JSON string holding a lone surrogate (``"\\ud800"``): JSON allows the escape, but it is
+    not Unicode text, and PostgreSQL cannot store it (a title or chunk with one failed the database write)."""
+    if not text.isascii():
+        found = _SURROGATE.search(text)
+        if found:
+            raise UnreadableDocument(
+                f"{what} holds a lone surrogate (\\u{ord(found.group()):04x}) in a string, which is not text"
+            )
+    return text
 
 
 class _BoundedComposer(Composer):
@@ -360,8 +430,9 @@ class _BoundedComposer(Composer):
     def compose_node(self, parent, index):
         self._depth += 1
         try:
+            self._nodes.charge()
             if self._depth > self.limits.max_nesting_depth:
-                raise _too_deep("the YAML", self.limits.max_nesting_depth)
+                raise too_deep("the YAML", self.limits.max_nesting_depth)
             is_alias = self.check_event(yaml.AliasEvent)
             node = super().compose_node(parent, index)
             if is_alias:
@@ -391,13 +462,7 @@ class _BoundedComposer(Composer):
 
     def _charge_alias(self, node: ScalarNode | SequenceNode | MappingNode) -> None:
         self._alias_expansion += self._size(node)
-        if self._alias_expansion > self.limits.max_yaml_alias_expansion:
-            raise LimitExceeded(
-                "its YAML aliases expand too much (a 'billion laughs' file)",
-                self.limits.max_yaml_alias_expansion,
-                "max_yaml_alias_expansion",
-                "characters",
-            )
+        alias_expansion_check(self._alias_expansion, self.limits)
 
 
 class BoundedYamlLoader(_BoundedComposer, yaml.cyaml.CParser, SafeConstructor, Resolver):
@@ -412,6 +477,7 @@ class BoundedYamlLoader(_BoundedComposer, yaml.cyaml.CParser, SafeConstructor, R
         self._depth = 0
         self._sizes: dict[int, int] = {}
         self._alias_expansion = 0
+        self._nodes = NodeBudget(limits, "the YAML")
 
 
 def yaml_load_bounded(text: str, limits: IngestLimits = DEFAULT_LIMITS) -> Any:
@@ -424,14 +490,22 @@ def yaml_load_bounded(text: str, limits: IngestLimits = DEFAULT_LIMITS) -> Any:
     """
     loader = BoundedYamlLoader(text, limits)
     try:
-        return loader.get_single_data()
+        with yaml_errors_translated(text, limits):
+            return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+@contextlib.contextmanager
+def yaml_errors_translated(text: str, limits: IngestLimits) -> Iterator[None]:
+    """A libyaml parse error where more flow collections are open than allowed is the nesting limit."""
+    try:
+        yield
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         if mark is not None and _open_flow_collections(text, mark.index) > limits.max_nesting_depth:
-            raise _too_deep("the YAML", limits.max_nesting_depth) from None
+            raise too_deep("the YAML", limits.max_nesting_depth) from None
         raise
-    finally:
-        loader.dispose()
 
 
 def _open_flow_collections(text: str, end: int) -> int:

@@ -39,7 +39,7 @@ from rest_framework.exceptions import Throttled
 
 from accounts.api.errors import error_body_for
 from config.errors import NotFoundError
-from config.validation import nul_location
+from config.validation import id_or_none, unstorable_location
 from knowledge.mcp import tools
 from knowledge.mcp.identity import Identity
 from knowledge.mcp.resources import collection_summary
@@ -152,10 +152,12 @@ def _as_caller(identity: Identity, ctx: Context, function, base_url: str, thrott
 
 
 def _refuse_nul(arguments: dict) -> None:
-    """PostgreSQL cannot hold NUL in text: refused anywhere in the arguments, as the API refuses it."""
-    where = nul_location(arguments, name="arguments")
-    if where:
-        raise serializers.ValidationError({where: ["contains a NUL character"]})
+    """PostgreSQL cannot hold NUL or a lone surrogate in text: refused anywhere in the arguments, as the
+    API refuses them."""
+    found = unstorable_location(arguments, name="arguments")
+    if found:
+        where, problem = found
+        raise serializers.ValidationError({where: [problem]})
 
 
 def _add_tools(server: MCPServer, identity: Identity) -> None:
@@ -367,11 +369,12 @@ def _add_resources(server: MCPServer, identity: Identity) -> None:
 def _read_as_caller(identity: Identity, ctx: Context, collection_id: str) -> str:
     close_old_connections()
     try:
-        if not collection_id.isdigit():
+        number = id_or_none(collection_id)
+        if number is None:
             raise NotFoundError("no such collection")
         user = identity.user(ctx)
         throttle_check(user=user, scope="retrieve")  # reads as the API's retrieval does
-        return collection_summary(user=user, collection_id=int(collection_id))
+        return collection_summary(user=user, collection_id=number)
     finally:
         close_old_connections()
 

@@ -1,3 +1,6 @@
+import re
+from pathlib import PurePath
+
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.search import SearchVectorField
@@ -9,6 +12,7 @@ from knowledge.models.collections import ChunkProfile, Collection
 # The text-search configuration of the full-text column and of every query
 # against it; they must match or the lexical search finds nothing.
 SEARCH_CONFIG = "english"
+_STORED_SUFFIX = re.compile(r"\.[a-z0-9]{1,10}")
 
 
 class ToTsVector(models.Func):
@@ -20,9 +24,17 @@ class ToTsVector(models.Func):
 
 
 def document_upload_path(document: "Document", filename: str) -> str:
-    return (
-        f"documents/{document.collection_id}/{document.content_hash[:2]}/{document.content_hash}/{filename}"
-    )
+    """Where an original is stored: a name of our own, never the uploader's.
+
+    The uploader's name is kept in ``Document.filename``; on disk it could be
+    longer than a file system allows (100 CJK characters are 300 bytes, over
+    the 255 of ENAMETOOLONG) or hold characters the storage rewrites. Only a
+    short ASCII extension is kept, for operators looking at the folder.
+    """
+    suffix = PurePath(filename).suffix.lower()
+    suffix = suffix if _STORED_SUFFIX.fullmatch(suffix) else ""
+    digest = document.content_hash
+    return f"documents/{document.collection_id}/{digest[:2]}/{digest}/original{suffix}"
 
 
 class Document(models.Model):

@@ -63,7 +63,7 @@ def document_upload(
     stored content type is the one of the format detected in the bytes: a
     client-declared type is never trusted (it is what a browser would obey).
     """
-    filename = _clean_filename(filename)
+    filename = document_filename_clean(filename)
     upload_size_check(filename=filename, size=len(data))
     if not data.strip():
         raise KnowledgeError(f"{filename}: the file is empty")
@@ -94,11 +94,21 @@ def document_upload(
     return UploadResult(document, created=True)
 
 
-def _clean_filename(filename: str) -> str:
+# Document.filename's column; the stored original has a name of our own (document_upload_path).
+MAX_FILENAME_CHARS = 255
+
+
+def document_filename_clean(filename: str) -> str:
+    """The uploader's file name without folders, cut to the column's length with its extension kept
+    (the extension chooses between the text formats)."""
     name = PurePath((filename or "").replace("\\", "/")).name.strip()
     if not name:
         raise KnowledgeError("the upload has no file name")
-    return name[:255]
+    if len(name) <= MAX_FILENAME_CHARS:
+        return name
+    suffix = PurePath(name).suffix
+    suffix = suffix if len(suffix) <= 16 else ""
+    return name[: MAX_FILENAME_CHARS - len(suffix)] + suffix
 
 
 def upload_size_check(*, filename: str, size: int) -> None:

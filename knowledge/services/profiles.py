@@ -7,7 +7,7 @@ from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 
 from config.errors import KnowledgeError, NotFoundError
-from config.validation import text_clean
+from config.validation import id_or_none, text_clean
 from knowledge.config import SOURCE_LOCKED
 from knowledge.models import Profile, ProfileCollection
 
@@ -15,8 +15,8 @@ from knowledge.models import Profile, ProfileCollection
 def profile_find(ref: str) -> Profile:
     """A profile by name, tag or id, for operator commands; ambiguity is an error, not a guess."""
     matches = list(Profile.objects.filter(name=ref)) or list(Profile.objects.filter(tag=ref))
-    if not matches and ref.isdigit():
-        matches = list(Profile.objects.filter(pk=int(ref)))
+    if not matches and id_or_none(ref):
+        matches = list(Profile.objects.filter(pk=id_or_none(ref)))
     if not matches:
         raise NotFoundError(f"no profile named {ref!r}")
     if len(matches) > 1:

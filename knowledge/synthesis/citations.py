@@ -95,8 +95,23 @@ _BULLET = re.compile(r"^[-*•]\s+")
 
 
 def answer_html(text: str, citations: list[Citation]) -> str:
-    """The answer as safe HTML: paragraphs, bullet lists, bold, links, linked [Source N]."""
-    urls = {c.n: c.url for c in citations}
+    """The answer as safe HTML: paragraphs, bullet lists, bold, linked [Source N].
+
+    The only links are the [Source N] markers, to our own citation viewer. A
+    Markdown link in the answer is shown as its text with the URL after it:
+    answers quote documents (or the model writes from them), and a document in
+    a shared collection must not put a live link to a site of its author's
+    choosing ("the official HR portal") into another user's answer.
+    """
+    return _answer_html(text, {c.n: c.url for c in citations})
+
+
+def saved_answer_html(text: str, cited_sources: list[dict]) -> str:
+    """A saved turn's answer rendered now, from its text and citations (not the HTML saved with it)."""
+    return _answer_html(text, {c["n"]: c["url"] for c in cited_sources if "n" in c and "url" in c})
+
+
+def _answer_html(text: str, urls: dict[int, str]) -> str:
     blocks = [b for b in re.split(r"\n\s*\n", text.strip()) if b.strip()]
     return "\n".join(_block_html(block, urls) for block in blocks)
 
@@ -120,5 +135,5 @@ def _inline_html(line: str, urls: dict[int, str]) -> str:
         return f'<a class="citation" href="{href}" data-source="{n}">[Source {n}]</a>'
 
     escaped = re.sub(r"\[Source (\d+)\]", cite, escaped)
-    escaped = _LINK.sub(r'<a href="\2" rel="nofollow noopener">\1</a>', escaped)
+    escaped = _LINK.sub(r"\1 (\2)", escaped)
     return _BOLD.sub(r"<strong>\1</strong>", escaped)

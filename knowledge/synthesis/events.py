@@ -35,6 +35,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from config.validation import ascii_digits
+
 EXECUTION_START = "execution_start"
 RETRIEVAL_START = "knowledge_retrieval_start"
 RETRIEVAL_COMPLETE = "knowledge_retrieval_complete"
@@ -91,6 +93,6 @@ def parse_sse(text: str) -> list[Event]:
             key, _, value = line.partition(":")
             fields[key] = value[1:] if value.startswith(" ") else value
         if "event" in fields:
-            seq = int(fields["id"]) if fields.get("id", "").isdigit() else 0
+            seq = int(fields["id"]) if ascii_digits(fields.get("id", "")) else 0
             events.append(Event(fields["event"], json.loads(fields.get("data") or "{}"), seq))
     return events

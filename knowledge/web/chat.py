@@ -6,7 +6,8 @@ from django.http import FileResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from config.errors import KnowledgeError, NotFoundError
+from config.errors import NotFoundError
+from config.validation import id_parse
 from knowledge.access import (
     chat_session_for_owner,
     document_for_reader,
@@ -19,6 +20,7 @@ from knowledge.chat import chat_stream, event_stream_response, sse_stream
 from knowledge.clients.llm import llm_config
 from knowledge.models import ChatSession, Chunk, DocumentSummary
 from knowledge.services.documents import SERVED_CONTENT_TYPES
+from knowledge.synthesis.citations import saved_answer_html
 from knowledge.web.pages import form_ids, knowledge_page
 
 
@@ -84,9 +86,13 @@ def _session_scope(user, session) -> str:
 
 
 def _turn_row(turn) -> dict:
-    """A saved turn as the chat page shows it: the final answer's HTML and the sources it retrieved."""
-    final = next((e["data"] for e in turn.events if e.get("event") == "final_answer"), {})
-    return {"turn": turn, "html": final.get("html", ""), "sources": turn.retrieved}
+    """A saved turn as the chat page shows it: its answer as HTML and the sources it retrieved.
+
+    The HTML is rendered again from the saved text: the copy saved in the turn's events was made by the
+    rules of its day (earlier ones made document links live).
+    """
+    html = saved_answer_html(turn.answer, turn.cited_sources) if turn.answer else ""
+    return {"turn": turn, "html": html, "sources": turn.retrieved}
 
 
 @require_POST
@@ -133,9 +139,7 @@ def document_view(request, document_id: int):
 def _cited_chunk(document, raw: str | None) -> Chunk | None:
     if not raw:
         return None
-    if not raw.isdigit():
-        raise KnowledgeError("chunk must be a number")
-    chunk = Chunk.objects.filter(document=document, pk=int(raw)).first()
+    chunk = Chunk.objects.filter(document=document, pk=id_parse(raw, field="chunk")).first()
     if chunk is None:
         raise NotFoundError("no such passage in this document")
     return chunk

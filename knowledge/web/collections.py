@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.throttles import user_throttle_charge
 from config.errors import KnowledgeError
+from config.validation import id_parse
 from knowledge.access import (
     collection_for_reader,
     collection_for_writer,
@@ -132,7 +133,10 @@ def collection_settings(request, collection_id: int):
         collection_link_rotate(collection=collection)
         messages.success(request, "A new share link is in place; the old one and everyone it let in are out.")
     elif action == "reindex":
-        profile = ChunkProfile.objects.filter(pk=_int(request.POST.get("chunk_profile"))).first()
+        if not request.POST.get("chunk_profile"):
+            raise KnowledgeError("choose a chunk profile")
+        profile_id = id_parse(request.POST["chunk_profile"], field="the chunk profile")
+        profile = ChunkProfile.objects.filter(pk=profile_id).first()
         if profile is None:
             raise KnowledgeError("choose a chunk profile")
         user_throttle_charge(user=request.user, scope="writes")
@@ -150,10 +154,6 @@ def collection_settings(request, collection_id: int):
     else:
         raise KnowledgeError("unknown action")
     return collection_settings_redirect(collection)
-
-
-def _int(raw) -> int:
-    return int(raw) if isinstance(raw, str) and raw.isdigit() else -1
 
 
 @require_GET

@@ -19,7 +19,7 @@ from config.errors import (
     database_retry_after_header,
     database_unavailable,
 )
-from config.validation import MAX_ID
+from config.validation import id_or_none
 
 
 def knowledge_page(view):
@@ -58,11 +58,9 @@ def wants_json(request) -> bool:
 
 def form_ids(values, *, field: str) -> list[int]:
     """Ids from a form's repeated field; anything but a positive bigint is bad input (never dropped)."""
-    ids = []
-    for raw in values:
-        if not (isinstance(raw, str) and raw.isascii() and raw.isdigit() and 0 < int(raw) <= MAX_ID):
-            raise KnowledgeError(f"{field} must be ids (positive whole numbers)")
-        ids.append(int(raw))
+    ids = [id_or_none(raw) for raw in values]
+    if None in ids:
+        raise KnowledgeError(f"{field} must be ids (positive whole numbers)")
     return ids
 
 

@@ -241,6 +241,31 @@ def deep_yaml_spec(levels: int) -> bytes:
     )
 
 
+def yaml_flow_sequence(size: int) -> bytes:
+    """A YAML flow sequence of one-letter scalars (``[a,a,...]``) of ``size`` bytes: one node per 2 bytes."""
+    return b"[" + b"a," * (size // 2 - 1) + b"a]"
+
+
+def json_list_of_empty_objects(size: int) -> bytes:
+    """A JSON list of ``{}`` of about ``size`` bytes: one object per 3 bytes."""
+    return b"[" + b"{}," * (size // 3 - 1) + b"{}]"
+
+
+def spec_with_many_nodes(nodes: int, kind: str = "yaml") -> bytes:
+    """A small valid OpenAPI spec whose extension ``x-list`` holds ``nodes`` scalars."""
+    if kind == "json":
+        items = b",".join([b"1"] * nodes)
+        return (
+            b'{"openapi": "3.0.0", "info": {"title": "t", "version": "1"}, '
+            b'"paths": {"/x": {"get": {"summary": "s"}}}, "x-list": [' + items + b"]}"
+        )
+    return (
+        b"openapi: 3.0.0\ninfo: {title: t, version: '1'}\npaths: {/x: {get: {summary: s}}}\nx-list: ["
+        + b",".join([b"1"] * nodes)
+        + b"]\n"
+    )
+
+
 def pdf_with_one_page_repeated(source: bytes, times: int) -> bytes:
     """A PDF whose page tree lists its first page ``times`` times (one page object, many references)."""
     from pypdf import PdfReader, PdfWriter

@@ -170,6 +170,34 @@ def test_deeply_nested_specs_are_refused(tmp_path, make, levels):
         assert_refused(extract_in_child(tmp_path, name, spec), "KNOWLEDGE_MAX_NESTING_DEPTH")
 
 
+@pytest.mark.parametrize("kind", ["json", "yaml"])
+def test_too_many_nodes_are_refused_at_upload_and_by_the_extractor(kind):
+    name, spec = f"many.{kind}", hostile.spec_with_many_nodes(2_000, kind)
+    limits = IngestLimits(max_openapi_nodes=1_000)
+    pattern = "more values and keys.*1,000 nodes.*KNOWLEDGE_MAX_OPENAPI_NODES"
+    with pytest.raises(LimitExceeded, match=pattern):
+        detect_format(name, spec, limits=limits)  # the upload check
+    with pytest.raises(LimitExceeded, match=pattern):
+        extract_sections(name, spec, limits=limits)  # the worker, for files stored before the limit
+    assert detect_format(name, spec) == "openapi"
+    assert extract_sections(name, spec)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["api.github.com.json", "circular-3.0.json", "petstore-expanded-3.0.json", "petstore-simple-3.1.json"],
+)
+def test_corpus_specs_still_upload_and_extract_as_json_and_as_yaml(corpus, name):
+    data = (corpus / "openapi" / name).read_bytes()
+    as_yaml = yaml.dump(json.loads(data), Dumper=yaml.CSafeDumper, sort_keys=False).encode()
+    yaml_name = name.replace(".json", ".yaml")
+    assert detect_format(name, data) == "openapi"
+    assert detect_format(yaml_name, as_yaml) == "openapi"
+    from_json, from_yaml = extract_sections(name, data), extract_sections(yaml_name, as_yaml)
+    assert len(from_json) > 0
+    assert [s.text for s in from_json] == [s.text for s in from_yaml]
+
+
 # --------------------------------------------------------------------------
 # PDF pages, sections, text and chunks
 # --------------------------------------------------------------------------
@@ -275,6 +303,7 @@ def test_defaults_are_the_documented_ones():
         max_extraction_memory_bytes=2048 * MIB,
         max_docx_paragraphs=100_000,
         max_office_xml_elements=2_000_000,
+        max_openapi_nodes=1_000_000,
     )
 
 

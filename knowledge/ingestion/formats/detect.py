@@ -7,13 +7,8 @@ import zipfile
 from pathlib import PurePath
 
 from knowledge.ingestion.formats.common import UTF16_BOMS, decode_text, strip_bom
-from knowledge.ingestion.limits import (
-    DEFAULT_LIMITS,
-    IngestLimits,
-    json_loads_bounded,
-    yaml_load_bounded,
-    zip_members_checked,
-)
+from knowledge.ingestion.limits import DEFAULT_LIMITS, IngestLimits, zip_members_checked
+from knowledge.ingestion.structure_scan import json_scan_bounded, yaml_scan_bounded
 from knowledge.ingestion.types import UnreadableDocument, UnsupportedFormat
 
 FORMATS = ("pdf", "docx", "pptx", "xlsx", "csv", "html", "markdown", "text", "openapi")
@@ -118,12 +113,16 @@ def _looks_like_html(data: bytes) -> bool:
 
 
 def _check_openapi(filename: str, ext: str, data: bytes, limits: IngestLimits) -> None:
-    """Parse JSON/YAML within the nesting and alias limits; require ``openapi: 3.x`` or ``swagger: 2.0``."""
+    """Scan JSON/YAML within the node, nesting and alias limits; require ``openapi: 3.x`` or ``swagger: 2.0``.
+
+    The file is read as a stream of tokens or parser events, never loaded: this runs in the web
+    process, where loading a hostile file would cost gigabytes (``knowledge.ingestion.structure_scan``).
+    """
     kind = "JSON" if ext == ".json" else "YAML"
     text = decode_text(data)
     if kind == "JSON":
         try:
-            document = json_loads_bounded(text, limits)
+            top_level = json_scan_bounded(text, limits, _VERSION_KEYS)
         except json.JSONDecodeError as exc:
             raise UnreadableDocument(
                 f"{filename} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
@@ -132,18 +131,21 @@ def _check_openapi(filename: str, ext: str, data: bytes, limits: IngestLimits) -
         import yaml
 
         try:
-            document = yaml_load_bounded(text, limits)
+            top_level = yaml_scan_bounded(text, limits, _VERSION_KEYS)
         except yaml.YAMLError as exc:
             raise UnreadableDocument(f"{filename} is not valid YAML: {_yaml_error(exc)}") from exc
-    if not _is_openapi(document):
+    if not _is_openapi(top_level):
         raise UnreadableDocument(f"{filename} is {kind} but not an OpenAPI 3.x or Swagger 2 document")
 
 
-def _is_openapi(document: object) -> bool:
+_VERSION_KEYS = frozenset({"openapi", "swagger"})
+
+
+def _is_openapi(top_level: dict | None) -> bool:
     """YAML may load ``openapi: 3.0`` as a float, so compare the text form."""
-    if not isinstance(document, dict):
+    if top_level is None:
         return False
-    openapi, swagger = document.get("openapi"), document.get("swagger")
+    openapi, swagger = top_level.get("openapi"), top_level.get("swagger")
     return (openapi is not None and str(openapi).startswith("3.")) or (
         swagger is not None and str(swagger) == "2.0"
     )

@@ -10,6 +10,7 @@ from urllib.parse import unquote
 
 import yaml
 
+from config.validation import ascii_digits
 from knowledge.ingestion.formats.openapi.text import ref_display_name, str_keys
 from knowledge.ingestion.limits import IngestLimits, json_loads_bounded, yaml_load_bounded
 from knowledge.ingestion.types import UnreadableDocument
@@ -174,7 +175,7 @@ class Spec:
             for seg in self._segments(fragment):
                 if isinstance(node, dict):
                     node = node.get(seg)
-                elif isinstance(node, list) and seg.isdigit() and int(seg) < len(node):
+                elif isinstance(node, list) and ascii_digits(seg) and int(seg) < len(node):
                     node = node[int(seg)]
                 else:
                     node = None
