@@ -176,19 +176,20 @@ def _reinstate(subscription: Subscription) -> Subscription:
     return subscription
 
 
-@transaction.atomic
 def subscriptions_revoke_as_operator(*, subscription_ids) -> int:
     """The admin's "revoke" action: as the owner's revocation, under the same lock. Returns how many."""
-    rows = Subscription.objects.filter(pk__in=subscription_ids).values_list("pk", "collection_id")
-    for subscription_id, collection_id in sorted(rows, key=lambda row: row[1]):
-        _revoke(_locked_subscription(subscription_id=subscription_id, collection_id=collection_id))
-    return len(rows)
+    return _as_operator(_revoke, subscription_ids)
+
+
+def subscriptions_reinstate_as_operator(*, subscription_ids) -> int:
+    """The admin's "reinstate" action: as the owner's reinstatement, under the same lock."""
+    return _as_operator(_reinstate, subscription_ids)
 
 
 @transaction.atomic
-def subscriptions_reinstate_as_operator(*, subscription_ids) -> int:
-    """The admin's "reinstate" action: as the owner's reinstatement, under the same lock."""
+def _as_operator(change, subscription_ids) -> int:
+    # Locked in collection order, as every other path locks, so two admins cannot deadlock.
     rows = Subscription.objects.filter(pk__in=subscription_ids).values_list("pk", "collection_id")
     for subscription_id, collection_id in sorted(rows, key=lambda row: row[1]):
-        _reinstate(_locked_subscription(subscription_id=subscription_id, collection_id=collection_id))
+        change(_locked_subscription(subscription_id=subscription_id, collection_id=collection_id))
     return len(rows)
