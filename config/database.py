@@ -32,6 +32,7 @@ def database_config(
     pool_max_size: int,
     conn_max_age: int,
     pool_max_idle: int = 5,
+    pool_busy_timeout: int = 30,
     connect_timeout: int,
     shared_buffers_mb: int | None = None,
 ) -> dict:
@@ -40,6 +41,8 @@ def database_config(
     ``connect_timeout`` bounds both a new connection and the wait for a pooled one:
     with the server gone, a request waited the pool's 30 s before it failed, and
     then with a 500; now it fails within seconds and answers 503 (config.errors).
+    Only while every pooled connection is open and busy does a request wait its turn
+    for up to ``pool_busy_timeout`` more (config/postgresql/base.py).
 
     A pool, not persistent per-thread connections: the web server runs each request
     in a thread of its own (ASGI and the development server alike), and a persistent
@@ -69,6 +72,11 @@ def database_config(
     if config["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (with pgvector >= 0.7)")
     config["OPTIONS"]["options"] = _session_options(config["OPTIONS"].get("options", ""))
+    if pool_max_size:
+        # Django's backend, with a pool that waits its turn while busy but not while the server
+        # is unreachable (config/postgresql/base.py).
+        config["ENGINE"] = "config.postgresql"
+        config["POOL_BUSY_TIMEOUT"] = pool_busy_timeout
     return config
 
 

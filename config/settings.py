@@ -110,6 +110,8 @@ DATABASES = {
         # Every this many seconds in which pooled connections went unused, the pool closes one
         # of them (psycopg_pool shrinks one at a time), so a burst's connections go away.
         pool_max_idle=env_int("DB_POOL_MAX_IDLE", 5, minimum=1),
+        # Seconds more a request waits its turn while every pooled connection is busy.
+        pool_busy_timeout=env_int("DB_POOL_BUSY_TIMEOUT", 30, minimum=1),
         conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0),
         # Seconds to get a connection (a new one, or one from the pool) before the
         # request answers 503: an unreachable database must not hold requests.
