@@ -39,8 +39,10 @@ def settings_of(pipeline: str) -> dict:
 
 def stages_on(pipeline: str) -> int:
     s = settings_of(pipeline)
-    return (s.get("spreadSources") == "true") + (s.get("queryIntent") == "true") + (
-        s.get("semanticWeight") not in ("1.0", "0.0")
+    return (
+        (s.get("spreadSources") == "true")
+        + (s.get("queryIntent") == "true")
+        + (s.get("semanticWeight") not in ("1.0", "0.0"))
     )
 
 
@@ -55,21 +57,29 @@ def main(paths):
     metrics = load(paths)
     sets = sorted({s for p in metrics.values() for s in p})
     products = [p for p in metrics if p.startswith("product") and all(s in metrics[p] for s in sets)]
-    print("| held-out set | chosen on the other sets | held-out recall@5 / MRR | naive recall@5 / MRR | margin |")
+    print(
+        "| held-out set | chosen on the other sets | held-out recall@5 / MRR | naive recall@5 / MRR"
+        " | margin |"
+    )
     print("|---|---|---|---|---|")
     for held in sets:
         chosen = choose(metrics, products, [s for s in sets if s != held])
         r, m = metrics[chosen][held]
         nr, nm = metrics[NAIVE][held]
-        print(f"| {held} | {chosen.removeprefix('product ')} | {r:.3f} / {m:.3f} | {nr:.3f} / {nm:.3f} | "
-              f"{r - nr:+.3f} / {m - nm:+.3f} |")
+        print(
+            f"| {held} | {chosen.removeprefix('product ')} | {r:.3f} / {m:.3f} | {nr:.3f} / {nm:.3f} | "
+            f"{r - nr:+.3f} / {m - nm:+.3f} |"
+        )
     stages = {
         "lexical side (hybrid, semanticWeight < 1)": lambda p: settings_of(p).get("semanticWeight") != "1.0",
         "dense side (semanticWeight > 0)": lambda p: settings_of(p).get("semanticWeight") != "0.0",
         "spreadSources": lambda p: settings_of(p).get("spreadSources") == "true",
         "queryIntent": lambda p: settings_of(p).get("queryIntent") == "true",
     }
-    print("\n| stage | held-out set | with it: chosen -> recall@5 / MRR | without it: chosen -> recall@5 / MRR |")
+    print(
+        "\n| stage | held-out set | with it: chosen -> recall@5 / MRR |"
+        " without it: chosen -> recall@5 / MRR |"
+    )
     print("|---|---|---|---|")
     for name, on in stages.items():
         for held in sets:

@@ -58,8 +58,15 @@ def memoise_searches() -> None:
     searched, memo = service._searched, {}
 
     def cached(question, scope, config, timer):
-        key = (question, scope.sql(), tuple(scope.params()), config["queryIntent"], config["hybrid"],
-               config["minRelevanceScore"], config["maxDocs"])
+        key = (
+            question,
+            scope.sql(),
+            tuple(scope.params()),
+            config["queryIntent"],
+            config["hybrid"],
+            config["minRelevanceScore"],
+            config["maxDocs"],
+        )
         if key not in memo:
             memo[key] = searched(question, scope, config, timer)
         search, candidates, stats = memo[key]
@@ -97,9 +104,13 @@ def scored(question, ranked_sources, top5_sources) -> dict:
 def product_rows(questions, *, user, collection_ids, overrides) -> list[dict]:
     rows = []
     for q in questions:
-        context = retrieve(user=user, question=q.question, collection_ids=collection_ids, k=K, overrides=overrides)
+        context = retrieve(
+            user=user, question=q.question, collection_ids=collection_ids, k=K, overrides=overrides
+        )
         result = question_result(q, context, 0.0)
-        rows.append({"id": q.id, "type": document_type(q), **scored(q, result.ranked, result.retrieved_at[5])})
+        rows.append(
+            {"id": q.id, "type": document_type(q), **scored(q, result.ranked, result.retrieved_at[5])}
+        )
         rows[-1]["refused"] = not result.answerable
     return rows
 
@@ -108,8 +119,11 @@ def product_rows(questions, *, user, collection_ids, overrides) -> list[dict]:
 
 
 def naive_chunks(paths: list[Path]) -> list[tuple[str, str, str]]:
+    """Windows of every section; one file per basename, the last listed, as naive_rag.py's --files
+    (and as the product, where an upload replaces the collection's document of the same name)."""
+    by_name = {p.name: p for p in paths}
     chunks = []
-    for p in sorted(paths, key=lambda p: p.name):
+    for p in sorted(by_name.values(), key=lambda p: p.name):
         for s in extract_sections(p.name, p.read_bytes()):
             text = " ".join(s.text.split())
             for i in range(0, max(len(text), 1), 800):
@@ -132,15 +146,20 @@ def _encoder():
 
 
 def cached_embeddings(texts: list[str]) -> np.ndarray:
-    """naive_rag.py's encode(batch 32, normalised), cached on disk by the texts' hash."""
-    key = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:24]
-    cache = ROOT / "var" / "naive-cache" / f"{key}.npy"
-    if cache.exists():
-        return np.load(cache)
-    vectors = _encoder().encode(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    np.save(cache, vectors)
-    return vectors
+    """naive_rag.py's encode(batch 32, normalised), each text's vector cached on disk by its hash."""
+    folder = ROOT / "var" / "naive-cache"
+    folder.mkdir(parents=True, exist_ok=True)
+    keys = [hashlib.sha256(t.encode()).hexdigest()[:24] for t in texts]
+    store = folder / "vectors.npz"
+    known = dict(np.load(store)) if store.exists() else {}
+    missing = [i for i, k in enumerate(keys) if k not in known]
+    if missing:
+        vectors = _encoder().encode(
+            [texts[i] for i in missing], batch_size=32, normalize_embeddings=True, show_progress_bar=False
+        )
+        known.update({keys[i]: v for i, v in zip(missing, vectors, strict=True)})
+        np.savez(store, **known)
+    return np.stack([known[k] for k in keys])
 
 
 def naive_rows(questions, paths: list[Path], weight: float = 0.7) -> list[dict]:
@@ -199,15 +218,18 @@ def print_table(set_name: str, pipelines: dict[str, list[dict]]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--set", action="append", required=True, dest="sets", metavar="NAME:QUESTIONS:COLLECTION:FILES")
+    ap.add_argument(
+        "--set", action="append", required=True, dest="sets", metavar="NAME:QUESTIONS:COLLECTION:FILES"
+    )
     ap.add_argument("--config", action="append", default=[], help="comma-separated KEY=VALUE overrides")
     ap.add_argument("--rows", help="write per-question rows (JSON Lines) here")
     ap.add_argument("--no-naive", action="store_true")
+    ap.add_argument("--no-product", action="store_true")
     ap.add_argument("--memo", action="store_true", help="search once per question across --config runs")
     args = ap.parse_args()
     if args.memo:
         memoise_searches()
-    configs = args.config or [""]
+    configs = [] if args.no_product else (args.config or [""])
     out = open(args.rows, "w") if args.rows else None
     for spec in args.sets:
         name, questions_file, collection, files = spec.split(":")
@@ -221,7 +243,9 @@ def main() -> None:
             )
         if not args.no_naive:
             paths = [Path(line.strip()) for line in Path(files).read_text().splitlines() if line.strip()]
-            pipelines["naive rrf 0.7"] = naive_rows(questions, [p if p.is_absolute() else ROOT / p for p in paths])
+            pipelines["naive rrf 0.7"] = naive_rows(
+                questions, [p if p.is_absolute() else ROOT / p for p in paths]
+            )
         print_table(name, pipelines)
         sys.stdout.flush()
         if out:

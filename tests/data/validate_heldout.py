@@ -65,21 +65,32 @@ def main() -> int:
     django.setup()
     from knowledge.ingestion.extract import extract_sections
 
-    paths = [Path(args.corpus) / line.strip() for line in (HERE / "heldout_documents.txt").read_text().splitlines() if line.strip()]
+    paths = [
+        Path(args.corpus) / line.strip()
+        for line in (HERE / "heldout_documents.txt").read_text().splitlines()
+        if line.strip()
+    ]
     sections: dict[str, list[tuple[str, str]]] = {}
     for path in paths:
         sections.setdefault(path.name, []).extend(
-            (s.source_ref, " ".join([*s.heading_path, s.text])) for s in extract_sections(path.name, path.read_bytes())
+            (s.source_ref, " ".join([*s.heading_path, s.text]))
+            for s in extract_sections(path.name, path.read_bytes())
         )
     names = Counter(p.name for p in paths)
-    questions = [json.loads(line) for line in (HERE / "heldout_questions.jsonl").read_text().splitlines() if line.strip()]
+    questions = [
+        json.loads(line)
+        for line in (HERE / "heldout_questions.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
     errors = []
     for q in questions:
         gold_text = []
         for source in q["expected_sources"]:
             doc, ref = source["document"], source["source_ref"]
             if names.get(doc) != 1:
-                errors.append(f"{q['id']}: {doc} is listed {names.get(doc, 0)} times in heldout_documents.txt")
+                errors.append(
+                    f"{q['id']}: {doc} is listed {names.get(doc, 0)} times in heldout_documents.txt"
+                )
                 continue
             found = [text for r, text in sections[doc] if r == ref]
             if len(found) != 1:
@@ -93,7 +104,9 @@ def main() -> int:
                 errors.append(f"{q['id']}: shares {run} consecutive words with its gold text")
         else:
             for probe in NO_ANSWER_PROBES.get(q["id"], []):
-                hits = [(d, r) for d, items in sections.items() for r, t in items if re.search(probe, t, re.I)]
+                hits = [
+                    (d, r) for d, items in sections.items() for r, t in items if re.search(probe, t, re.I)
+                ]
                 if hits:
                     errors.append(f"{q['id']}: probe {probe!r} occurs in {hits[:3]}")
             if q["id"] not in NO_ANSWER_PROBES:
