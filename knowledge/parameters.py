@@ -157,7 +157,7 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter(
             "semanticWeight",
             float,
-            0.35,
+            0.65,
             "Weight of the semantic ranking in Reciprocal Rank Fusion.",
             0.0,
             1.0,
@@ -169,6 +169,12 @@ PARAMETERS: dict[str, Parameter] = {
             "Rank each page's or section's best chunk before any page's second chunk.",
         ),
         Parameter("rrfK", int, 60, "Smoothing constant k of Reciprocal Rank Fusion.", 1, 1000),
+        Parameter(
+            "queryIntent",
+            bool,
+            False,
+            "Narrow API-spec chunks to operations or schemas when the question's wording asks for one.",
+        ),
         *AGENTIC_PARAMETERS,
     )
 }

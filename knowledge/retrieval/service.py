@@ -195,7 +195,7 @@ def _searched(question: str, scope: Scope, config, timer: _Timer) -> tuple[_Sear
     with timer.stage("statistics"):
         terms = _statistics(question, scope)
     limit = max(MIN_CANDIDATES, config["maxDocs"] * 10)
-    intent = query_intent(question)
+    intent = query_intent(question) if config["queryIntent"] else None
     first_lexical = _lexical(question, scope, terms, config, limit, intent_filter_sql(intent), timer)
     search = _Search(question, vector_of(), scope, terms, _size(terms))
     candidates, stats = _candidates(search, config, timer, intent, limit, first_lexical)

@@ -111,6 +111,10 @@ PARAMETER_GROUPS = [
                 "One passage per page first",
                 "Show the best passage of each page or section before a second passage of any.",
             ),
+            "queryIntent": (
+                "Guess API questions' target",
+                "Search only an API spec's operations, or only its schemas, when the question asks for one.",
+            ),
         },
     ),
 ]

@@ -156,6 +156,19 @@ def test_openapi_operations_expand_to_the_schemas_they_reference(alice, corpus):
     assert "=== Source 1 ===" in context.context_text
 
 
+def test_query_intent_narrows_api_chunks_only_when_switched_on(alice, corpus):
+    c = collection_create(name="api-intent", owner=alice)
+    ingest(c, corpus / "openapi" / "petstore-expanded-3.0.json")
+    question = "What fields does a pet object have?"
+    on = retrieve(user=alice, question=question, collection_ids=[c.pk], k=10, overrides={"queryIntent": True})
+    off = retrieve(
+        user=alice, question=question, collection_ids=[c.pk], k=10, overrides={"queryIntent": False}
+    )
+    assert on.stats["intent"] == "schema"
+    assert off.stats["intent"] is None
+    assert {r.chunk.metadata.get("type") for r in off.primary_chunks} >= {"operation", "component"}
+
+
 def test_circular_references_terminate(alice, corpus):
     c = collection_create(name="circular", owner=alice)
     ingest(c, corpus / "openapi" / "circular-3.0.json")
