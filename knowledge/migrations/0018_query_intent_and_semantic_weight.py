@@ -34,5 +34,5 @@ def backwards(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("knowledge", "0016_chunk_lexical_scope_columns")]
+    dependencies = [("knowledge", "0017_worker_probe")]
     operations = [migrations.RunPython(forwards, backwards)]
