@@ -47,11 +47,16 @@ from knowledge.worker_probes import cluster_forget, cluster_name, clusters_stuck
 logger = logging.getLogger(__name__)
 
 CHECK_EVERY = 1.0  # seconds between looks at the cluster (a process poll and two small queries)
+# A cluster that fails this soon after its start (the database down at start, a broken setting) would
+# otherwise be restarted every second: each quick failure doubles the pause before the next start.
+QUICK_FAILURE_SECONDS = 30.0
+LONGEST_RESTART_PAUSE = 60.0
 
 
 @dataclass
 class Cluster:
     process: subprocess.Popen
+    started_at: float = field(default_factory=time.monotonic)
     # Jobs queued before this time may sit in a killed cluster's memory: queue them again.
     lost_before: datetime.datetime | None = field(default=None)
     # After a failed check (the database was down, so no task could be taken), a probe's wait
@@ -66,20 +71,40 @@ def supervise() -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda number, _frame: stopping.append(number))
     cluster = cluster_start()
+    quick_failures = 0
     while not stopping:
         time.sleep(CHECK_EVERY)
         if stopping:
             break
         fault = cluster_fault(cluster)
         if fault:
-            logger.critical("Worker cluster %s %s; replacing it", cluster.process.pid, fault)
+            lived = time.monotonic() - cluster.started_at
+            quick_failures = quick_failures + 1 if lived < QUICK_FAILURE_SECONDS else 0
+            pause = restart_pause(quick_failures)
+            logger.critical("Worker cluster %s %s; replacing it in %.0f s", cluster.process.pid, fault, pause)
             lost_before = cluster_kill(cluster)
+            _sleep_unless_stopping(pause, stopping)
+            if stopping:
+                break
             cluster = cluster_start()
             cluster.lost_before = lost_before
         else:
             _requeue_fetched(cluster)
     logger.info("Stopping the worker cluster %s", cluster.process.pid)
     cluster_stop(cluster)
+
+
+def restart_pause(quick_failures: int) -> float:
+    """Seconds to wait before starting a cluster again: none at first, then 1, 2, 4 ... up to a minute."""
+    if quick_failures <= 1:
+        return 0.0
+    return min(2.0 ** (quick_failures - 2), LONGEST_RESTART_PAUSE)
+
+
+def _sleep_unless_stopping(seconds: float, stopping: list[int]) -> None:
+    deadline = time.monotonic() + seconds
+    while not stopping and time.monotonic() < deadline:
+        time.sleep(min(CHECK_EVERY, deadline - time.monotonic()))
 
 
 def cluster_start() -> Cluster:

@@ -125,3 +125,12 @@ def test_probe_lines_are_left_out_of_the_log_but_not_their_failures():
     assert quiet.filter(record(logging.ERROR, f"Failed '{PROBE_TASK}' (probe-host:1)"))
     assert quiet.filter(record(logging.INFO, "Processed 'knowledge.tasks.process_document' (document-1)"))
     assert quiet.filter(record(logging.INFO, "Enqueued [knowledge] 8"))  # a web process's upload
+
+
+def test_a_cluster_that_keeps_failing_at_start_is_restarted_ever_more_slowly():
+    from knowledge.worker_supervisor import LONGEST_RESTART_PAUSE, restart_pause
+
+    pauses = [restart_pause(failures) for failures in range(0, 10)]
+    assert pauses[:2] == [0.0, 0.0]  # a cluster that ran a while, or failed once, is replaced at once
+    assert pauses[2:6] == [1.0, 2.0, 4.0, 8.0]
+    assert max(pauses) == LONGEST_RESTART_PAUSE
