@@ -8,6 +8,17 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 
 
+def throttle_rates(settings, **rates: str) -> None:
+    """Set some of the per-user rates (scope="N/period") for one test, the others as configured."""
+    import copy
+
+    from config.api_settings import REST_FRAMEWORK
+
+    rest = copy.deepcopy(REST_FRAMEWORK)
+    rest["DEFAULT_THROTTLE_RATES"] = {**rest["DEFAULT_THROTTLE_RATES"], **rates}
+    settings.REST_FRAMEWORK = rest
+
+
 @pytest.fixture
 def corpus() -> Path:
     if not CORPUS.is_dir():

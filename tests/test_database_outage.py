@@ -16,16 +16,14 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.conftest import REPO_ROOT
 from tests.served import served_application, wait_for_port
-from tests.test_external_database import _pg_bin, _postgres_user, tcp_postgres
+from tests.test_external_database import _manage, _pg_bin, _postgres_user, tcp_postgres
 
 pytestmark = [pytest.mark.slow, pytest.mark.security]
 
@@ -104,27 +102,14 @@ def _start_postgres(base: Path, port: int, log: Path) -> subprocess.Popen:
     return server
 
 
-def _manage(env: dict, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return done.stdout
-
-
 def test_a_killed_database_gets_a_fast_503_with_retry_after_everywhere_and_recovery(tmp_path):
     with tcp_postgres(tmp_path) as (url, server_folder):
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "config.settings"}
         env["KNOWLEDGE_DATA_DIR"] = str(tmp_path / "data")
-        _manage(env, "migrate", "--noinput")
-        _manage(env, "createcachetable")
-        secret = _manage(env, "shell", "-c", TOKEN).split("SECRET ", 1)[1].strip()
+        _manage("migrate", "--noinput", env=env)
+        _manage("createcachetable", env=env)
+        secret = _manage("shell", "-c", TOKEN, env=env).stdout.split("SECRET ", 1)[1].strip()
         served = {
             "DATABASE_URL": url,
             "DEBUG": "false",

@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from config.api_settings import REST_FRAMEWORK
 from knowledge.models import Collection, Document, LinkGrant, Subscription
 from knowledge.services.collections import chunk_profile_default, collection_create, collection_update
 from knowledge.services.marketplace import subscription_create
 from knowledge.services.sharing import collection_link_open
+from tests.conftest import throttle_rates
 
 pytestmark = [pytest.mark.security, pytest.mark.django_db]
 
 
 @pytest.fixture
 def one_per_minute(settings):
-    rest = copy.deepcopy(REST_FRAMEWORK)
-    rates = {"uploads": "1/minute", "writes": "1/minute"}
-    rest["DEFAULT_THROTTLE_RATES"] = {**rest["DEFAULT_THROTTLE_RATES"], **rates}
-    settings.REST_FRAMEWORK = rest
+    throttle_rates(settings, uploads="1/minute", writes="1/minute")
 
 
 def test_the_admin_revoke_action_drops_the_link_grant_and_keeps_the_reader_out(admin_client, alice, bob):

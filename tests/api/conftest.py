@@ -6,6 +6,7 @@ import copy
 
 import pytest
 from django.core.cache import cache
+from django.test import Client
 from rest_framework.test import APIClient
 
 from accounts.tokens import token_create
@@ -49,6 +50,22 @@ def bearer():
 @pytest.fixture
 def anon():
     return APIClient()
+
+
+@pytest.fixture
+def page(alice):
+    """Alice signed in on the pages; errors are answered as responses, as a browser gets them."""
+    client = Client(raise_request_exception=False)
+    client.force_login(alice)
+    return client
+
+
+@pytest.fixture
+def api(bearer, alice):
+    """Alice's API client; errors are answered as responses, as a client gets them."""
+    client = bearer(alice)
+    client.raise_request_exception = False
+    return client
 
 
 @pytest.fixture

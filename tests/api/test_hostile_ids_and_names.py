@@ -14,7 +14,6 @@ import json
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
 
 from knowledge.models import Document, Profile
 from knowledge.services.documents import document_upload
@@ -24,20 +23,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.security]
 
 CJK_NAME = "知" * 100 + ".txt"  # 104 characters, 304 bytes in UTF-8
 TEXT = b"Parental leave is requested through the HR office two months ahead."
-
-
-@pytest.fixture
-def page(alice):
-    client = Client(raise_request_exception=False)
-    client.force_login(alice)
-    return client
-
-
-@pytest.fixture
-def api(bearer, alice):
-    client = bearer(alice)
-    client.raise_request_exception = False
-    return client
 
 
 @pytest.fixture

@@ -9,27 +9,12 @@ Clients here do not re-raise server errors, so a 500 is seen as a response.
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from knowledge.models import ChatSession, Collection, Profile, ProfileCollection
 from tests.api.conftest import assert_error
 
 pytestmark = pytest.mark.django_db
 NUL = "\x00"
-
-
-@pytest.fixture
-def page(alice):
-    client = Client(raise_request_exception=False)
-    client.force_login(alice)
-    return client
-
-
-@pytest.fixture
-def api(bearer, alice):
-    client = bearer(alice)
-    client.raise_request_exception = False
-    return client
 
 
 @pytest.mark.security

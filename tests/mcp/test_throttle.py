@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 from django.core.cache import cache
 from django.db import connections
@@ -12,10 +10,10 @@ from mcp.shared.exceptions import MCPError
 from rest_framework.exceptions import Throttled
 from rest_framework.test import APIClient
 
-from config.api_settings import REST_FRAMEWORK
 from knowledge.mcp.identity import NamedUserIdentity
 from knowledge.mcp.server import build_server
 from knowledge.services.collections import collection_create
+from tests.conftest import throttle_rates
 from tests.mcp.conftest import error_text, payload, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,9 +32,7 @@ def no_persistent_connections():
 
 @pytest.fixture
 def two_per_minute(settings):
-    rest = copy.deepcopy(REST_FRAMEWORK)
-    rest["DEFAULT_THROTTLE_RATES"] = {**rest["DEFAULT_THROTTLE_RATES"], "retrieve": "2/minute"}
-    settings.REST_FRAMEWORK = rest
+    throttle_rates(settings, retrieve="2/minute")
     cache.clear()  # a clean cache; the throttle counts are rows (RateCounter), reset with the test database
     yield
     cache.clear()

@@ -6,7 +6,6 @@ rotating X-Forwarded-For header resets nothing.
 
 from __future__ import annotations
 
-import copy
 import itertools
 
 import pytest
@@ -14,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core import mail
 from django.test import Client
 
-from config.api_settings import REST_FRAMEWORK
+from tests.conftest import throttle_rates
 
 pytestmark = [pytest.mark.security, pytest.mark.django_db]
 
@@ -23,10 +22,7 @@ forged = (f"203.0.113.{n}" for n in itertools.count(1))
 
 @pytest.fixture
 def three_per_hour(settings):
-    rest = copy.deepcopy(REST_FRAMEWORK)
-    rates = {"signup": "3/hour", "password_reset": "3/hour"}
-    rest["DEFAULT_THROTTLE_RATES"] = {**rest["DEFAULT_THROTTLE_RATES"], **rates}
-    settings.REST_FRAMEWORK = rest
+    throttle_rates(settings, signup="3/hour", password_reset="3/hour")
 
 
 def sign_up(username: str, **extra):

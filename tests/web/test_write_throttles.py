@@ -6,8 +6,6 @@ collections created, re-indexes and retries share the "writes" rate.
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connections
@@ -15,12 +13,12 @@ from mcp import Client
 from rest_framework.test import APIClient
 
 from accounts.tokens import token_create
-from config.api_settings import REST_FRAMEWORK
 from knowledge.mcp.identity import NamedUserIdentity
 from knowledge.mcp.server import build_server
 from knowledge.models import Collection, Document
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import document_upload
+from tests.conftest import throttle_rates
 from tests.mcp.conftest import run
 
 pytestmark = [pytest.mark.security, pytest.mark.django_db(transaction=True)]
@@ -28,10 +26,7 @@ pytestmark = [pytest.mark.security, pytest.mark.django_db(transaction=True)]
 
 @pytest.fixture
 def two_per_minute(settings):
-    rest = copy.deepcopy(REST_FRAMEWORK)
-    rates = {"uploads": "2/minute", "writes": "2/minute", "retrieve": "2/minute"}
-    rest["DEFAULT_THROTTLE_RATES"] = {**rest["DEFAULT_THROTTLE_RATES"], **rates}
-    settings.REST_FRAMEWORK = rest
+    throttle_rates(settings, uploads="2/minute", writes="2/minute", retrieve="2/minute")
 
 
 @pytest.fixture
