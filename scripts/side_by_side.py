@@ -14,7 +14,7 @@ window embeddings are cached under var/naive-cache/ so a second run embeds nothi
 A set is NAME:QUESTIONS:COLLECTION:FILES_LIST, FILES_LIST a file of document paths (one a line,
 relative to the project root or absolute): the files the collection was ingested from and that the
 naive pipeline indexes. --rows writes one JSON line per (set, pipeline, question) for choosing
-defaults afterwards (leave-one-set-out). Needs bm25s (pip install bm25s) unless --no-naive.
+defaults afterwards (leave-one-set-out). The naive side uses bm25s (in the lock, with the test tools).
 """
 
 from __future__ import annotations
