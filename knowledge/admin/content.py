@@ -112,7 +112,7 @@ class CollectionAdminForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        if self.instance.pk is None:
+        if self.instance.pk is None and not self.errors:  # a refused form creates nothing: no charge
             try:
                 user_throttle_charge(user=self.user, scope="writes")
             except RateLimitedError as exc:
@@ -367,6 +367,9 @@ class SubscriptionAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # a deleted revoked row would let its user subscribe afresh: revoke instead
 
     @admin.action(description="Revoke (they stay out, share link included, until reinstated)")
     def revoke(self, request, queryset):

@@ -64,7 +64,6 @@ def subscribed_collections(*, user) -> QuerySet[Collection]:
 @transaction.atomic
 def subscription_create(*, user, collection: Collection) -> tuple[Subscription, bool]:
     """Subscribe ``user``: idempotent; re-activates an ended, not a revoked, one. Returns (row, changed)"""
-    collection = marketplace_listing_for(user=user, collection_id=collection.pk)
     collection_access_lock(collection_id=collection.pk)  # see knowledge.services.sharing
     collection = marketplace_listing_for(user=user, collection_id=collection.pk)  # as of the lock
     if collection.owner_id is not None and collection.owner_id == user.pk:
@@ -190,6 +189,12 @@ def subscriptions_reinstate_as_operator(*, subscription_ids) -> int:
 def _as_operator(change, subscription_ids) -> int:
     # Locked in collection order, as every other path locks, so two admins cannot deadlock.
     rows = Subscription.objects.filter(pk__in=subscription_ids).values_list("pk", "collection_id")
+    changed = 0
     for subscription_id, collection_id in sorted(rows, key=lambda row: row[1]):
-        change(_locked_subscription(subscription_id=subscription_id, collection_id=collection_id))
-    return len(rows)
+        try:
+            subscription = _locked_subscription(subscription_id=subscription_id, collection_id=collection_id)
+        except NotFoundError:
+            continue  # deleted (with its collection, perhaps) since it was selected: nothing to change
+        change(subscription)
+        changed += 1
+    return changed

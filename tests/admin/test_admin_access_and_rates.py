@@ -41,6 +41,24 @@ def test_the_admin_revoke_action_drops_the_link_grant_and_keeps_the_reader_out(a
     admin_client.post(f"/admin/knowledge/subscription/{subscription.pk}/change/", {"revoked_at": ""})
     subscription.refresh_from_db()
     assert subscription.revoked_at is not None
+    # Nor deleting: a revoked row deleted would let bob subscribe afresh.
+    assert admin_client.post(f"/admin/knowledge/subscription/{subscription.pk}/delete/").status_code == 403
+    assert Subscription.objects.filter(pk=subscription.pk, revoked_at__isnull=False).exists()
+
+
+def test_an_operator_action_skips_a_subscription_gone_since_it_was_selected(alice, bob, charlie):
+    from knowledge.services.marketplace import subscriptions_revoke_as_operator
+
+    shared = collection_update(
+        collection=collection_create(name="shared", owner=alice, visibility="unlisted"), listed=True
+    )
+    staying, _ = subscription_create(user=bob, collection=shared)
+    gone, _ = subscription_create(user=charlie, collection=shared)
+    selected = [staying.pk, gone.pk]
+    Subscription.objects.filter(pk=gone.pk).delete()
+    assert subscriptions_revoke_as_operator(subscription_ids=selected) == 1
+    staying.refresh_from_db()
+    assert staying.revoked_at is not None
 
 
 def _collection_form(name: str) -> dict:
@@ -64,3 +82,9 @@ def test_admin_writes_count_against_the_operators_rates(admin_client, alice, cor
     refused = upload("bates.txt")
     assert refused.status_code == 200 and "too many" in refused.content.decode().lower()
     assert Document.objects.count() == 1
+
+
+def test_a_refused_admin_form_does_not_use_up_the_write_rate(admin_client, one_per_minute):
+    refused = admin_client.post("/admin/knowledge/collection/add/", _collection_form(""))  # no name
+    assert refused.status_code == 200 and not Collection.objects.exists()
+    assert admin_client.post("/admin/knowledge/collection/add/", _collection_form("one")).status_code == 302
