@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, OuterRef, Subquery
+from django.db.models import Count, F, OuterRef, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -71,7 +71,10 @@ def _queue_task(job: ProcessingJob, *, sync: bool | None = None) -> None:
     options = {"task_name": f"document-{job.document_id}-job-{job.pk}", "group": "ingest"}
     if sync is not None:
         options["sync"] = sync
-    async_task(PROCESS_DOCUMENT, job.document_id, job.chunk_profile_id, job.pk, q_options=options)
+    # Run here and now (the ingest command's --wait, KNOWLEDGE_SYNC_TASKS), a task processes its own
+    # document, which its caller waits for; in a worker it takes the fairest queued job.
+    inline = sync if sync is not None else settings.Q_CLUSTER.get("sync", False)
+    async_task(PROCESS_DOCUMENT, job.document_id, job.chunk_profile_id, job.pk, not inline, q_options=options)
 
 
 def job_claim(*, job_id: int) -> Claim | None:
@@ -120,20 +123,26 @@ def _claim(job: ProcessingJob) -> Claim:
 
 
 def _fairest_queued():
+    # Documents without an uploader (the ingest command's) are one uploader, "nobody" (id 0), so
+    # their jobs share one count (in SQL, NULL = NULL would never match and they would always lead).
     running = (
-        ProcessingJob.objects.filter(
-            state=ProcessingJob.State.RUNNING, document__uploaded_by=OuterRef("document__uploaded_by")
-        )
+        ProcessingJob.objects.filter(state=ProcessingJob.State.RUNNING)
+        .annotate(uploader=_uploader())
+        .filter(uploader=OuterRef("uploader"))
         .order_by()
-        .values("document__uploaded_by")
+        .values("uploader")
         .annotate(count=Count("pk"))
         .values("count")
     )
     return (
         ProcessingJob.objects.filter(state=ProcessingJob.State.QUEUED)
-        .annotate(uploader_running=Coalesce(Subquery(running[:1]), 0))
+        .annotate(uploader=_uploader(), uploader_running=Coalesce(Subquery(running[:1]), 0))
         .order_by("uploader_running", "queued_at", "pk")
     )
+
+
+def _uploader():
+    return Coalesce("document__uploaded_by", Value(0))
 
 
 def _start(jobs) -> int:

@@ -10,7 +10,7 @@ import logging
 
 from knowledge.ingestion.pipeline import document_process
 from knowledge.models import Document
-from knowledge.processing_jobs import job_claim_next
+from knowledge.processing_jobs import job_claim, job_claim_next
 from knowledge.services.documents import documents_fail_stale
 from knowledge.worker_probes import probe_answer
 
@@ -18,15 +18,16 @@ logger = logging.getLogger(__name__)
 
 
 def process_document(
-    document_id: int, chunk_profile_id: int | None = None, job_id: int | None = None
+    document_id: int, chunk_profile_id: int | None = None, job_id: int | None = None, fair: bool = True
 ) -> None:
-    """Process one document; with a job id, the queued job this run claims, fairest first (processing_jobs).
+    """Process one document; with a job id, the queued job this run claims (processing_jobs): the
+    fairest queued one in a worker, its own when run inline (``fair`` False) for a caller that waits.
 
     Tasks queued without a job id (before jobs existed, or called directly) process unconditionally.
     """
     claim = None
     if job_id is not None:
-        claim = job_claim_next(job_id=job_id)
+        claim = job_claim_next(job_id=job_id) if fair else job_claim(job_id=job_id)
         if claim is None:
             logger.info("Job %s for document %s is taken, done or gone; nothing to do", job_id, document_id)
             return

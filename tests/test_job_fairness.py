@@ -25,7 +25,9 @@ def no_worker(monkeypatch):
 
 
 def _queue(user, collection, name: str) -> ProcessingJob:
-    text = f"{name}: a short note about leave policy written by {user.username}.".encode()
+    text = (
+        f"{name}: a short note about leave policy written by {user.username if user else 'nobody'}.".encode()
+    )
     document = document_upload(collection=collection, filename=name, data=text, uploaded_by=user, sync=False)
     return ProcessingJob.objects.get(document=document.document)
 
@@ -59,3 +61,38 @@ def test_a_task_processes_the_job_it_claimed(alice, bob, no_worker):
     states = dict(ProcessingJob.objects.values_list("pk", "state"))
     assert states == {first.pk: "running", second.pk: "queued", bobs_job.pk: "done"}
     assert bobs_job.document.chunks.exists() and not second.document.chunks.exists()
+
+
+def test_documents_without_an_uploader_share_one_count(alice, no_worker):
+    notes = collection_create(name="notes", owner=alice)
+    first, second = _queue(None, notes, "n1.txt"), _queue(None, notes, "n2.txt")  # the ingest command's
+    alices = _queue(alice, notes, "a1.txt")
+    assert job_claim_next(job_id=first.pk).job_id == first.pk
+    # "Nobody" has a job running now, Alice none: hers goes before nobody's second.
+    assert job_claim_next(job_id=second.pk).job_id == alices.pk
+
+
+def test_an_inline_task_processes_its_own_document_for_the_caller_who_waits(alice, bob):
+    alices = collection_create(name="alice's", owner=alice)
+    bobs = collection_create(name="bob's", owner=bob)
+    older = _queue_without_running(bob, bobs, "b1.txt")  # queued earlier, by someone else
+    mine = document_upload(
+        collection=alices,
+        filename="a1.txt",
+        data=b"Leave is requested two months ahead.",
+        uploaded_by=alice,
+        sync=True,
+    ).document
+    mine.refresh_from_db()
+    assert mine.status == "ready"
+    assert ProcessingJob.objects.get(pk=older.pk).state == "queued"  # left for a worker
+
+
+def _queue_without_running(user, collection, name: str) -> ProcessingJob:
+    from django_q.conf import Conf
+
+    saved, Conf.SYNC = Conf.SYNC, False
+    try:
+        return _queue(user, collection, name)
+    finally:
+        Conf.SYNC = saved
