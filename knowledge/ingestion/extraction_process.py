@@ -46,6 +46,7 @@ from pathlib import Path
 from knowledge.ingestion.drafts import ChunkingOptions, document_drafts
 from knowledge.ingestion.limits import (
     IngestLimits,
+    LimitExceeded,
     extraction_cpu_exceeded,
     extraction_memory_exceeded,
 )
@@ -314,11 +315,17 @@ def _failure(exc: Exception, limits: IngestLimits) -> tuple[str, object]:
     """The reply for a document that failed; "exhausted" when it ran into the address-space limit.
 
     Parsers report a failed allocation in their own ways (lxml: an XML syntax
-    error, "unknown error"), so a failure after the process came near its limit
-    is taken for the memory limit, whatever the parser called it. The pipeline
+    error, "unknown error"), so an unexpected failure after the process came
+    near its limit is taken for the memory limit, whatever the parser called it
+    (a damaged file included: the parser's "unknown error" may be a failed
+    allocation). A refusal by one of this product's limits is reported as it is. The pipeline
     replaces a child that answers "exhausted": its heap may be in pieces.
     """
-    if isinstance(exc, MemoryError) or _near_memory_limit(limits):
+    if isinstance(exc, MemoryError):
+        return "exhausted", str(extraction_memory_exceeded(limits))
+    if isinstance(exc, LimitExceeded):  # one of this product's own limits: its reason is certain
+        return "rejected", str(exc)
+    if _near_memory_limit(limits):
         return "exhausted", str(extraction_memory_exceeded(limits))
     if isinstance(exc, ExtractionError):
         return "rejected", str(exc)

@@ -472,11 +472,12 @@ class _Watch:
                 self._stops.remove(stop)
 
     def document_gone(self) -> None:
+        # Stops run under the lock: once on_gone's block has ended, its child may be serving another
+        # document, and a late stop must not kill it. A stop only signals a process: it never blocks.
         with self._lock:
             self.gone.set()
-            stops = list(self._stops)
-        for stop in stops:
-            stop()
+            for stop in self._stops:
+                stop()
 
 
 @contextlib.contextmanager

@@ -95,7 +95,7 @@ def document_upload(
 
 
 # Document.filename's column; the stored original has a name of our own (document_upload_path).
-MAX_FILENAME_CHARS = 255
+MAX_FILENAME_CHARS = Document._meta.get_field("filename").max_length
 
 
 def document_filename_clean(filename: str) -> str:

@@ -264,3 +264,14 @@ def test_the_worker_fails_the_heavy_pdf_with_the_reason_and_keeps_the_collection
     assert list(heavy.jobs.values_list("state", "attempts")) == [("failed", 1)]  # no second run
     assert not Chunk.objects.filter(document=heavy).exists()
     assert good.status == Document.Status.READY and Chunk.objects.filter(document=good).exists()
+
+
+def test_near_the_memory_limit_a_products_limit_keeps_its_reason_and_a_parser_failure_is_memory():
+    from knowledge.ingestion.extraction_process import _failure
+    from knowledge.ingestion.types import UnreadableDocument
+
+    near = dataclasses.replace(DEFAULT_LIMITS, max_extraction_memory_bytes=1)  # any process is near it
+    pages = LimitExceeded("the PDF has 3,000 pages", 2_000, "max_pdf_pages", "pages")
+    assert _failure(pages, near) == ("rejected", str(pages))
+    kind, reason = _failure(UnreadableDocument("the file is not a valid DOCX document: unknown error"), near)
+    assert kind == "exhausted" and "KNOWLEDGE_MAX_EXTRACTION_MEMORY_MB" in reason
