@@ -38,11 +38,12 @@ from knowledge.services.marketplace import (
 from knowledge.services.queries import count_subquery
 
 
-def _charged(model_admin, request, scope: str) -> bool:
-    """The operator's action counts like a page's or the API's; refused, it says why and does nothing."""
+def _charged(model_admin, request, scope: str, amount: int = 1) -> bool:
+    """The operator's action counts like a page's or the API's, one per selected row; refused (over the
+    rate, or more rows than it allows at all), it says why and does nothing."""
     try:
-        user_throttle_charge(user=request.user, scope=scope)
-    except RateLimitedError as exc:
+        user_throttle_charge(user=request.user, scope=scope, amount=amount)
+    except KnowledgeError as exc:
         model_admin.message_user(request, str(exc), messages.ERROR)
         return False
     return True
@@ -156,7 +157,7 @@ class CollectionAdmin(admin.ModelAdmin):
 
     @admin.action(description="Re-index under the active chunk profile")
     def reindex_under_active_profile(self, request, queryset):
-        if not _charged(self, request, "writes"):
+        if not _charged(self, request, "writes", amount=queryset.count()):
             return
         profile = chunk_profile_default()
         queued = sum(collection_reindex(collection=c, chunk_profile=profile) for c in queryset)
@@ -290,7 +291,7 @@ class DocumentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Retry the selected failed documents")
     def retry_documents(self, request, queryset):
-        if not _charged(self, request, "writes"):
+        if not _charged(self, request, "writes", amount=queryset.count()):
             return
         retried = 0
         for document in queryset.exclude(status=Document.Status.READY):
@@ -300,7 +301,7 @@ class DocumentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Re-index the selected documents")
     def reindex_documents(self, request, queryset):
-        if not _charged(self, request, "writes"):
+        if not _charged(self, request, "writes", amount=queryset.count()):
             return
         for document in queryset:
             document_reindex(document=document)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from knowledge.models import Collection, Document, LinkGrant, Subscription
+from knowledge.models import Collection, Document, LinkGrant, ProcessingJob, Subscription
 from knowledge.services.collections import chunk_profile_default, collection_create, collection_update
+from knowledge.services.documents import document_upload
 from knowledge.services.marketplace import subscription_create
 from knowledge.services.sharing import collection_link_open
 from tests.conftest import throttle_rates
@@ -88,3 +89,23 @@ def test_a_refused_admin_form_does_not_use_up_the_write_rate(admin_client, one_p
     refused = admin_client.post("/admin/knowledge/collection/add/", _collection_form(""))  # no name
     assert refused.status_code == 200 and not Collection.objects.exists()
     assert admin_client.post("/admin/knowledge/collection/add/", _collection_form("one")).status_code == 302
+
+
+def test_an_admin_action_counts_each_selected_document(admin_client, alice, corpus, settings):
+    throttle_rates(settings, writes="2/minute")
+    notes = collection_create(name="notes", owner=alice)
+    documents = [
+        document_upload(
+            collection=notes, filename=name, data=(corpus / "text" / name).read_bytes(), sync=True
+        ).document.pk
+        for name in ("gravity_hill.md", "bates.txt", "obama.txt")
+    ]
+    queued_before = ProcessingJob.objects.count()
+    response = admin_client.post(
+        "/admin/knowledge/document/",
+        {"action": "reindex_documents", "_selected_action": documents},
+        follow=True,
+    )
+    shown = [str(m) for m in response.context["messages"]]
+    assert any("at most 2" in m for m in shown), shown  # three documents: more than the rate allows at all
+    assert ProcessingJob.objects.count() == queued_before
