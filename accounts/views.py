@@ -1,5 +1,3 @@
-import math
-
 from axes.utils import reset as axes_reset
 from django.contrib import messages
 from django.contrib.auth import login
@@ -84,5 +82,5 @@ def _refused(request, template: str, form, exc: RateLimitedError):
     """The form again, with the rate's message, as a 429 with Retry-After."""
     form.add_error(None, str(exc))
     response = render(request, template, {"form": form}, status=429)
-    response["Retry-After"] = str(math.ceil(exc.retry_after))
+    response["Retry-After"] = exc.retry_after_header
     return response

@@ -4,6 +4,8 @@ Shared by both apps (accounts and knowledge), so it sits below them: knowledge
 depends on accounts, never the other way round.
 """
 
+import math
+
 
 class KnowledgeError(Exception):
     """Bad input or a refused action; the message is written for the user."""
@@ -39,6 +41,11 @@ class RateLimitedError(KnowledgeError):
     def __init__(self, message: str, *, retry_after: float):
         super().__init__(message)
         self.retry_after = retry_after
+
+    @property
+    def retry_after_header(self) -> str:
+        """Whole seconds, rounded up: a client that waits this long is counted again."""
+        return str(math.ceil(self.retry_after))
 
 
 class FieldValueError(ValueError):

@@ -15,8 +15,9 @@ from knowledge.models import Profile, ProfileCollection
 def profile_find(ref: str) -> Profile:
     """A profile by name, tag or id, for operator commands; ambiguity is an error, not a guess."""
     matches = list(Profile.objects.filter(name=ref)) or list(Profile.objects.filter(tag=ref))
-    if not matches and id_or_none(ref):
-        matches = list(Profile.objects.filter(pk=id_or_none(ref)))
+    number = id_or_none(ref)
+    if not matches and number:
+        matches = list(Profile.objects.filter(pk=number))
     if not matches:
         raise NotFoundError(f"no profile named {ref!r}")
     if len(matches) > 1:

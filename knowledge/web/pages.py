@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import math
 import sys
 
 from django.contrib.auth.decorators import login_required
@@ -46,7 +45,7 @@ def _refused(request, exc: KnowledgeError) -> HttpResponse:
     else:
         response = render(request, "knowledge/error.html", {"message": str(exc)}, status=exc.status_code)
     if isinstance(exc, RateLimitedError):
-        response["Retry-After"] = str(math.ceil(exc.retry_after))
+        response["Retry-After"] = exc.retry_after_header
     return response
 
 
