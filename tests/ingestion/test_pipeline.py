@@ -342,9 +342,15 @@ def test_reindex_keeps_old_chunks_searchable_until_the_new_set_is_complete(colle
     assert Chunk.objects.filter(collection=collection, chunk_profile=old_profile).exists()
 
 
-def _ingest_json(*args) -> list[dict]:
+def _ingest_json(*args, failed: str | None = None) -> list[dict]:
+    """The command's JSON rows; ``failed``: the error it must end with (a non-zero exit)."""
     out = io.StringIO()
-    call_command("knowledge_ingest", *args, stdout=out, stderr=io.StringIO())
+    if failed is None:
+        call_command("knowledge_ingest", *args, stdout=out, stderr=io.StringIO())
+    else:
+        with pytest.raises(CommandError, match=failed) as error:
+            call_command("knowledge_ingest", *args, stdout=out, stderr=io.StringIO())
+        assert error.value.returncode == 1
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
@@ -363,6 +369,7 @@ def test_knowledge_ingest_command_wait_json(alice, corpus, tmp_path):
         str(corpus / "office" / "dummy.docx"),
         str(corpus / "text" / "empty.txt"),
         str(folder),
+        failed="1 of 3 documents failed",
     )
     by_name = {row["filename"]: row for row in rows}
     assert set(by_name) == {"dummy.docx", "empty.txt", "notes.md"}

@@ -48,8 +48,9 @@ class Command(BaseCommand):
         entries = [self._upload(collection, path, owner, sync) for path in self._progress(files, options)]
         rows = [_report(entry) for entry in entries]
         self._print(rows, as_json=options["json"])
-        if any(row["status"] == Document.Status.FAILED for row in rows):
-            self.stderr.write(f"{sum(r['status'] == 'failed' for r in rows)} of {len(rows)} documents failed")
+        failed = sum(row["status"] == Document.Status.FAILED for row in rows)
+        if failed:  # every row is printed first; the exit status then tells scripts that not all went in
+            raise CommandError(f"{failed} of {len(rows)} documents failed", returncode=1)
 
     def _collection(self, options, owner) -> Collection:
         name = options["collection"]
