@@ -84,6 +84,14 @@ EVIDENCE = {
     'topics-09': ['serializ', 'multi-table inheritance', 'base class'],
     'topics-10': ['ALLOWED_HOSTS', '(running tests|test client)'],
     'topics-11': ['Too many open files', 'clos'],
+    'howto-01': ['unique non-nullable field'],
+    'howto-02': ['INSTALLED_APPS', '(delete an application|remove the app)'],
+    'howto-03': ['daphne', 'ASGI_APPLICATION'],
+    'howto-04': ['file association'],
+    'howto-05': ['extends \\"admin/base_site\\.html\\"', 'block\\.super'],
+    'howto-06': ['expects_localtime=True'],
+    'howto-07': ['non_db_attrs'],
+    'howto-08': ['WSGIDaemonProcess', 'python-path'],
 }
 
 # Sections that match a question's EVIDENCE but were read and judged not to answer it.
@@ -113,6 +121,9 @@ NOT_ANSWERING = {
         'django-docs/ref/settings.txt|section=ALLOWED_HOSTS': 'points to the testing page; settings.txt is not a unique file name',
         'django-docs/releases/1.3.6.txt|section=Host header poisoning': 'says validation is disabled when running tests (true then, not now)',
         'django-docs/releases/1.4.4.txt|section=Host header poisoning': 'says validation is disabled when running tests (true then, not now)',
+    },
+    'howto-07': {
+        'django-docs/howto/custom-model-fields.txt|section=Field deconstruction': 'mentions non_db_attrs only as a pointer',
     },
 }
 
