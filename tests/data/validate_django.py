@@ -92,6 +92,18 @@ EVIDENCE = {
     'howto-06': ['expects_localtime=True'],
     'howto-07': ['non_db_attrs'],
     'howto-08': ['WSGIDaemonProcess', 'python-path'],
+    'releases-01': ['update_fields', 'update_or_create'],
+    'releases-02': ['UUIDField', 'MariaDB 10\\.7', 'char\\(32\\)'],
+    'releases-03': ['utf8mb4', 'utf8mb3'],
+    'releases-04': ['X-XSS-Protection'],
+    'releases-05': ['initial_data.{0,40}fixtures'],
+    'faq-01': ['Lawrence, Kansas', '(cite|citation)'],
+    'faq-02': ['chmod \\+x'],
+    'faq-03': ['volunteers', '(more specific|different channel)'],
+    'intro-01': ['relative paths', 'static'],
+    'intro-02': ['django-`*\\s*prefix'],
+    'misc-01': ['leading underscore'],
+    'misc-02': ['security', '(compatibility guarantee|backwards compatibility)', '(trumps|unavoidable)'],
 }
 
 # Sections that match a question's EVIDENCE but were read and judged not to answer it.
@@ -124,6 +136,21 @@ NOT_ANSWERING = {
     },
     'howto-07': {
         'django-docs/howto/custom-model-fields.txt|section=Field deconstruction': 'mentions non_db_attrs only as a pointer',
+    },
+    'releases-02': {
+        'django-docs/releases/5.0.txt|section=Models': 'announces the native UUID type on MariaDB 10.7+, not what to do with existing columns',
+        'django-docs/ref/models/fields.txt|section=UUIDField': 'says which databases use a uuid type; fields.txt is not a unique file name',
+    },
+    'releases-04': {
+        'django-docs/ref/checks.txt|section=Security': 'the old security.W007 check, removed in 3.0; says browsers ignore the header, not what replaced the setting',
+    },
+    'intro-01': {
+        'django-docs/ref/contrib/staticfiles.txt|section=findstatic': "relative paths of a management command's arguments",
+        'django-docs/releases/1.7.txt|section=django.contrib.staticfiles': 'findstatic prints relative paths',
+        'django-docs/releases/3.1.txt|section=Miscellaneous': 'unrelated mention of relative paths',
+    },
+    'misc-01': {
+        'django-docs/releases/1.8.txt|section=django.forms.Field._has_changed()': "one method's rename, not the policy",
     },
 }
 
