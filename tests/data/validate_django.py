@@ -104,6 +104,9 @@ EVIDENCE = {
     'intro-02': ['django-`*\\s*prefix'],
     'misc-01': ['leading underscore'],
     'misc-02': ['security', '(compatibility guarantee|backwards compatibility)', '(trumps|unavoidable)'],
+    'intro-03': ['debug toolbar', 'installation guide'],
+    'ref-15': ['(yesterday|minutes ago)', '(naturalday|naturaltime|humanize)'],
+    'ref-16': ['orphans', '(last page|overflow)'],
 }
 
 # Sections that match a question's EVIDENCE but were read and judged not to answer it.
@@ -157,6 +160,18 @@ NOT_ANSWERING = {
 # Terms an answer to each no-answer question would need (a trailing * makes a prefix; matching
 # is on whole words, case-insensitive). None may occur in any of the 656 files.
 NO_ANSWER_PROBES = {
+    'noanswer-01': ['graphql*', 'graphene'],
+    'noanswer-02': ['two-factor', 'two factor', 'multi-factor', 'mfa', '2fa', 'totp', 'authenticator app*', 'one-time code*'],
+    'noanswer-03': ['soft-delet*', 'deleted_at', 'is_deleted', 'undelete*', 'soft_delete'],
+    'noanswer-04': ['thumbnail*', 'image resiz*', 'resize the image*', 'resized cop*'],
+    'noanswer-05': ['livereload', 'live reload*', 'live-reload*', 'hot reload*', 'refresh the browser', 'reload the browser', 'browser refresh*', 'auto-refresh*'],
+    'noanswer-06': ['openapi', 'swagger', 'api schema*'],
+    'noanswer-07': ['push notification*', 'firebase', 'apns', 'fcm'],
+    'noanswer-08': ['jwt', 'json web token*', 'bearer'],
+    'noanswer-09': ['cors', 'access-control-allow*', 'cross-origin resource sharing'],
+    'noanswer-10': ['fts5', 'fts4', 'fts3'],
+    'noanswer-11': ['csv import*', 'import from csv', 'importing csv', 'import-export', 'import button'],
+    'noanswer-12': ['prometheus', 'opentelemetry', '/metrics', 'metrics endpoint*', 'scrape*'],
 }
 
 STOPWORDS = frozenset(
