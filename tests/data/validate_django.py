@@ -64,7 +64,7 @@ EVIDENCE = {
     "ref-02": ["safe=False"],
     "ref-03": ["database is locked"],
     "ref-04": ["disable_action"],
-    "ref-05": ["410", "new_path"],
+    "ref-05": ["(410|HttpResponseGone)", "new_path"],
     "ref-06": ["ManifestStaticFilesStorage", "(far future|long-term)"],
     "ref-07": ["pluralize:"],
     "ref-08": ["parallel", "messages", "window"],
