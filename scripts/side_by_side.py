@@ -118,7 +118,18 @@ def product_rows(questions, *, user, collection_ids, overrides) -> list[dict]:
 # --- the naive pipeline, as ../shared/eval/naive_rag.py (per question instead of only the means) ---
 
 
+_windows: dict[tuple, list] = {}
+
+
 def naive_chunks(paths: list[Path]) -> list[tuple[str, str, str]]:
+    """naive_windows, once per list of files (several naive weights share them)."""
+    key = tuple(paths)
+    if key not in _windows:
+        _windows[key] = naive_windows(paths)
+    return _windows[key]
+
+
+def naive_windows(paths: list[Path]) -> list[tuple[str, str, str]]:
     """Windows of every section; one file per basename, the last listed, as naive_rag.py's --files
     (and as the product, where an upload replaces the collection's document of the same name)."""
     by_name = {p.name: p for p in paths}
@@ -226,6 +237,11 @@ def main() -> None:
     ap.add_argument("--no-naive", action="store_true")
     ap.add_argument("--no-product", action="store_true")
     ap.add_argument("--memo", action="store_true", help="search once per question across --config runs")
+    ap.add_argument(
+        "--naive-weights",
+        default="0.7",
+        help="comma-separated semantic weights of the naive pipeline (1 = dense only, 0 = BM25 only)",
+    )
     args = ap.parse_args()
     if args.memo:
         memoise_searches()
@@ -243,9 +259,10 @@ def main() -> None:
             )
         if not args.no_naive:
             paths = [Path(line.strip()) for line in Path(files).read_text().splitlines() if line.strip()]
-            pipelines["naive rrf 0.7"] = naive_rows(
-                questions, [p if p.is_absolute() else ROOT / p for p in paths]
-            )
+            for weight in [float(w) for w in args.naive_weights.split(",")]:
+                pipelines[f"naive rrf {weight:g}"] = naive_rows(
+                    questions, [p if p.is_absolute() else ROOT / p for p in paths], weight
+                )
         print_table(name, pipelines)
         sys.stdout.flush()
         if out:
