@@ -373,13 +373,13 @@ def _embedding_reads(question: str) -> bool:
 
 
 def _select(question: str, candidates: list[Candidate], config) -> list[Candidate]:
-    """Scored and chosen (scoring.py); for a question the embedding model cannot read, by its
-    words alone: the semantic ranking would be noise (on the Japanese document of the corpus it
-    put a phrase's own section below another one, 2026-11-25)."""
-    if _embedding_reads(question):
-        return select(candidates, config=config, today=timezone.localdate(), hybrid=config["hybrid"])
-    words_only = {**config, "semanticWeight": 0.0}
-    return select(candidates, config=words_only, today=timezone.localdate(), hybrid=True)
+    """Scored and chosen (scoring.py); in hybrid search, a question the embedding model cannot read
+    is ranked by its words alone: the semantic ranking would be noise (on the Japanese document
+    of the corpus it put a phrase's own section below another one, 2026-11-25). Dense-only search
+    (hybrid off) has no lexical ranking to fall back on and stays as configured."""
+    if config["hybrid"] and not _embedding_reads(question):
+        config = {**config, "semanticWeight": 0.0}
+    return select(candidates, config=config, today=timezone.localdate(), hybrid=config["hybrid"])
 
 
 def _answerability(search: _Search, candidates: list[Candidate], chosen: list[Candidate], config) -> Verdict:
