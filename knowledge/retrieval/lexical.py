@@ -132,7 +132,7 @@ _TERMS_SQL = f"""
 
 
 def query_terms(text: str, *, max_terms: int = MAX_TERMS) -> list[str]:
-    """The query's distinct lexemes, made like the chunks' (words stemmed, CJK bigrams), in order of first appearance."""
+    """The query's distinct lexemes, made like the chunks' (stemmed words, CJK bigrams), in order."""
     text = sanitise_query(text)
     if not text or max_terms <= 0:
         return []

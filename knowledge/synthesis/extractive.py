@@ -229,7 +229,8 @@ def _paragraph_units(paragraph: str) -> list[str]:
 
 def _is_quotable(sentence: str) -> bool:
     wide = len(_WIDE.findall(sentence))
-    if not (MIN_CHARS <= len(sentence) + wide <= MAX_CHARS and len(sentence.split()) + wide // 2 >= MIN_WORDS):
+    words = len(sentence.split()) + wide // 2
+    if not (MIN_CHARS <= len(sentence) + wide <= MAX_CHARS and words >= MIN_WORDS):
         return False
     if sentence[0].islower():
         return False  # the tail of a sentence cut at the chunk's start

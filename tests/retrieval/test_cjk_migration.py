@@ -37,7 +37,8 @@ def _matching(tsquery: str) -> list[int]:
     """The chunks of the lexical copy (what the search reads) matching ``tsquery``."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT chunk_id FROM knowledge_chunk_lexical WHERE search_vector @@ %s::tsquery ORDER BY 1", [tsquery]
+            "SELECT chunk_id FROM knowledge_chunk_lexical WHERE search_vector @@ %s::tsquery ORDER BY 1",
+            [tsquery],
         )
         return [row[0] for row in cursor.fetchall()]
 

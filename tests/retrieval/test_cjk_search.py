@@ -70,7 +70,9 @@ def phrase_of(text: str, others: list[str], length: int = 6) -> str:
 
 def vector_of(text: str) -> str:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT knowledge_search_vector(%s)::text, to_tsvector('english', %s)::text", [text, text])
+        cursor.execute(
+            "SELECT knowledge_search_vector(%s)::text, to_tsvector('english', %s)::text", [text, text]
+        )
         return cursor.fetchone()
 
 
