@@ -76,10 +76,10 @@ _ASKS_DATE = re.compile(
 _ASKS_DEFINITION = re.compile(r"^\s*(?:what (?:is|are|was|were|does)|define|who (?:is|was))\b", re.IGNORECASE)
 
 # A sentence ends at . ! or ? with any closing quotes, brackets and footnote marks ("1965.[1]"),
-# before white space and a capital or digit; or at the full stops of Japanese and Chinese (。！？),
-# which need no space after them (text without spaces never has one).
+# before white space and a capital, a digit or Hangul (Korean spaces its sentences); or at the
+# full stops of Japanese and Chinese (。！？), which need no space after them (that text has none).
 _SENTENCE_END = re.compile(
-    r"[.!?]+[\"'”’)\]]*(?:\[\d+\])*(?=\s+[\"'“‘(\[]?[A-Z0-9])"
+    r"[.!?]+[\"'”’)\]]*(?:\[\d+\])*(?=\s+[\"'“‘(\[]?[A-Z0-9\uac00-\ud7af])"
     r"|[。！？]+[」』）)\]\"”’]*(?:\[\d+\])*"
 )
 _ENDS_SENTENCE = re.compile(r"[.!?。！？][\"'”’)\]」』）]*(?:\[\d+\])*$")

@@ -17,16 +17,19 @@ from django.db import connection
 
 from knowledge.clients.text import CJK_RUN, cjk_bigrams
 from knowledge.ingestion.extract import extract_sections
-from knowledge.models import Chunk, Document
+from knowledge.models import Chunk, ChunkProfile, Document
 from knowledge.retrieval.lexical import query_terms
 from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import document_upload
 from tests.retrieval.test_lexical import (
     IN_SCOPE_FILES,
+    add_chunks,
     assert_lexical_copy_is_exact,
     assert_statistics_are_exact,
     chunk_texts,
+    make_collection,
+    search,
 )
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -173,3 +176,21 @@ def test_statistics_count_the_bigrams_through_updates_and_deletes(alice):
     Chunk.objects.filter(pk=chunk.pk).delete()
     assert_statistics_are_exact()
     assert_lexical_copy_is_exact()
+
+
+@pytest.mark.parametrize(
+    ("texts", "question"),
+    [
+        (["混合检索结合了关键词检索和向量检索。", "数据库事务保证一致性。"], "关键词"),
+        (["하이브리드 검색은 정확도를 높인다.", "데이터베이스 트랜잭션은 일관성을 보장한다."], "검색"),
+        (["การค้นหาแบบไฮบริดช่วยให้แม่นยำขึ้น", "ธุรกรรมฐานข้อมูลรับประกันความสอดคล้อง"], "ค้นหา"),
+        # Half-width katakana is the same word as full-width (NFKC).
+        (["ﾉｰﾄﾊﾟｿｺﾝの在庫は十台。", "プリンターの在庫は三台。"], "ノートパソコン"),
+    ],
+)
+def test_chinese_korean_thai_and_half_width_text_is_found_by_part_of_a_word(texts, question):
+    profile = ChunkProfile.objects.create(name="cjk-scripts", chunk_size=1000, chunk_overlap=100)
+    collection = make_collection("cjk-scripts", profile)
+    ids = add_chunks(collection, texts)
+    assert [hit.chunk_id for hit in search(question, collection)] == [ids[0]]
+    assert_statistics_are_exact()

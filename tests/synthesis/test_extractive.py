@@ -164,3 +164,8 @@ def test_japanese_sentences_end_at_their_full_stops_and_are_quoted_verbatim():
     ]
     for sentence in sentences:
         assert sentence in normalise(text)
+    korean = "하이브리드 검색은 키워드 검색과 벡터 검색을 결합한다. 그래서 정확도가 크게 향상된다."
+    assert split_sentences(korean) == [
+        "하이브리드 검색은 키워드 검색과 벡터 검색을 결합한다.",
+        "그래서 정확도가 크게 향상된다.",
+    ]
