@@ -46,7 +46,10 @@ def test_full_text_column_is_generated_and_its_copy_gin_indexed(db):
         "SELECT generation_expression FROM information_schema.columns "
         "WHERE table_name = 'knowledge_chunk' AND column_name = 'search_vector'"
     )
-    assert generated and "to_tsvector('english'::regconfig, content)" in generated[0][0]
+    # The 'english' lexemes plus CJK bigrams (migration 0019), a function the search calls too.
+    assert generated and "knowledge_search_vector(content)" in generated[0][0]
+    body = _fetch("SELECT prosrc, provolatile FROM pg_proc WHERE proname = 'knowledge_search_vector'")
+    assert body and "to_tsvector('english'::regconfig" in body[0][0] and body[0][1] == "i"
 
 
 def test_a_default_chunk_profile_is_active(db):

@@ -9,17 +9,29 @@ from pgvector.django import HnswIndex, VectorField
 
 from knowledge.models.collections import ChunkProfile, Collection
 
-# The text-search configuration of the full-text column and of every query
-# against it; they must match or the lexical search finds nothing.
+# The text-search configuration of the full-text column's words (inside
+# knowledge_search_vector, migration 0019) and of PostgreSQL's own rankings the
+# benchmarks compare with.
 SEARCH_CONFIG = "english"
+# The SQL function that makes a text's full-text vector, for chunks and questions alike.
+SEARCH_VECTOR_FUNCTION = "knowledge_search_vector"
 _STORED_SUFFIX = re.compile(r"\.[a-z0-9]{1,10}")
 
 
 class ToTsVector(models.Func):
-    """to_tsvector with a constant configuration, so it is immutable (a generated column)."""
+    """to_tsvector with a constant configuration, so it is immutable (the generated column before 0019)."""
 
     function = "to_tsvector"
     template = f"%(function)s('{SEARCH_CONFIG}'::regconfig, %(expressions)s)"
+    output_field = SearchVectorField()
+
+
+class SearchVectorOf(models.Func):
+    """The chunk's full-text vector: 'english' lexemes plus the character bigrams of text written
+    without spaces (Japanese, Chinese, Korean, Thai); the function is migration 0019's, and the
+    lexical search computes a question's terms with the same one."""
+
+    function = SEARCH_VECTOR_FUNCTION
     output_field = SearchVectorField()
 
 
@@ -125,7 +137,7 @@ class Chunk(models.Model):
     embedding = VectorField(dimensions=settings.KNOWLEDGE_EMBEDDING_DIMENSIONS)
     # Searched through its copy in knowledge_chunk_lexical, which holds the GIN index (migration 0016).
     search_vector = models.GeneratedField(
-        expression=ToTsVector("content"),
+        expression=SearchVectorOf("content"),
         output_field=SearchVectorField(),
         db_persist=True,
     )

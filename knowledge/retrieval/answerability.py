@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
+from knowledge.clients.text import mostly_without_spaces
+
 # Fitted weights of the logistic score (see the module docstring).
 WEIGHTS = {"best_similarity": 0.56, "margin": 0.44, "coverage": 2.26, "agreement": 0.74}
 INTERCEPT = -1.84
@@ -91,13 +93,32 @@ def answerability_score(evidence: Evidence) -> float:
     return 1.0 / (1.0 + math.exp(-linear))
 
 
-def verdict_for(evidence: Evidence, *, min_answerability: float, min_relevance: float) -> Verdict:
-    """Answerable when some chunk passes minRelevanceScore and the score reaches minAnswerability."""
+def verdict_for(
+    evidence: Evidence, *, min_answerability: float, min_relevance: float, similarity_floor: bool = True
+) -> Verdict:
+    """Answerable when some chunk passes minRelevanceScore and the score reaches minAnswerability.
+
+    ``similarity_floor=False`` skips SIMILARITY_FLOOR, for a question the embedding model cannot
+    read (``embedding_reads``): its cosines say nothing, and the score still weighs the rest.
+    """
     score = answerability_score(evidence)
     if evidence.best_similarity < min_relevance:
         return Verdict(False, score, min_answerability, "no chunk reaches minRelevanceScore", evidence)
-    if min_answerability > 0 and evidence.best_similarity < SIMILARITY_FLOOR:
+    if min_answerability > 0 and similarity_floor and evidence.best_similarity < SIMILARITY_FLOOR:
         return Verdict(False, score, min_answerability, "the best chunk is unlike the question", evidence)
     if score < min_answerability:
         return Verdict(False, score, min_answerability, "the evidence is below minAnswerability", evidence)
     return Verdict(True, score, min_answerability, "", evidence)
+
+
+# The floor was measured with all-MiniLM-L6-v2, an English model: a question written mostly
+# without spaces (Japanese, Chinese, Thai) is a run of unknown word pieces to it, and its best
+# cosine to the very row it quotes came out 0.18-0.35 (the workbook's product names, 2026-11-25).
+ENGLISH_ONLY_MODELS = frozenset({"sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"})
+
+
+def embedding_reads(question: str, *, embedding_model: str) -> bool:
+    """Whether the model's cosines say anything about ``question``: not when an English-only model
+    embedded a question whose letters are mostly CJK, Hangul or Thai. If not, neither
+    SIMILARITY_FLOOR nor the semantic ranking judges it (the retrieval service)."""
+    return embedding_model not in ENGLISH_ONLY_MODELS or not mostly_without_spaces(question)

@@ -2,9 +2,10 @@
 
 Two round trips, both bounded:
 
-1. Statistics. The query text goes through PostgreSQL's own
-   ``to_tsvector('english', ...)``, so its lexemes are stemmed exactly like the
-   chunks' generated ``search_vector`` column; operators, quotes and other
+1. Statistics. The query text goes through the function that makes the chunks'
+   generated ``search_vector`` column (``knowledge_search_vector``, migration
+   0019: 'english' lexemes plus the character bigrams of Japanese, Chinese,
+   Korean and Thai text), so its lexemes are exactly the chunks'; operators, quotes and other
    syntax are plain punctuation to that parser, so no input can make it raise.
    The same statement sums, over the (collection, chunk profile) partitions the
    caller's scope admits, the chunk count, total length and each lexeme's
@@ -46,7 +47,8 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from knowledge.models.documents import SEARCH_CONFIG
+from knowledge.clients.text import is_grammatical_bigram
+from knowledge.models.documents import SEARCH_VECTOR_FUNCTION
 
 K1 = 1.2
 B = 0.75
@@ -121,21 +123,21 @@ def sanitise_query(text) -> str:
     return text.encode("utf-8", "replace").decode("utf-8").strip()
 
 
-_TERMS_SQL = """
+_TERMS_SQL = f"""
     SELECT u.lexeme, u.positions[1] AS first_position
-    FROM unnest(to_tsvector(%s::regconfig, %s)) AS u
+    FROM unnest({SEARCH_VECTOR_FUNCTION}(%s)) AS u
     ORDER BY first_position, u.lexeme
     LIMIT %s
 """
 
 
 def query_terms(text: str, *, max_terms: int = MAX_TERMS) -> list[str]:
-    """The query's distinct lexemes, stemmed like the chunks, in order of first appearance."""
+    """The query's distinct lexemes, made like the chunks' (stemmed words, CJK bigrams), in order."""
     text = sanitise_query(text)
     if not text or max_terms <= 0:
         return []
     with connection.cursor() as cursor:
-        cursor.execute(_TERMS_SQL, [SEARCH_CONFIG, text, max_terms])
+        cursor.execute(_TERMS_SQL, [text, max_terms])
         return [row[0] for row in cursor.fetchall()]
 
 
@@ -207,7 +209,7 @@ _STATISTICS_SQL = f"""
 def _scope_statistics(cursor, text: str, scope_sql: str, scope_params: list) -> ScopeStatistics:
     cursor.execute(
         _STATISTICS_SQL.format(scope=scope_sql),
-        [SEARCH_CONFIG, text, MAX_LOOKUP_TERMS, *scope_params],
+        [text, MAX_LOOKUP_TERMS, *scope_params],
     )
     rows = cursor.fetchall()
     if not rows or not rows[0][2]:
@@ -458,12 +460,19 @@ def _bind(sql: str, named: dict, scope_params: list) -> tuple[str, list]:
 def question_term_weights(
     *, query: str, scope_sql: str, scope_params: list, stats: ScopeStatistics | None = None
 ) -> dict[str, float]:
-    """IDF over the scope of each of the question's terms, a term found nowhere weighing most."""
+    """IDF over the scope of each of the question's terms, a term found nowhere weighing most.
+
+    Japanese bigrams holding hiragana are left out when the question has other terms: they are
+    its grammar ("ですか", the seam "ンの"), which the English terms lose as stop words, and the
+    ones found nowhere would otherwise outweigh the words the question is about.
+    """
     if stats is None:
         stats = scope_statistics(query=query, scope_sql=scope_sql, scope_params=scope_params)
     if not stats.chunks:
         return {}
-    return {lexeme: idf(df=df, chunks=stats.chunks) for lexeme, df in stats.df.items()}
+    weights = {lexeme: idf(df=df, chunks=stats.chunks) for lexeme, df in stats.df.items()}
+    content = {lexeme: w for lexeme, w in weights.items() if not is_grammatical_bigram(lexeme)}
+    return content or weights
 
 
 def chunk_lexemes(*, chunk_id: int, lexemes: list[str]) -> set[str]:

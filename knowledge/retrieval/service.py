@@ -33,6 +33,7 @@ from knowledge.retrieval.answerability import (
     Evidence,
     Verdict,
     coverage_of,
+    embedding_reads,
     margin_of,
     verdict_for,
 )
@@ -150,7 +151,7 @@ def retrieve(
     # Reranking looks at maxDocs x 3 candidates, then keeps maxDocs (docs/design.md#scoring).
     pool = {**config, "maxDocs": config["maxDocs"] * 3} if rerank_ids else config
     with timer.stage("score"):
-        chosen = select(candidates, config=pool, today=timezone.localdate(), hybrid=config["hybrid"])
+        chosen = _select(question, candidates, pool)
     with timer.stage("answerability"):
         context.answerability = _answerability(search, candidates, chosen, config)
     primary = _load(chosen)
@@ -367,11 +368,28 @@ def _merge(vector, dense_hits, lexical_hits) -> list[Candidate]:
     return candidates
 
 
+def _embedding_reads(question: str) -> bool:
+    return embedding_reads(question, embedding_model=settings.KNOWLEDGE_EMBEDDING_MODEL)
+
+
+def _select(question: str, candidates: list[Candidate], config) -> list[Candidate]:
+    """Scored and chosen (scoring.py); in hybrid search, a question the embedding model cannot read
+    is ranked by its words alone: the semantic ranking would be noise (on the Japanese document
+    of the corpus it put a phrase's own section below another one, 2026-11-25). Dense-only search
+    (hybrid off) has no lexical ranking to fall back on and stays as configured."""
+    if config["hybrid"] and not _embedding_reads(question):
+        config = {**config, "semanticWeight": 0.0}
+    return select(candidates, config=config, today=timezone.localdate(), hybrid=config["hybrid"])
+
+
 def _answerability(search: _Search, candidates: list[Candidate], chosen: list[Candidate], config) -> Verdict:
     """The verdict on the best chunk chosen, from what both searches found (see answerability.py)."""
     evidence = answerability_evidence(search.question, candidates, chosen, search.scope, terms=search.terms)
     return verdict_for(
-        evidence, min_answerability=config["minAnswerability"], min_relevance=config["minRelevanceScore"]
+        evidence,
+        min_answerability=config["minAnswerability"],
+        min_relevance=config["minRelevanceScore"],
+        similarity_floor=_embedding_reads(search.question),
     )
 
 

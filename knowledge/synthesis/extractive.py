@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from knowledge.clients.embedding import embed_short_texts
+from knowledge.clients.text import CJK_RUN
 from knowledge.clients.text import snowball_terms as _terms
 from knowledge.synthesis.citations import Citation, citation_for
 
@@ -75,9 +76,16 @@ _ASKS_DATE = re.compile(
 _ASKS_DEFINITION = re.compile(r"^\s*(?:what (?:is|are|was|were|does)|define|who (?:is|was))\b", re.IGNORECASE)
 
 # A sentence ends at . ! or ? with any closing quotes, brackets and footnote marks ("1965.[1]"),
-# before white space and a capital or digit.
-_SENTENCE_END = re.compile(r"[.!?]+[\"'”’)\]]*(?:\[\d+\])*(?=\s+[\"'“‘(\[]?[A-Z0-9])")
-_ENDS_SENTENCE = re.compile(r"[.!?][\"'”’)\]]*(?:\[\d+\])*$")
+# before white space and a capital, a digit or Hangul (Korean spaces its sentences); or at the
+# full stops of Japanese and Chinese (。！？), which need no space after them (that text has none).
+_SENTENCE_END = re.compile(
+    r"[.!?]+[\"'”’)\]]*(?:\[\d+\])*(?=\s+[\"'“‘(\[]?[A-Z0-9\uac00-\ud7af])"
+    r"|[。！？]+[」』）)\]\"”’]*(?:\[\d+\])*"
+)
+_ENDS_SENTENCE = re.compile(r"[.!?。！？][\"'”’)\]」』）]*(?:\[\d+\])*$")
+# A character of text written without spaces counts for half a word and two characters of
+# English (a sentence of 13 kana and kanji is as long as the shortest English one quoted).
+_WIDE = re.compile(CJK_RUN.pattern.replace("]+", "]"))
 # A full sentence that ends in a colon introduces an example or a list ("... because joins are
 # used instead of subqueries:"); documentation states many of its answers that way.
 _INTRODUCES_EXAMPLE = re.compile(r"^(?:\S+\s+){7,}\S*:$")
@@ -121,7 +129,10 @@ def extractive_answer(
     ]
     documents = {s.source_number: s.chunk.document_id for s in content} if cover_documents else None
     chosen = _choose(question, candidates, documents) if candidates else []
-    if not chosen:
+    if not chosen and content and content[0].chunk.source_ref.startswith("sheet="):
+        # Spreadsheet rows only: the rows that best match the question, not the chunks' first rows.
+        chosen = _best_records(question, ranked)[:MIN_SENTENCES]
+    elif not chosen:
         # Nothing sentence-shaped (a table, a list of names): quote each source's opening.
         chosen = [Sentence(_opening(s.chunk.content), s.source_number, 0, r) for r, s in enumerate(top[:2])]
     elif not cover_documents and content and _is_structured(content[0]):
@@ -157,11 +168,24 @@ def _is_structured(source) -> bool:
 
 
 def _best_opening(question: str, ranked: list) -> Sentence:
-    """The opening of the structured source that best matches the question, the better ranked on a tie."""
-    structured = [(rank, s) for rank, s in ranked if _is_structured(s)]
-    openings = [Sentence(_opening(s.chunk.content), s.source_number, 0, rank) for rank, s in structured]
-    scores = _scores(question, openings, with_answer_type=False, rank_weight=OPENING_RANK_WEIGHT)
-    return openings[int(np.argmax(scores))]
+    """The record of the structured sources that best matches the question, the better ranked on a
+    tie: a spreadsheet row (a chunk holds several, one a line), or an API element's opening."""
+    return _best_records(question, ranked)[0]
+
+
+def _best_records(question: str, ranked: list) -> list[Sentence]:
+    """The structured sources' records, best match first."""
+    records = [record for rank, s in ranked if _is_structured(s) for record in _records(s, rank)]
+    scores = _scores(question, records, with_answer_type=False, rank_weight=OPENING_RANK_WEIGHT)
+    return [records[i] for i in np.argsort(-scores, kind="stable")]
+
+
+def _records(source, rank: int) -> list[Sentence]:
+    """A spreadsheet chunk's rows, each quoted whole; another record's opening."""
+    if not source.chunk.source_ref.startswith("sheet="):
+        return [Sentence(_opening(source.chunk.content), source.source_number, 0, rank)]
+    rows = [_opening(line) for line in source.chunk.content.splitlines() if line.strip()]
+    return [Sentence(row, source.source_number, position, rank) for position, row in enumerate(rows)]
 
 
 def is_reference_list(text: str) -> bool:
@@ -204,8 +228,9 @@ def _paragraph_units(paragraph: str) -> list[str]:
 
 
 def _is_quotable(sentence: str) -> bool:
-    words = sentence.split()
-    if not (MIN_CHARS <= len(sentence) <= MAX_CHARS and len(words) >= MIN_WORDS):
+    wide = len(_WIDE.findall(sentence))
+    words = len(sentence.split()) + wide // 2
+    if not (MIN_CHARS <= len(sentence) + wide <= MAX_CHARS and words >= MIN_WORDS):
         return False
     if sentence[0].islower():
         return False  # the tail of a sentence cut at the chunk's start

@@ -65,3 +65,25 @@ def test_a_cross_lingual_match_under_the_old_floor_is_judged_on_its_evidence():
     assert SIMILARITY_FLOOR < 0.27 < 0.30
     assert verdict_for(cross_lingual, min_answerability=0.18, min_relevance=0.0).answerable
     assert not verdict_for(cross_lingual, min_answerability=0.3, min_relevance=0.0).answerable
+
+
+def test_the_similarity_floor_judges_only_questions_the_embedding_model_reads():
+    from django.conf import settings
+
+    from knowledge.retrieval.answerability import embedding_reads
+
+    model = settings.KNOWLEDGE_EMBEDDING_MODEL
+    assert embedding_reads("How much does a laptop cost?", embedding_model=model)
+    assert embedding_reads("What does ノートパソコン cost in the 2024 sheet?", embedding_model=model)
+    assert not embedding_reads("ノートパソコンの単価はいくらですか？", embedding_model=model)
+    assert not embedding_reads("USBメモリ", embedding_model=model)
+    assert embedding_reads("ノートパソコンの単価は？", embedding_model="intfloat/multilingual-e5-small")
+    lexical_only = Evidence(best_similarity=0.18, margin=0.01, coverage=1.0, agreement=1.0)
+    assert not verdict_for(lexical_only, min_answerability=0.18, min_relevance=0.0).answerable
+    assert verdict_for(
+        lexical_only, min_answerability=0.18, min_relevance=0.0, similarity_floor=False
+    ).answerable
+    nothing = Evidence(best_similarity=0.18, margin=0.01, coverage=0.0, agreement=0.0)
+    assert not verdict_for(
+        nothing, min_answerability=0.18, min_relevance=0.0, similarity_floor=False
+    ).answerable

@@ -148,3 +148,24 @@ def test_the_best_chunk_leads_over_a_restatement_further_down():
     answer = extractive_answer(question=question, sources=sources)
     assert answer.sentences[0].source_number == 1
     assert answer.sentences[0].text.startswith("We generated 3,011")
+
+
+def test_japanese_sentences_end_at_their_full_stops_and_are_quoted_verbatim():
+    text = (
+        "LangChainは、LLMアプリケーション開発を容易にするフレームワークである。特に、複数のコンポーネントを"
+        "連結（Chain）する機能が強力である。 一方、LangGraphは状態を持つエージェントを定義できる。\n"
+        "短い。"
+    )
+    sentences = split_sentences(text)
+    assert sentences == [
+        "LangChainは、LLMアプリケーション開発を容易にするフレームワークである。",
+        "特に、複数のコンポーネントを連結（Chain）する機能が強力である。",
+        "一方、LangGraphは状態を持つエージェントを定義できる。",
+    ]
+    for sentence in sentences:
+        assert sentence in normalise(text)
+    korean = "하이브리드 검색은 키워드 검색과 벡터 검색을 결합한다. 그래서 정확도가 크게 향상된다."
+    assert split_sentences(korean) == [
+        "하이브리드 검색은 키워드 검색과 벡터 검색을 결합한다.",
+        "그래서 정확도가 크게 향상된다.",
+    ]
