@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import asdict, dataclass, fields
+from urllib.parse import quote as url_quote
 
 from knowledge.retrieval.sources import source_fields
 
@@ -89,6 +90,10 @@ def citation_for(retrieved) -> Citation:
     return Citation(**source_fields(retrieved, CITATION_FIELDS))
 
 
+# A sentence in double quotes right before its marker is a quotation of the cited passage
+# (the extractive answer writes `- "sentence" [Source N]`): its link carries the sentence.
+_QUOTED_BEFORE = re.compile(r'"([^"\n]{1,1000})"\s*$')
+_SOURCE_MARKER = re.compile(r"\[Source (\d+)\]")
 _LINK = re.compile(r"\[([^\]\n]{1,300})\]\((https?://[^\s)]{1,2000})\)")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _BULLET = re.compile(r"^[-*•]\s+")
@@ -125,15 +130,30 @@ def _block_html(block: str, urls: dict[int, str]) -> str:
 
 
 def _inline_html(line: str, urls: dict[int, str]) -> str:
+    # Escaping leaves the markers as they are, so the i-th marker of the line is the i-th of its HTML.
+    hrefs = iter([_marker_url(line, match, urls) for match in _SOURCE_MARKER.finditer(line)])
     escaped = html.escape(line, quote=True)
 
     def cite(match: re.Match) -> str:
-        n = int(match.group(1))
-        if n not in urls:
+        n, href = int(match.group(1)), next(hrefs)
+        if href is None:
             return match.group(0)
-        href = html.escape(urls[n], quote=True)
-        return f'<a class="citation" href="{href}" data-source="{n}">[Source {n}]</a>'
+        return f'<a class="citation" href="{html.escape(href, quote=True)}" data-source="{n}">[Source {n}]</a>'
 
-    escaped = re.sub(r"\[Source (\d+)\]", cite, escaped)
+    escaped = _SOURCE_MARKER.sub(cite, escaped)
     escaped = _LINK.sub(r"\1 (\2)", escaped)
     return _BOLD.sub(r"<strong>\1</strong>", escaped)
+
+
+def _marker_url(line: str, marker: re.Match, urls: dict[int, str]) -> str | None:
+    """The marker's link: its source's place, with the sentence quoted just before it if any."""
+    url = urls.get(int(marker.group(1)))
+    quoted = _QUOTED_BEFORE.search(line, 0, marker.start())
+    return quoted_url(url, quoted.group(1)) if url and quoted else url
+
+
+def quoted_url(url: str, quote: str) -> str:
+    """``url`` with ``quote=`` added before its fragment: the viewer highlights that sentence."""
+    place, hash_sign, fragment = url.partition("#")
+    joiner = "&" if "?" in place else "?"
+    return f"{place}{joiner}quote={url_quote(quote, safe='')}{hash_sign}{fragment}"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.http import FileResponse
 from django.shortcuts import render
+from django.templatetags.static import static
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from config.errors import NotFoundError
@@ -22,6 +24,7 @@ from knowledge.models import ChatSession, Chunk, DocumentSummary
 from knowledge.services.documents import SERVED_CONTENT_TYPES
 from knowledge.synthesis.citations import saved_answer_html
 from knowledge.web.pages import form_ids, knowledge_page
+from knowledge.web.passages import quote_in_passage, section_parts
 
 
 @require_GET
@@ -115,25 +118,45 @@ def chat_ask_stream(request):
 @require_GET
 @knowledge_page
 def document_view(request, document_id: int):
-    """A cited source at its location: the PDF at its page, or the cited section's text, highlighted."""
+    """A cited source at its location: the PDF's page with the quoted sentence and its passage
+    highlighted on the page, or the cited section's text, highlighted."""
     document = document_for_reader(user=request.user, document_id=document_id)
     chunk = _cited_chunk(document, request.GET.get("chunk"))
-    section = []
-    if chunk is not None:
-        section = Chunk.objects.filter(
-            document=document, chunk_profile_id=chunk.chunk_profile_id, source_ref=chunk.source_ref
-        ).order_by("index")
+    quote = quote_in_passage(request.GET.get("quote", ""), chunk.content) if chunk else ""
+    is_pdf = document.content_type == "application/pdf"
     return render(
         request,
         "knowledge/document_view.html",
         {
             "document": document,
             "chunk": chunk,
-            "section": section,
-            "is_pdf": document.content_type == "application/pdf",
+            "parts": _section_parts(document, chunk, quote),
+            "is_pdf": is_pdf,
+            "pdf_viewer": _pdf_viewer_data(document, chunk, quote) if is_pdf else None,
             "summary": DocumentSummary.objects.filter(document=document).first(),
         },
     )
+
+
+def _section_parts(document, chunk: Chunk | None, quote: str) -> list:
+    """The cited section's chunks, each overlap shown once (knowledge.web.passages)."""
+    if chunk is None:
+        return []
+    section = Chunk.objects.filter(
+        document=document, chunk_profile_id=chunk.chunk_profile_id, source_ref=chunk.source_ref
+    ).order_by("index")
+    return section_parts(list(section), cited_id=chunk.pk, quote=quote)
+
+
+def _pdf_viewer_data(document, chunk: Chunk | None, quote: str) -> dict:
+    """What static/js/pdf_view.mjs needs: the bytes' address, the page, and the text to find on it."""
+    return {
+        "file": reverse("knowledge:document_file", args=[document.pk]),
+        "page": (chunk.page if chunk else None) or 1,
+        "passage": chunk.content if chunk else "",
+        "quote": quote,
+        "assets": static("vendor/pdfjs/"),
+    }
 
 
 def _cited_chunk(document, raw: str | None) -> Chunk | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -105,3 +106,20 @@ def test_answer_html_is_escaped_and_links_citations():
     assert "[Source 4]" in html and 'data-source="4"' not in html  # no such citation: not a link
     assert "<strong>bold</strong>" in html
     assert html.count("<li>") == 2 and "<ul>" in html
+
+
+def test_a_quoted_sentence_travels_in_its_citation_link():
+    citations = resolve_citations("x [Source 1]", [source(1)]).citations
+    html = answer_html(
+        'Extracted:\n\n- "It holds 33,511 pairs & more." [Source 1]\n- "A second <b>quote</b>." [Source 1]',
+        citations,
+    )
+    first, second = re.findall(r'href="([^"]+)"', html)
+    assert first == "/documents/101/view/?chunk=1001&amp;quote=It%20holds%2033%2C511%20pairs%20%26%20more.#page=3"
+    assert "quote=A%20second%20%3Cb%3Equote%3C%2Fb%3E." in second and "<b>" not in html
+
+
+def test_a_marker_after_unquoted_text_links_to_the_passage_alone():
+    citations = resolve_citations("x [Source 1]", [source(1)]).citations
+    html = answer_html('He said "yes" and then left [Source 1].', citations)
+    assert 'href="/documents/101/view/?chunk=1001#page=3"' in html
