@@ -176,24 +176,23 @@ DOWNLOAD_POLICY = "default-src 'none'; sandbox"
 @require_GET
 @knowledge_page
 def document_file(request, document_id: int):
-    """The stored original: a sandboxed download, or inline for the viewer when the bytes are a PDF.
+    """The stored original, always a sandboxed download; the PDF viewer's script reads the same bytes.
 
     The type is the one detected in the bytes at upload, never the client's; anything else a browser
     could render (HTML, SVG, XML, script, unknown) would run on our origin, so it is an attachment.
+    PDFs too: the viewer draws them with pdf.js from these bytes, so no PDF is ever opened as a page
+    of ours (a browser's own PDF viewer would run the file's scripts and links).
     """
     document = document_for_reader(user=request.user, document_id=document_id)
     handle = document.file.open("rb")
-    is_pdf = _starts_as_pdf(handle)
-    inline = is_pdf and request.GET.get("inline") == "1"
     response = FileResponse(
         handle,
-        as_attachment=not inline,
+        as_attachment=True,
         filename=document.filename,
-        content_type="application/pdf" if is_pdf else _served_type(document),
+        content_type="application/pdf" if _starts_as_pdf(handle) else _served_type(document),
     )
     response["X-Content-Type-Options"] = "nosniff"
-    if not inline:
-        response["Content-Security-Policy"] = DOWNLOAD_POLICY
+    response["Content-Security-Policy"] = DOWNLOAD_POLICY
     return response
 
 
