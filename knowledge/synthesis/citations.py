@@ -138,7 +138,9 @@ def _inline_html(line: str, urls: dict[int, str]) -> str:
         n, href = int(match.group(1)), next(hrefs)
         if href is None:
             return match.group(0)
-        return f'<a class="citation" href="{html.escape(href, quote=True)}" data-source="{n}">[Source {n}]</a>'
+        return (
+            f'<a class="citation" href="{html.escape(href, quote=True)}" data-source="{n}">[Source {n}]</a>'
+        )
 
     escaped = _SOURCE_MARKER.sub(cite, escaped)
     escaped = _LINK.sub(r"\1 (\2)", escaped)

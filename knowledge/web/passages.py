@@ -50,12 +50,12 @@ def quote_span(quote: str, text: str) -> tuple[int, int] | None:
 
 
 def quote_in_passage(quote: str, passage: str) -> str:
-    """``quote`` whitespace-collapsed when the passage holds it, else "" (the viewer then shows the passage)."""
+    """``quote`` whitespace-collapsed when the passage holds it, else "" (then the passage is shown)."""
     return " ".join(quote.split()) if quote_span(quote, passage) else ""
 
 
 def section_parts(chunks: list, *, cited_id: int | None, quote: str = "") -> list[PassagePart]:
-    """The section's chunks (in order) as parts that show every overlap once, the quote marked in the cited one."""
+    """The section's chunks (in order) as parts showing each overlap once, the cited one's quote marked."""
     texts = [chunk.content for chunk in chunks]
     for index in range(1, len(texts)):
         shared = overlap_length(texts[index - 1], texts[index])
@@ -65,7 +65,7 @@ def section_parts(chunks: list, *, cited_id: int | None, quote: str = "") -> lis
             texts[index - 1] = texts[index - 1][:-shared]
         else:
             texts[index] = texts[index][shared:]
-    return [_part(chunk, text, cited_id, quote) for chunk, text in zip(chunks, texts)]
+    return [_part(chunk, text, cited_id, quote) for chunk, text in zip(chunks, texts, strict=True)]
 
 
 def _part(chunk, text: str, cited_id: int | None, quote: str) -> PassagePart:

@@ -2,8 +2,9 @@
 // text layer, the quoted sentence highlighted on it and scrolled into view, the rest of the
 // passage marked lightly. Nothing in the PDF runs: no annotation layer (so no links or forms),
 // no scripting, no WebAssembly (the page's policy allows none; pdf.js has JavaScript fallbacks).
-// What was found is reported in #pdf-status and in #pdf-view's data-highlight:
-// "quote", "passage" (the quote was not found, or none was given), "page" (neither was found).
+// What was found is reported in #pdf-status and in #pdf-view's data-highlight: "quote",
+// "passage" (the quote was not found, or none was given), "page" (neither was found), "none"
+// (no passage was cited, or another page is shown), "error" (the PDF could not be drawn).
 import { GlobalWorkerOptions, OutputScale, TextLayer, getDocument } from "../vendor/pdfjs/pdf.min.mjs";
 import { itemMarks, itemRuns, locate, locatePassage, pageIndex } from "./pdf_text_match.mjs";
 
@@ -21,7 +22,7 @@ const MESSAGES = {
   passage: "The cited passage is highlighted.",
   passageOnly: "The quoted sentence was not found in this page's text: its passage is highlighted.",
   page: "The passage was not found in this page's text (a scanned page has none): the page is shown.",
-  other: "",
+  none: "",
   error: "The PDF could not be displayed here: download the original below.",
 };
 
@@ -62,7 +63,7 @@ async function drawPage(number) {
 // Marks the quote and the passage on the page's text; returns what was found.
 function highlight(textLayer) {
   const index = pageIndex(textLayer.textContentItemsStr);
-  const passage = data.passage ? locatePassage(index, data.passage) : [];
+  const passage = locatePassage(index, data.passage);
   const from = passage.length ? passage[0][0] : 0;
   const quote = data.quote ? locate(index, data.quote, from) : null;
   const marks = itemMarks(index, passage, "passage");
@@ -97,8 +98,8 @@ async function show(number, { scroll }) {
   previous.disabled = number <= 1;
   next.disabled = number >= pdf.numPages;
   const textLayer = await drawPage(number);
-  if (number !== data.page) {
-    report("other", MESSAGES.other);
+  if (number !== data.page || !data.passage) {
+    report("none", MESSAGES.none);
     return;
   }
   const outcome = highlight(textLayer);

@@ -9,6 +9,7 @@ passage, then to the bare page, when the text cannot be found.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 from urllib.parse import quote as url_quote
 
@@ -17,11 +18,13 @@ import pytest
 from knowledge.models import Chunk, Document
 from knowledge.services.collections import collection_create
 from knowledge.web.passages import overlap_length
-from tests.browser.test_pages_ux import DESKTOP, PHONE, chromium, signed_in, upload  # noqa: F401
+from tests.browser import test_pages_ux
+from tests.browser.test_pages_ux import DESKTOP, PHONE, signed_in, upload
 from tests.conftest import CORPUS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 pytest_plugins = ["tests.synthesis.openai_server"]
+chromium = test_pages_ux.chromium  # one Chromium for the module
 
 QUESTION = "How many query-paper pairs does the AutoScholarQuery training set have?"
 
@@ -104,6 +107,16 @@ def test_a_citation_highlights_its_quoted_sentence_on_the_pdf_page(chromium, liv
     # The column beside the page marks the same sentence in the passage's text.
     assert folded(page.inner_text("#cited mark.quote")) == folded(quote)
     page.screenshot(path="tests/artifacts/pdf-citation-quote.png", full_page=False)
+
+    # Another page shows no marks; coming back to the cited page highlights it again.
+    step, other_page = ("#pdf-previous", cited_page - 1) if cited_page > 1 else ("#pdf-next", 2)
+    page.click(step)
+    page.wait_for_selector(f"#pdf-page-label:text-is('Page {other_page} of 15')")
+    page.wait_for_selector("#pdf-view[data-highlight=none]")
+    assert page.locator("#pdf-page .pdf-mark").count() == 0
+    page.click("#pdf-next" if step == "#pdf-previous" else "#pdf-previous")
+    page.wait_for_selector("#pdf-view[data-highlight=quote]")
+    assert folded("".join(marked(page, "quote"))) == folded(quote)
     assert errors == []
 
     # Another user gets nothing: neither the viewer nor the bytes it draws.
@@ -117,7 +130,7 @@ def test_a_citation_highlights_its_quoted_sentence_on_the_pdf_page(chromium, liv
 def _chunk_with_overlap(document: Document) -> tuple[Chunk, Chunk, str]:
     """A cited chunk whose earlier neighbour on the same page shares its opening text."""
     chunks = list(document.chunks.order_by("index"))
-    for earlier, later in zip(chunks, chunks[1:]):
+    for earlier, later in zip(chunks, chunks[1:], strict=False):
         shared = overlap_length(earlier.content, later.content)
         if earlier.source_ref == later.source_ref and shared >= 40:
             return earlier, later, later.content[:shared]
@@ -166,6 +179,13 @@ def test_a_quote_or_passage_not_found_falls_back_to_the_passage_then_the_page(ch
     assert page.inner_text("#pdf-page-label") == "Page 3 of 15"
     assert page.eval_on_selector("#pdf-page canvas", "c => c.width > 0")
     assert errors == []
+
+    # Bytes that pdf.js cannot read: a message and the download link, nothing broken.
+    broken = upload(pasa.collection, Path("broken.pdf"), b"%PDF-1.4\n" + b"not a PDF at all\n" * 50)
+    assert open_viewer(page, f"{live_server.url}/documents/{broken.pk}/view/") == "error"
+    assert "download the original" in page.inner_text("#pdf-status")
+    assert page.is_visible("text=Download the original")
+    assert not [error for error in errors if "pdf viewer" not in error]  # only the viewer's own report
     page.context.close()
 
 

@@ -115,7 +115,10 @@ def test_a_quoted_sentence_travels_in_its_citation_link():
         citations,
     )
     first, second = re.findall(r'href="([^"]+)"', html)
-    assert first == "/documents/101/view/?chunk=1001&amp;quote=It%20holds%2033%2C511%20pairs%20%26%20more.#page=3"
+    assert (
+        first
+        == "/documents/101/view/?chunk=1001&amp;quote=It%20holds%2033%2C511%20pairs%20%26%20more.#page=3"
+    )
     assert "quote=A%20second%20%3Cb%3Equote%3C%2Fb%3E." in second and "<b>" not in html
 
 
