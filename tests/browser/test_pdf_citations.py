@@ -8,6 +8,7 @@ passage, then to the bare page, when the text cannot be found.
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -198,5 +199,45 @@ def test_the_viewer_fits_a_phone_screen(chromium, live_server, pasa, no_llm):
     widths = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
     assert widths[0] <= widths[1] == PHONE["width"]
     page.screenshot(path="tests/artifacts/pdf-citation-phone.png", full_page=False)
+    assert errors == []
+    page.context.close()
+
+
+def scripted_pdf() -> bytes:
+    """Page 3 of pasa.pdf with a script that runs on opening and a link to a javascript: address."""
+    import pypdf
+    from pypdf.actions import JavaScript
+    from pypdf.annotations import Link
+    from pypdf.generic import DictionaryObject, NameObject, TextStringObject
+
+    writer = pypdf.PdfWriter()
+    writer.add_page(pypdf.PdfReader(CORPUS / "pdf" / "pasa.pdf").pages[2])
+    writer.add_open_action(JavaScript("app.alert('pdf script ran');"))
+    link = Link(rect=(50, 50, 550, 750), url="https://example.invalid/")
+    script = TextStringObject("app.alert('link')")
+    link[NameObject("/A")] = DictionaryObject(
+        {NameObject("/S"): NameObject("/JavaScript"), NameObject("/JS"): script}
+    )
+    writer.add_annotation(page_number=0, annotation=link)
+    out = io.BytesIO()
+    writer.write(out)
+    assert out.getvalue().count(b"/JavaScript") >= 2  # both scripts are in the file
+    return out.getvalue()
+
+
+def test_nothing_in_the_pdf_runs_in_the_viewer(chromium, live_server, pasa):
+    document = upload(pasa.collection, Path("scripted.pdf"), scripted_pdf())
+    assert document.status == Document.Status.READY, document.error
+    chunk = document.chunks.order_by("index").first()
+    page = signed_in(chromium, live_server.url, "alice", DESKTOP)
+    errors = watched(page)
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    assert open_viewer(page, f"{live_server.url}/documents/{document.pk}/view/?chunk={chunk.pk}") == "passage"
+    page.click("#pdf-page", position={"x": 200, "y": 300})  # where the link lies on the page
+    page.wait_for_timeout(500)  # a script that had run would have shown its dialog by now
+    assert dialogs == []
+    assert page.locator("#pdf-page a, #pdf-page iframe, #pdf-page form").count() == 0
+    assert page.url.startswith(f"{live_server.url}/documents/{document.pk}/view/")
     assert errors == []
     page.context.close()
