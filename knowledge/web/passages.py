@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 # A shorter common edge is a coincidence ("the "), not the chunker's overlap.
 MIN_OVERLAP = 20
+# No quoted sentence is this long (the extractive answer quotes at most 600 characters); a longer
+# "quote" in a link is not looked for.
+MAX_QUOTE = 2000
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,9 @@ def quote_span(quote: str, text: str) -> tuple[int, int] | None:
 
 def quote_in_passage(quote: str, passage: str) -> str:
     """``quote`` whitespace-collapsed when the passage holds it, else "" (then the passage is shown)."""
-    return " ".join(quote.split()) if quote_span(quote, passage) else ""
+    if len(quote) > MAX_QUOTE or not quote_span(quote, passage):
+        return ""
+    return " ".join(quote.split())
 
 
 def section_parts(chunks: list, *, cited_id: int | None, quote: str = "") -> list[PassagePart]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from knowledge.web.passages import overlap_length, quote_in_passage, quote_span, section_parts
+from knowledge.web.passages import MAX_QUOTE, overlap_length, quote_in_passage, quote_span, section_parts
 
 FIRST = "PaSa is a paper search agent. It calls tools. The crawler expands citations of each paper."
 SECOND = "The crawler expands citations of each paper. The selector reads every paper it finds."
@@ -51,4 +51,5 @@ def test_a_quote_not_in_the_passage_is_dropped():
     assert quote_in_passage("  It calls\ntools. ", FIRST) == "It calls tools."
     assert quote_in_passage("It writes poems.", FIRST) == ""
     assert quote_in_passage("", FIRST) == ""
+    assert quote_in_passage(FIRST + " " * MAX_QUOTE, FIRST) == ""  # no quote is that long
     assert quote_span("(a) [b]*", "x (a) [b]* y") == (2, 10)  # the quote is text, not a pattern
