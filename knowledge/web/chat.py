@@ -23,8 +23,9 @@ from knowledge.clients.llm import llm_config
 from knowledge.models import ChatSession, Chunk, DocumentSummary
 from knowledge.services.documents import SERVED_CONTENT_TYPES
 from knowledge.synthesis.citations import saved_answer_html
+from knowledge.synthesis.quotes import quote_range_parse
 from knowledge.web.pages import form_ids, knowledge_page
-from knowledge.web.passages import quote_in_passage, section_parts
+from knowledge.web.passages import section_parts
 
 
 @require_GET
@@ -122,7 +123,8 @@ def document_view(request, document_id: int):
     highlighted on the page, or the cited section's text, highlighted."""
     document = document_for_reader(user=request.user, document_id=document_id)
     chunk = _cited_chunk(document, request.GET.get("chunk"))
-    quote = quote_in_passage(request.GET.get("quote", ""), chunk.content) if chunk else ""
+    # A quote that is not a range of the passage is left out: the viewer then shows the passage.
+    quote = quote_range_parse(request.GET.get("quote"), chunk.content) if chunk else None
     is_pdf = document.content_type == "application/pdf"
     return render(
         request,
@@ -138,7 +140,7 @@ def document_view(request, document_id: int):
     )
 
 
-def _section_parts(document, chunk: Chunk | None, quote: str) -> list:
+def _section_parts(document, chunk: Chunk | None, quote: tuple[int, int] | None) -> list:
     """The cited section's chunks, each overlap shown once (knowledge.web.passages)."""
     if chunk is None:
         return []
@@ -148,13 +150,13 @@ def _section_parts(document, chunk: Chunk | None, quote: str) -> list:
     return section_parts(list(section), cited_id=chunk.pk, quote=quote)
 
 
-def _pdf_viewer_data(document, chunk: Chunk | None, quote: str) -> dict:
+def _pdf_viewer_data(document, chunk: Chunk | None, quote: tuple[int, int] | None) -> dict:
     """What static/js/pdf_view.mjs needs: the bytes' address, the page, and the text to find on it."""
     return {
         "file": reverse("knowledge:document_file", args=[document.pk]),
         "page": (chunk.page if chunk else None) or 1,
         "passage": chunk.content if chunk else "",
-        "quote": quote,
+        "quote": chunk.content[quote[0] : quote[1]] if quote else "",
         "assets": static("vendor/pdfjs/"),
     }
 

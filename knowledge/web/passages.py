@@ -8,14 +8,10 @@ otherwise by the earlier chunk. Pure functions: chunks in, parts out.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 # A shorter common edge is a coincidence ("the "), not the chunker's overlap.
 MIN_OVERLAP = 20
-# No quoted sentence is this long (the extractive answer quotes at most 600 characters); a longer
-# "quote" in a link is not looked for.
-MAX_QUOTE = 2000
 
 
 @dataclass(frozen=True)
@@ -43,24 +39,13 @@ def overlap_length(earlier: str, later: str) -> int:
     return 0
 
 
-def quote_span(quote: str, text: str) -> tuple[int, int] | None:
-    """Where ``quote`` (whitespace collapsed, as the extractive answer quotes) is in ``text``, or None."""
-    words = quote.split()
-    if not words:
-        return None
-    match = re.search(r"\s+".join(map(re.escape, words)), text)
-    return match.span() if match else None
+def section_parts(
+    chunks: list, *, cited_id: int | None, quote: tuple[int, int] | None = None
+) -> list[PassagePart]:
+    """The section's chunks (in order) as parts showing each overlap once, the cited one's quote marked.
 
-
-def quote_in_passage(quote: str, passage: str) -> str:
-    """``quote`` whitespace-collapsed when the passage holds it, else "" (then the passage is shown)."""
-    if len(quote) > MAX_QUOTE or not quote_span(quote, passage):
-        return ""
-    return " ".join(quote.split())
-
-
-def section_parts(chunks: list, *, cited_id: int | None, quote: str = "") -> list[PassagePart]:
-    """The section's chunks (in order) as parts showing each overlap once, the cited one's quote marked."""
+    ``quote`` is START, END in the cited chunk's text, which is never cut (its neighbours are).
+    """
     texts = [chunk.content for chunk in chunks]
     for index in range(1, len(texts)):
         shared = overlap_length(texts[index - 1], texts[index])
@@ -73,10 +58,9 @@ def section_parts(chunks: list, *, cited_id: int | None, quote: str = "") -> lis
     return [_part(chunk, text, cited_id, quote) for chunk, text in zip(chunks, texts, strict=True)]
 
 
-def _part(chunk, text: str, cited_id: int | None, quote: str) -> PassagePart:
+def _part(chunk, text: str, cited_id: int | None, quote: tuple[int, int] | None) -> PassagePart:
     cited = chunk.pk == cited_id
-    span = quote_span(quote, text) if cited else None
-    if span is None:
+    if not cited or quote is None:
         return PassagePart(chunk.pk, cited, text.strip())
-    start, end = span
+    start, end = quote
     return PassagePart(chunk.pk, cited, text[:start].lstrip(), text[start:end], text[end:].rstrip())

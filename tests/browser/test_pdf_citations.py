@@ -12,7 +12,6 @@ import io
 import re
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
-from urllib.parse import quote as url_quote
 
 import pytest
 
@@ -92,7 +91,10 @@ def test_a_citation_highlights_its_quoted_sentence_on_the_pdf_page(chromium, liv
     href = ask_and_follow(page, live_server.url, pasa.collection_id)
 
     query = parse_qs(urlsplit(href).query)
-    quote, chunk = query["quote"][0], Chunk.objects.get(pk=query["chunk"][0])
+    chunk = Chunk.objects.get(pk=query["chunk"][0])
+    start, end = (int(offset) for offset in query["quote"][0].split("-"))
+    quote = chunk.content[start:end]
+    assert f'"{" ".join(quote.split())}"' in page.inner_text(".turn .answer")  # the answer's quote
     cited_page = int(re.search(r"#page=(\d+)", href).group(1))
     assert cited_page == chunk.page
     assert page.get_attribute("#pdf-view", "data-highlight") == "quote"
@@ -164,12 +166,21 @@ def test_a_quote_or_passage_not_found_falls_back_to_the_passage_then_the_page(ch
     errors = watched(page)
     view = f"{live_server.url}/documents/{pasa.pk}/view/?chunk={cited.pk}"
 
-    # A quote that is not in the cited passage: the passage is highlighted instead.
-    foreign = " ".join(elsewhere.content.split()[:12])
-    assert open_viewer(page, f"{view}&quote={url_quote(foreign)}") == "passage"
+    # A link whose quote is not a range of the passage: the passage is highlighted instead.
+    assert open_viewer(page, f"{view}&quote=0-999999") == "passage"
     assert marked(page, "quote") == [] and marked(page, "passage")
     assert "not found" not in page.inner_text("#pdf-status")
     assert in_viewport(page, "#pdf-page .pdf-mark.passage")
+
+    # A quoted sentence that is in the passage but not in the page's text (text extracted
+    # differently): the passage is highlighted, and the page says the sentence was not found.
+    unprinted = "This sentence was never printed on any page of the paper."
+    content = f"{cited.content}\n\n{unprinted}"
+    Chunk.objects.filter(pk=cited.pk).update(content=content)
+    where = f"{content.index(unprinted)}-{len(content)}"
+    assert open_viewer(page, f"{view}&quote={where}") == "passage"
+    assert marked(page, "quote") == [] and marked(page, "passage")
+    assert "quoted sentence was not found" in page.inner_text("#pdf-status")
 
     # A passage whose text is not on its page (the PDF's text differs from what was extracted):
     # the page alone, said so, without an error.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from knowledge.web.passages import MAX_QUOTE, overlap_length, quote_in_passage, quote_span, section_parts
+from knowledge.web.passages import overlap_length, section_parts
 
 FIRST = "PaSa is a paper search agent. It calls tools. The crawler expands citations of each paper."
 SECOND = "The crawler expands citations of each paper. The selector reads every paper it finds."
@@ -36,20 +36,13 @@ def test_each_overlap_is_shown_once_and_the_cited_passage_stays_whole():
     assert first[0].before == FIRST and first[1].before == "The selector reads every paper it finds."
 
 
-def test_the_quote_is_marked_in_the_cited_chunk_whatever_its_line_breaks():
+def test_the_quote_is_marked_in_the_cited_chunk_only():
     passage = "PaSa is a paper\nsearch agent.  It calls\n tools."
-    assert quote_span("It calls tools.", passage) == (passage.index("It"), len(passage))
-    parts = section_parts(chunks(passage), cited_id=10, quote="It calls tools.")
+    start = passage.index("It")
+    parts = section_parts(chunks(passage, THIRD), cited_id=10, quote=(start, len(passage)))
     assert (parts[0].before, parts[0].quote, parts[0].after) == (
         "PaSa is a paper\nsearch agent.  ",
-        "It calls\n tools.",
+        passage[start:],
         "",
     )
-
-
-def test_a_quote_not_in_the_passage_is_dropped():
-    assert quote_in_passage("  It calls\ntools. ", FIRST) == "It calls tools."
-    assert quote_in_passage("It writes poems.", FIRST) == ""
-    assert quote_in_passage("", FIRST) == ""
-    assert quote_in_passage(FIRST + " " * MAX_QUOTE, FIRST) == ""  # no quote is that long
-    assert quote_span("(a) [b]*", "x (a) [b]* y") == (2, 10)  # the quote is text, not a pattern
+    assert parts[1].quote == "" and parts[1].before == THIRD
