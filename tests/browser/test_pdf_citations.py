@@ -72,29 +72,29 @@ def background_alpha(page, selector: str) -> float:
     return float(parts[3]) if len(parts) == 4 else 1.0
 
 
-def ask_and_follow(page, base: str, collection_id: int) -> str:
-    """Ask in the chat page, follow the first citation; the citation's href."""
+def ask_and_follow(page, base: str, collection_id: int) -> tuple[str, str]:
+    """Ask in the chat page, follow the first citation; the citation's href and the answer's text."""
     page.goto(f"{base}/chat/?collection={collection_id}")
     page.fill("textarea[name=question]", QUESTION)
     page.press("textarea[name=question]", "Enter")
     citation = page.wait_for_selector(".turn .answer a.citation", timeout=120_000)
-    href = citation.get_attribute("href")
+    href, answer = citation.get_attribute("href"), page.inner_text(".turn .answer")
     citation.click()
     page.wait_for_url(re.compile(r".*/documents/\d+/view/.*"))
     page.wait_for_selector("#pdf-view[data-highlight]", timeout=60_000)
-    return href
+    return href, answer
 
 
 def test_a_citation_highlights_its_quoted_sentence_on_the_pdf_page(chromium, live_server, pasa, bob, no_llm):
     page = signed_in(chromium, live_server.url, "alice", DESKTOP)
     errors = watched(page)
-    href = ask_and_follow(page, live_server.url, pasa.collection_id)
+    href, answer = ask_and_follow(page, live_server.url, pasa.collection_id)
 
     query = parse_qs(urlsplit(href).query)
     chunk = Chunk.objects.get(pk=query["chunk"][0])
     start, end = (int(offset) for offset in query["quote"][0].split("-"))
     quote = chunk.content[start:end]
-    assert f'"{" ".join(quote.split())}"' in page.inner_text(".turn .answer")  # the answer's quote
+    assert f'"{" ".join(quote.split())}"' in answer  # the sentence the answer quoted
     cited_page = int(re.search(r"#page=(\d+)", href).group(1))
     assert cited_page == chunk.page
     assert page.get_attribute("#pdf-view", "data-highlight") == "quote"
