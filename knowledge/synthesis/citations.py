@@ -121,22 +121,22 @@ def saved_answer_html(text: str, cited_sources: list[dict]) -> str:
 Places = dict[int, tuple[str, str]]
 
 
-def _answer_html(text: str, urls: Places) -> str:
+def _answer_html(text: str, places: Places) -> str:
     blocks = [b for b in re.split(r"\n\s*\n", text.strip()) if b.strip()]
-    return "\n".join(_block_html(block, urls) for block in blocks)
+    return "\n".join(_block_html(block, places) for block in blocks)
 
 
-def _block_html(block: str, urls: Places) -> str:
+def _block_html(block: str, places: Places) -> str:
     lines = [line.strip() for line in block.splitlines() if line.strip()]
     if all(_BULLET.match(line) for line in lines):
-        items = "".join("<li>" + _inline_html(_BULLET.sub("", line), urls) + "</li>" for line in lines)
+        items = "".join("<li>" + _inline_html(_BULLET.sub("", line), places) + "</li>" for line in lines)
         return f"<ul>{items}</ul>"
-    return "<p>" + "<br>".join(_inline_html(line, urls) for line in lines) + "</p>"
+    return "<p>" + "<br>".join(_inline_html(line, places) for line in lines) + "</p>"
 
 
-def _inline_html(line: str, urls: Places) -> str:
+def _inline_html(line: str, places: Places) -> str:
     # Escaping leaves the markers as they are, so the i-th marker of the line is the i-th of its HTML.
-    hrefs = iter([_marker_url(line, match, urls) for match in _SOURCE_MARKER.finditer(line)])
+    hrefs = iter([_marker_url(line, match, places) for match in _SOURCE_MARKER.finditer(line)])
     escaped = html.escape(line, quote=True)
 
     def cite(match: re.Match) -> str:
