@@ -262,10 +262,8 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
 SECURE_HSTS_PRELOAD = HTTPS
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
 SECURE_CONTENT_TYPE_NOSNIFF = True
-X_FRAME_OPTIONS = "SAMEORIGIN"  # the citation viewer embeds our own PDFs
-# check --deploy (W019) wants DENY; SAMEORIGIN is deliberate (above) and still
-# stops other sites from framing us, so that one warning is silenced.
-SILENCED_SYSTEM_CHECKS = ["security.W019"]
+# No page of ours is framed, by us or anyone: the citation viewer draws PDFs itself (pdf.js).
+X_FRAME_OPTIONS = "DENY"
 
 # Content-Security-Policy on every response (django-csp): scripts, styles and
 # everything else only from our own origin, so no inline script, inline handler
@@ -279,11 +277,11 @@ CONTENT_SECURITY_POLICY = {
         "img-src": [SELF, "data:"],  # Swagger UI and the admin draw small icons as data: images
         "font-src": [SELF],
         "connect-src": [SELF],
-        "frame-src": [SELF],  # the citation viewer embeds our own PDFs
+        "frame-src": [NONE],  # the citation viewer draws PDFs itself, with pdf.js
         "object-src": [NONE],
         "base-uri": [NONE],
         "form-action": [SELF],
-        "frame-ancestors": [SELF],
+        "frame-ancestors": [NONE],
     }
 }
 

@@ -12,6 +12,7 @@ import re
 from dataclasses import asdict, dataclass, fields
 
 from knowledge.retrieval.sources import source_fields
+from knowledge.synthesis.quotes import quote_range_format, quote_span
 
 # [Source 1]  [Source 1, 3]  [Sources 1-2]  [source: 4]  [Source 1 and Source 2]  [Source #2]
 MARKER = re.compile(
@@ -89,6 +90,10 @@ def citation_for(retrieved) -> Citation:
     return Citation(**source_fields(retrieved, CITATION_FIELDS))
 
 
+# A sentence in double quotes right before its marker may quote the cited passage (the
+# extractive answer writes `- "sentence" [Source N]`): when it does, its link says where.
+_QUOTED_BEFORE = re.compile(r'"([^"\n]{1,1000})"\s*$')
+_SOURCE_MARKER = re.compile(r"\[Source (\d+)\]")
 _LINK = re.compile(r"\[([^\]\n]{1,300})\]\((https?://[^\s)]{1,2000})\)")
 _BOLD = re.compile(r"\*\*(.+?)\*\*")
 _BULLET = re.compile(r"^[-*•]\s+")
@@ -103,37 +108,62 @@ def answer_html(text: str, citations: list[Citation]) -> str:
     a shared collection must not put a live link to a site of its author's
     choosing ("the official HR portal") into another user's answer.
     """
-    return _answer_html(text, {c.n: c.url for c in citations})
+    return _answer_html(text, {c.n: (c.url, c.text) for c in citations})
 
 
 def saved_answer_html(text: str, cited_sources: list[dict]) -> str:
     """A saved turn's answer rendered now, from its text and citations (not the HTML saved with it)."""
-    return _answer_html(text, {c["n"]: c["url"] for c in cited_sources if "n" in c and "url" in c})
+    places = {c["n"]: (c["url"], c.get("text") or "") for c in cited_sources if "n" in c and "url" in c}
+    return _answer_html(text, places)
 
 
-def _answer_html(text: str, urls: dict[int, str]) -> str:
+# A cited source's link and its passage's text, by source number.
+Places = dict[int, tuple[str, str]]
+
+
+def _answer_html(text: str, places: Places) -> str:
     blocks = [b for b in re.split(r"\n\s*\n", text.strip()) if b.strip()]
-    return "\n".join(_block_html(block, urls) for block in blocks)
+    return "\n".join(_block_html(block, places) for block in blocks)
 
 
-def _block_html(block: str, urls: dict[int, str]) -> str:
+def _block_html(block: str, places: Places) -> str:
     lines = [line.strip() for line in block.splitlines() if line.strip()]
     if all(_BULLET.match(line) for line in lines):
-        items = "".join("<li>" + _inline_html(_BULLET.sub("", line), urls) + "</li>" for line in lines)
+        items = "".join("<li>" + _inline_html(_BULLET.sub("", line), places) + "</li>" for line in lines)
         return f"<ul>{items}</ul>"
-    return "<p>" + "<br>".join(_inline_html(line, urls) for line in lines) + "</p>"
+    return "<p>" + "<br>".join(_inline_html(line, places) for line in lines) + "</p>"
 
 
-def _inline_html(line: str, urls: dict[int, str]) -> str:
+def _inline_html(line: str, places: Places) -> str:
+    # Escaping leaves the markers as they are, so the i-th marker of the line is the i-th of its HTML.
+    hrefs = iter([_marker_url(line, match, places) for match in _SOURCE_MARKER.finditer(line)])
     escaped = html.escape(line, quote=True)
 
     def cite(match: re.Match) -> str:
-        n = int(match.group(1))
-        if n not in urls:
+        n, href = int(match.group(1)), next(hrefs)
+        if href is None:
             return match.group(0)
-        href = html.escape(urls[n], quote=True)
-        return f'<a class="citation" href="{href}" data-source="{n}">[Source {n}]</a>'
+        return (
+            f'<a class="citation" href="{html.escape(href, quote=True)}" data-source="{n}">[Source {n}]</a>'
+        )
 
-    escaped = re.sub(r"\[Source (\d+)\]", cite, escaped)
+    escaped = _SOURCE_MARKER.sub(cite, escaped)
     escaped = _LINK.sub(r"\1 (\2)", escaped)
     return _BOLD.sub(r"<strong>\1</strong>", escaped)
+
+
+def _marker_url(line: str, marker: re.Match, places: Places) -> str | None:
+    """The marker's link: its source's place, with where the sentence quoted just before it lies."""
+    if int(marker.group(1)) not in places:
+        return None
+    url, passage = places[int(marker.group(1))]
+    quoted = _QUOTED_BEFORE.search(line, 0, marker.start())
+    span = quote_span(quoted.group(1), passage) if quoted else None
+    return quoted_url(url, span) if span else url
+
+
+def quoted_url(url: str, span: tuple[int, int]) -> str:
+    """``url`` with ``quote=START-END`` (offsets in the cited chunk) before its fragment."""
+    place, hash_sign, fragment = url.partition("#")
+    joiner = "&" if "?" in place else "?"
+    return f"{place}{joiner}quote={quote_range_format(span)}{hash_sign}{fragment}"

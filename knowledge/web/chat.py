@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.http import FileResponse
 from django.shortcuts import render
+from django.templatetags.static import static
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from config.errors import NotFoundError
@@ -21,7 +23,9 @@ from knowledge.clients.llm import llm_config
 from knowledge.models import ChatSession, Chunk, DocumentSummary
 from knowledge.services.documents import SERVED_CONTENT_TYPES
 from knowledge.synthesis.citations import saved_answer_html
+from knowledge.synthesis.quotes import quote_range_parse
 from knowledge.web.pages import form_ids, knowledge_page
+from knowledge.web.passages import section_parts
 
 
 @require_GET
@@ -115,25 +119,46 @@ def chat_ask_stream(request):
 @require_GET
 @knowledge_page
 def document_view(request, document_id: int):
-    """A cited source at its location: the PDF at its page, or the cited section's text, highlighted."""
+    """A cited source at its location: the PDF's page with the quoted sentence and its passage
+    highlighted on the page, or the cited section's text, highlighted."""
     document = document_for_reader(user=request.user, document_id=document_id)
     chunk = _cited_chunk(document, request.GET.get("chunk"))
-    section = []
-    if chunk is not None:
-        section = Chunk.objects.filter(
-            document=document, chunk_profile_id=chunk.chunk_profile_id, source_ref=chunk.source_ref
-        ).order_by("index")
+    # A quote that is not a range of the passage is left out: the viewer then shows the passage.
+    quote = quote_range_parse(request.GET.get("quote"), chunk.content) if chunk else None
+    is_pdf = document.content_type == "application/pdf"
     return render(
         request,
         "knowledge/document_view.html",
         {
             "document": document,
             "chunk": chunk,
-            "section": section,
-            "is_pdf": document.content_type == "application/pdf",
+            "parts": _section_parts(document, chunk, quote),
+            "is_pdf": is_pdf,
+            "pdf_viewer": _pdf_viewer_data(document, chunk, quote) if is_pdf else None,
             "summary": DocumentSummary.objects.filter(document=document).first(),
         },
     )
+
+
+def _section_parts(document, chunk: Chunk | None, quote: tuple[int, int] | None) -> list:
+    """The cited section's chunks, each overlap shown once (knowledge.web.passages)."""
+    if chunk is None:
+        return []
+    section = Chunk.objects.filter(
+        document=document, chunk_profile_id=chunk.chunk_profile_id, source_ref=chunk.source_ref
+    ).order_by("index")
+    return section_parts(list(section), cited_id=chunk.pk, quote=quote)
+
+
+def _pdf_viewer_data(document, chunk: Chunk | None, quote: tuple[int, int] | None) -> dict:
+    """What static/js/pdf_view.mjs needs: the bytes' address, the page, and the text to find on it."""
+    return {
+        "file": reverse("knowledge:document_file", args=[document.pk]),
+        "page": (chunk.page if chunk else None) or 1,
+        "passage": chunk.content if chunk else "",
+        "quote": chunk.content[quote[0] : quote[1]] if quote else "",
+        "assets": static("vendor/pdfjs/"),
+    }
 
 
 def _cited_chunk(document, raw: str | None) -> Chunk | None:
@@ -153,24 +178,23 @@ DOWNLOAD_POLICY = "default-src 'none'; sandbox"
 @require_GET
 @knowledge_page
 def document_file(request, document_id: int):
-    """The stored original: a sandboxed download, or inline for the viewer when the bytes are a PDF.
+    """The stored original, always a sandboxed download; the PDF viewer's script reads the same bytes.
 
     The type is the one detected in the bytes at upload, never the client's; anything else a browser
     could render (HTML, SVG, XML, script, unknown) would run on our origin, so it is an attachment.
+    PDFs too: the viewer draws them with pdf.js from these bytes, so no PDF is ever opened as a page
+    of ours (a browser's own PDF viewer would run the file's scripts and links).
     """
     document = document_for_reader(user=request.user, document_id=document_id)
     handle = document.file.open("rb")
-    is_pdf = _starts_as_pdf(handle)
-    inline = is_pdf and request.GET.get("inline") == "1"
     response = FileResponse(
         handle,
-        as_attachment=not inline,
+        as_attachment=True,
         filename=document.filename,
-        content_type="application/pdf" if is_pdf else _served_type(document),
+        content_type="application/pdf" if _starts_as_pdf(handle) else _served_type(document),
     )
     response["X-Content-Type-Options"] = "nosniff"
-    if not inline:
-        response["Content-Security-Policy"] = DOWNLOAD_POLICY
+    response["Content-Security-Policy"] = DOWNLOAD_POLICY
     return response
 
 

@@ -113,8 +113,9 @@ def test_upload_ask_and_follow_a_citation_to_the_pdf_page(browser, live_server, 
     cited_page = int(re.search(r"#page=(\d+)", href).group(1))
     citation.click()
     page.wait_for_url(re.compile(r".*/documents/\d+/view/.*"))
-    frame_src = page.get_attribute("iframe#pdf", "src")
-    assert frame_src.endswith(f"#page={cited_page}")
+    page.wait_for_selector("#pdf-view[data-highlight]", timeout=60_000)
+    assert page.inner_text("#pdf-page-label").startswith(f"Page {cited_page} of ")
+    assert page.get_attribute("#pdf-view", "data-highlight") == "passage"  # the model quoted nothing
     assert page.inner_text(".passage h2") == f"Page {cited_page}"
     assert page.query_selector(".chunk.cited") is not None
     assert "PaSa, an LLM agent for academic paper search." in page.inner_text("#summary")

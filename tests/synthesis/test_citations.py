@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 import pytest
 
 from knowledge.retrieval.sources import source_url
-from knowledge.synthesis.citations import answer_html, marker_numbers, resolve_citations
+from knowledge.synthesis.citations import answer_html, marker_numbers, resolve_citations, saved_answer_html
 
 
 def source(n: int, *, filename="a.pdf", source_ref="page=3", page=3, chunk_id=None, document_id=None):
@@ -105,3 +106,25 @@ def test_answer_html_is_escaped_and_links_citations():
     assert "[Source 4]" in html and 'data-source="4"' not in html  # no such citation: not a link
     assert "<strong>bold</strong>" in html
     assert html.count("<li>") == 2 and "<ul>" in html
+
+
+def test_a_quoted_sentence_travels_in_its_citation_link_as_offsets_in_the_passage():
+    cited = source(1)
+    cited.chunk.content = "Intro.\nIt holds 33,511\npairs & more. A second <b>quote</b>. End."
+    citations = resolve_citations("x [Source 1]", [cited]).citations
+    text = 'Extracted:\n\n- "It holds 33,511 pairs & more." [Source 1]\n- "A second <b>quote</b>." [Source 1]'
+    first, second = re.findall(r'href="([^"]+)"', answer_html(text, citations))
+    content = cited.chunk.content
+    start = content.index("It holds")
+    assert first == f"/documents/101/view/?chunk=1001&amp;quote={start}-{content.index(' A second')}#page=3"
+    start, end = re.search(r"quote=(\d+)-(\d+)", second).groups()
+    assert content[int(start) : int(end)] == "A second <b>quote</b>."
+    # A saved turn's answer links the same way, from the citations stored with it.
+    stored = [c.as_dict() for c in citations]
+    assert re.findall(r'href="([^"]+)"', saved_answer_html(text, stored)) == [first, second]
+
+
+def test_a_marker_after_unquoted_or_unfound_text_links_to_the_passage_alone():
+    citations = resolve_citations("x [Source 1]", [source(1)]).citations
+    html = answer_html('He said "yes" and then left [Source 1]. "Not in the passage." [Source 1]', citations)
+    assert html.count('href="/documents/101/view/?chunk=1001#page=3"') == 2
