@@ -63,12 +63,12 @@ KEEP_WITHIN = 0.12
 # The weights of a unit's score (cosine to the question has weight 1). Chosen on the development
 # and paraphrased sets with the held-out set left out (README, evaluation).
 LEXICAL_WEIGHT = 0.5  # the question's words, weighted by rarity among the candidates
-RANK_WEIGHT = 1.0  # the retrieval rank of the unit's chunk: 1 for the first, 0 past MAX_SOURCES
+RANK_WEIGHT = 1.5  # the retrieval rank of the unit's chunk: 1 for the first, 0 past MAX_SOURCES
 CUE_WEIGHT = 0.3  # the form of answer asked for (knowledge.synthesis.answer_cues)
 # A unit with none of the question's words and a cosine under this shares nothing with it.
 CONTENT_COSINE = 0.15
-# The share of the rank weight an opening without sentences gets (see _rank_score).
-OPENING_RANK_SHARE = 1.0
+# The share of the rank weight when an opening without sentences is weighed (see _opening_first).
+OPENING_RANK_SHARE = 0.2
 # A chunk this early in its document is its opening (abstract, introduction, lead).
 OPENING_CHUNKS = 3
 
@@ -293,10 +293,11 @@ def _is_quotable(sentence: str) -> bool:
 
 def _choose(question: str, candidates: list[Sentence], documents: dict | None = None) -> list[Sentence]:
     """The best units; with ``documents`` (source number -> document), each document's best first."""
-    scores, shares = _scores(question, candidates)
+    scores, plain, shares = _scores(question, candidates)
     order = [i for i in np.argsort(-scores, kind="stable") if shares[i]]
     if not order:
         return []
+    order = _opening_first(candidates, plain, order)
     best = float(scores[order[0]])
     chosen, seen = [], set()
     if documents:
@@ -321,8 +322,9 @@ def _choose(question: str, candidates: list[Sentence], documents: dict | None = 
     return chosen
 
 
-def _scores(question: str, candidates: list[Sentence]) -> tuple[np.ndarray, list[bool]]:
-    """Each unit's score, and whether it shares anything with the question at all."""
+def _scores(question: str, candidates: list[Sentence]) -> tuple[np.ndarray, np.ndarray, list[bool]]:
+    """Each unit's score, its score with the rank counting for little (openings, see _opening_first),
+    and whether it shares anything with the question at all."""
     texts = [_scored_text(c) for c in candidates]
     # Short texts on onnxruntime (same vectors as torch): a web process needs no torch model for this.
     vectors = embed_short_texts([question] + texts)
@@ -331,16 +333,27 @@ def _scores(question: str, candidates: list[Sentence]) -> tuple[np.ndarray, list
     overlap = np.array([rarity_overlap(weights, text) for text in texts])
     rank = np.array([_rank_score(c) for c in candidates])
     cue = np.array([_cue(question, c) for c in candidates])
-    scores = cosine + LEXICAL_WEIGHT * overlap + RANK_WEIGHT * rank + CUE_WEIGHT * cue
+    text_score = cosine + LEXICAL_WEIGHT * overlap
+    scores = text_score + RANK_WEIGHT * rank + CUE_WEIGHT * cue
+    plain = text_score + OPENING_RANK_SHARE * RANK_WEIGHT * rank
     shares = [bool(o > 0 or c >= CONTENT_COSINE) for o, c in zip(overlap, cosine, strict=True)]
-    return scores, shares
+    return scores, plain, shares
 
 
 def _rank_score(unit: Sentence) -> float:
-    """The chunk's retrieval rank; an opening without a sentence (a title block, a glossary) is not
-    answered by its place, so its rank counts for little."""
-    score = 1.0 - unit.rank / MAX_SOURCES
-    return score * OPENING_RANK_SHARE if unit.kind == "opening" else score
+    return 1.0 - unit.rank / MAX_SOURCES
+
+
+def _opening_first(candidates: list[Sentence], plain: np.ndarray, order: list[int]) -> list[int]:
+    """An opening without a sentence (a title block, a glossary, a status table) is not answered by
+    its place: it leads only if it matches at least as well as the best other unit when the rank
+    counts for little (``plain``) for both."""
+    if candidates[order[0]].kind != "opening":
+        return order
+    other = next((i for i in order if candidates[i].kind != "opening"), None)
+    if other is not None and plain[other] > plain[order[0]]:
+        order = [other] + [i for i in order if i != other]
+    return order
 
 
 def _cue(question: str, unit: Sentence) -> float:
