@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
@@ -45,9 +46,12 @@ def typical_similarity(scope: Scope, *, chunks: int) -> float | None:
     """The median cosine between a sampled chunk's first sentence and the chunk (None: too few).
 
     ``chunks`` is the scope's chunk count (from the search's statistics): part of the cache key,
-    so a scope whose documents changed is measured again.
+    so a scope whose documents changed is measured again (a narrowed search's count differs, and
+    is measured once per narrowing at worst).
     """
-    return _typical_cached(scope.sql(), tuple(scope.params()), chunks)
+    # A search narrowed to some documents (multi-step retrieval) is judged by its collections' yardstick.
+    collections = replace(scope, document_ids=None)
+    return _typical_cached(collections.sql(), tuple(collections.params()), chunks)
 
 
 @lru_cache(maxsize=256)
