@@ -45,6 +45,7 @@ from knowledge.synthesis import events as ev
 from knowledge.synthesis.citations import resolve_citations
 from knowledge.synthesis.extractive import LABEL_BUDGET, LABEL_UNSUPPORTED
 from knowledge.synthesis.prompts import prompt_equivalent_tokens
+from knowledge.synthesis.refusal import MAX_CLOSEST
 
 
 @dataclass
@@ -96,6 +97,7 @@ class AgenticRun:
         self._calls_reported = 0
         self._announced: KnowledgeContext | None = None  # the context knowledge_retrieval_complete showed
         self._unsupported: list[str] = []
+        self._closest: list = []  # the nearest passages of a search the verdict refused
 
     # -- the loop -------------------------------------------------------------------
 
@@ -180,7 +182,7 @@ class AgenticRun:
             searches.append({"query": step.query, "step": step.number, "restriction": fallback})
         queries = ([] if step_plan else [query]) + list(variants)
         for text in queries:
-            ranked.append(self._search(text).primary_chunks)
+            ranked.append(self._answering_search(text))
             searches.append({"query": text, "restriction": "none"})
         found = interleave(ranked)
         detail = {"searches": searches, "chunks": len(found)}
@@ -199,7 +201,7 @@ class AgenticRun:
                 chunks = _answering(self._search(step.query, similar))
                 if chunks:
                     return chunks, "similar_names"
-        return self._search(step.query).primary_chunks, "whole_scope" if targets else "none"
+        return self._answering_search(step.query), "whole_scope" if targets else "none"
 
     def _search_each(self, query: str, document_ids: list[int]) -> list:
         """One search per target document, interleaved by rank: each contributes its best passages.
@@ -399,11 +401,20 @@ class AgenticRun:
             document_ids=document_ids,
         )
 
+    def _answering_search(self, query: str) -> list:
+        """A whole-scope search's passages, or none when the verdict says they do not answer (its
+        nearest passages are kept for the refusal's "closest matches")."""
+        context = self._search(query)
+        if not context.answerable and not self._closest:
+            self._closest = context.primary_chunks[:MAX_CLOSEST]
+        return _answering(context)
+
     def _context_of(self, chunks: list) -> KnowledgeContext:
         context = context_from_chunks(
             question=self.question, config=self.config, scope=self.scope, ranked=[chunks]
         )
         context.cover_documents = self.trace.kind == MULTI_HOP
+        context.closest = [] if chunks else self._closest
         return context
 
     def _step(self, name: str, started: float, result: StepResult, detail: dict, *, status: str = "done"):

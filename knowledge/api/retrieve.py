@@ -96,7 +96,8 @@ class RetrieveResponseSerializer(serializers.Serializer):
     answerable = serializers.BooleanField(help_text="Whether the results answer the question (see evidence).")
     answerability = serializers.DictField(
         help_text="The verdict's score, threshold, reason and evidence: best_similarity, margin, coverage, "
-        "agreement."
+        "agreement, absent (share of the question's words found nowhere) and relative_similarity (the best "
+        "similarity over a typical answer's in these collections)."
     )
 
 

@@ -11,12 +11,12 @@ from knowledge.chat.sessions import MAX_TITLE_CHARS, chat_session_delete, chat_s
 from knowledge.chat.sse import event_stream_response, sse_replay, sse_stream, turn_events
 from knowledge.chat.stream import (
     DIRECT_TEXT,
-    NO_RESULTS_TEXT,
     ChatStream,
     answerable_only,
     chat_ask,
     chat_stream,
 )
+from knowledge.synthesis.refusal import NO_RESULTS_TEXT
 
 __all__ = [
     "DIRECT_TEXT",

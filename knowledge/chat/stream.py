@@ -38,6 +38,7 @@ from knowledge.clients.tokens import llm_token_count
 from knowledge.config import resolved_config
 from knowledge.models import ChatSession, ChatTurn, Profile
 from knowledge.parameters import validate_overrides
+from knowledge.retrieval.continuation import with_continuations
 from knowledge.retrieval.service import (
     MAX_QUESTION_CHARS,
     KnowledgeContext,
@@ -47,20 +48,16 @@ from knowledge.retrieval.service import (
 from knowledge.synthesis import events as ev
 from knowledge.synthesis.citations import resolve_citations
 from knowledge.synthesis.events import Event
-from knowledge.synthesis.extractive import LABEL_LLM_FAILED, LABEL_NO_LLM, extractive_answer
+from knowledge.synthesis.extractive import LABEL_LLM_FAILED, LABEL_NO_LLM, extractive_answer, says_nothing
 from knowledge.synthesis.followup import PreviousTurn, Resolution, resolve_question
 from knowledge.synthesis.prompts import Exchange, prompt_equivalent_tokens, synthesis_messages
+from knowledge.synthesis.refusal import MAX_CLOSEST, refusal_text
 
 logger = logging.getLogger(__name__)
 
 DIRECT_TEXT = (
     "That message does not ask about your documents, so nothing was searched. Ask a question about "
     "them and the answer will come from them, with citations."
-)
-NO_RESULTS_TEXT = (
-    "The knowledge base has nothing on this: no passage in the searched collections is relevant "
-    "enough to your question, so there is no answer to give from them. Try rephrasing the "
-    "question, or add documents that cover it."
 )
 TITLE_CHARS = 80
 HISTORY_TURNS = 6
@@ -279,10 +276,14 @@ class ChatStream:
     def _extractive(self, context: KnowledgeContext, resolution: Resolution, label: str) -> Answer:
         extracted = extractive_answer(
             question=resolution.question,
-            sources=context.sources,
+            sources=with_continuations(context.sources, says_nothing=says_nothing),
             label=label,
             cover_documents=context.cover_documents,
         )
+        if not extracted.sentences:
+            # Nothing in the sources clears the floor or shares anything with the question.
+            context.closest = context.closest or context.primary_chunks
+            return self._no_results(context)
         return Answer(
             text=extracted.text,
             mode=ChatTurn.Mode.EXTRACTIVE,
@@ -305,14 +306,15 @@ class ChatStream:
         )
 
     def _no_results(self, context: KnowledgeContext) -> Answer:
+        text = refusal_text(context.closest)
         return Answer(
-            text=NO_RESULTS_TEXT,
+            text=text,
             mode=ChatTurn.Mode.NO_RESULTS,
             label="no_results",
             input_tokens=prompt_equivalent_tokens(
                 config=context.config, context_text="", question=self.question
             ),
-            output_tokens=llm_token_count(NO_RESULTS_TEXT),
+            output_tokens=llm_token_count(text),
         )
 
     def _record(self, answer: Answer, resolution: Resolution) -> None:
@@ -462,10 +464,11 @@ class ChatStream:
 def answerable_only(context: KnowledgeContext) -> KnowledgeContext:
     """The context, emptied when the answerability verdict says its chunks do not answer.
 
-    The chat then gives the honest "nothing on this" answer without an LLM call; the verdict and its
-    evidence stay on the context for the retrieval event.
+    The chat then gives the honest "nothing on this" answer without an LLM call, naming the closest
+    passages as such; the verdict and its evidence stay on the context for the retrieval event.
     """
     if context.answerability is not None and not context.answerability.answerable:
+        context.closest = context.primary_chunks[:MAX_CLOSEST]
         context.primary_chunks, context.referenced_chunks, context.blocks = [], [], []
         context.total_tokens = 0
     return context

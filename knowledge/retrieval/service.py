@@ -44,6 +44,7 @@ from knowledge.retrieval.rerank import rerank
 from knowledge.retrieval.scope import Scope, search_scope
 from knowledge.retrieval.scoring import Candidate, select
 from knowledge.retrieval.sources import RETRIEVED_FIELDS, source_fields
+from knowledge.retrieval.typical import typical_similarity
 
 MAX_QUESTION_CHARS = 4000
 MIN_CANDIDATES = 50
@@ -77,6 +78,8 @@ class KnowledgeContext:
     cover_documents: bool = False
     # Whether the retrieved chunks answer the question, with the evidence (None: not assessed).
     answerability: Verdict | None = None
+    # The nearest passages when the verdict refuses: shown as "closest matches", never quoted.
+    closest: list[RetrievedChunk] = field(default_factory=list)
 
     @property
     def answerable(self) -> bool:
@@ -408,12 +411,23 @@ def answerability_evidence(
     present = _lexemes_held(best, weights, terms)
     top_dense = min((c for c in candidates if c.dense_rank is not None), key=lambda c: c.dense_rank)
     agree = top_dense.lexical_rank is not None and top_dense.lexical_rank <= AGREEMENT_RANK
+    best_similarity = max(similarities)
+    typical = typical_similarity(scope, chunks=terms.chunks) if terms is not None else None
     return Evidence(
-        best_similarity=max(similarities),
+        best_similarity=best_similarity,
         margin=margin_of(similarities),
         coverage=coverage_of(weights, present),
         agreement=1.0 if agree else 0.0,
+        absent=absent_share(terms),
+        relative_similarity=best_similarity / typical if typical else None,
     )
+
+
+def absent_share(terms: lexical.ScopeStatistics | None) -> float:
+    """The share of the question's lexemes that no chunk in scope holds (0 without statistics)."""
+    if terms is None or not terms.df:
+        return 0.0
+    return sum(1 for df in terms.df.values() if df == 0) / len(terms.df)
 
 
 def _lexemes_held(best: Candidate, weights: dict[str, float], terms) -> set[str]:

@@ -1,14 +1,24 @@
-"""The answer without a language model: the best sentences of the sources, quoted verbatim.
+"""The answer without a language model: the units of the sources that best answer, quoted verbatim.
 
-Each retrieved chunk is split into sentences; captions, footnotes,
-references, navigation and boilerplate are never quoted. Each sentence is
-scored against the question with the embedding model (cosine of unit vectors),
-plus a little word overlap, the retrieval rank of its chunk (which outweighs
-the rest: the best chunk's best sentence leads), and the kind of answer the
-question asks for (a number for "how many", a date for "when", a definition
-for "what is"). The best few are quoted best first, each with its
-[Source N]. Nothing is written that is not in a source: a quote is the chunk's
-own text with only its line breaks and runs of spaces collapsed.
+Each retrieved chunk is cut into quotable units: sentences of prose; the rows of
+a spreadsheet or CSV (each row already carries its column headers); the rows of
+a table flattened out of a PDF ("PaSa-7b 0.7071 ... 0.5798", shown with its
+column line and caption); the record of an API operation or schema; the opening
+of a chunk with none of these. Captions, footnotes, references, navigation and
+boilerplate are never quoted, and neither is anything from a passage under the
+relevance floor (``QUOTE_FLOOR``) or a unit that shares nothing with the
+question (no word of it and little meaning).
+
+Each unit is scored against the question: the embedding model's cosine, the
+question's words weighted by their rarity among the candidates, the retrieval
+rank of its chunk (the retrieval read whole chunks with their headers), and the
+form of answer the question asks for (knowledge.synthesis.answer_cues: a
+quantity of the thing counted for "how many", a date for "when", the defining
+sentence for "what is", the stated contribution for "what does X propose").
+Units are quoted best first, each with its [Source N]. Nothing is written that
+is not in a source: a quote is the chunk's own text with only its line breaks
+and runs of spaces collapsed. With nothing worth quoting the answer has no
+quotes, and the caller refuses (knowledge.synthesis.refusal).
 """
 
 from __future__ import annotations
@@ -20,8 +30,24 @@ import numpy as np
 
 from knowledge.clients.embedding import embed_short_texts
 from knowledge.clients.text import CJK_RUN
-from knowledge.clients.text import snowball_terms as _terms
+from knowledge.retrieval.answerability import QUOTE_FLOOR
+from knowledge.synthesis.answer_cues import (
+    answer_cue,
+    answer_type_match,
+    rarity_overlap,
+    rarity_weights,
+    table_row_cue,
+)
 from knowledge.synthesis.citations import Citation, citation_for
+
+__all__ = [
+    "answer_type_match",
+    "extractive_answer",
+    "is_reference_list",
+    "normalise",
+    "says_nothing",
+    "split_sentences",
+]
 
 LABEL_NO_LLM = "Extracted from your documents (no language model configured):"
 LABEL_LLM_FAILED = "Extracted from your documents (the language model was unavailable):"
@@ -33,21 +59,19 @@ MAX_SOURCES = 5
 MAX_SENTENCES = 4
 MIN_SENTENCES = 2
 MIN_CHARS, MAX_CHARS, MIN_WORDS = 25, 600, 5
-# Sentences that score this far below the best are not worth quoting.
+# Units that score this far below the best are not worth quoting.
 KEEP_WITHIN = 0.12
-# The question's own words (Snowball-stemmed) in the sentence.
-LEXICAL_WEIGHT = 0.3
-# The retrieval ranked whole chunks with their context (its first chunk is the gold one for 85% of
-# the paraphrased questions); a sentence alone is a weaker judge, so the rank outweighs a sentence's
-# similarity: the answer leads with the best sentence of the best chunk that has one. Measured on both
-# question sets, first_quote_hit_rate / citation_hit_rate: weight 0.2 paraphrased 0.667 / 0.778,
-# development 0.737 / 0.789; 0.5 0.711 / 0.800, 0.763 / 0.803; 1.5 0.800 / 0.822, 0.763 / 0.789.
-RANK_WEIGHT = 1.5
-# Choosing between whole records, or between a sentence-less opening and a sentence, the text
-# decides and the rank only a little (a record or a glossary is not answered by its place).
-OPENING_RANK_WEIGHT = 0.2
-# A sentence holding the kind of answer the question asks for (a number, a date, a definition).
-ANSWER_TYPE_WEIGHT = 0.08
+# The weights of a unit's score (cosine to the question has weight 1). Chosen on the development
+# and paraphrased sets with the held-out set left out (README, evaluation).
+LEXICAL_WEIGHT = 0.5  # the question's words, weighted by rarity among the candidates
+RANK_WEIGHT = 1.5  # the retrieval rank of the unit's chunk: 1 for the first, 0 past MAX_SOURCES
+CUE_WEIGHT = 0.3  # the form of answer asked for (knowledge.synthesis.answer_cues)
+# A unit with none of the question's words and a cosine under this shares nothing with it.
+CONTENT_COSINE = 0.15
+# The share of the rank weight when an opening without sentences is weighed (see _opening_first).
+OPENING_RANK_SHARE = 0.2
+# A chunk this early in its document is its opening (abstract, introduction, lead).
+OPENING_CHUNKS = 3
 
 # Not answers: figure and table captions, footnotes, citations of references, page furniture.
 _NOT_ANSWER = re.compile(
@@ -60,21 +84,6 @@ _NOT_ANSWER = re.compile(
     r"|\bet al\.,? \(?\d{4}|\barxiv\b|\bdoi:|\bisbn\b|\bpp\. \d",
     re.IGNORECASE,
 )
-_NUMBER = re.compile(r"\d")
-_DATE = re.compile(
-    r"\b(?:1[5-9]\d\d|20\d\d)\b|\b(?:january|february|march|april|may|june|july|august|september"
-    r"|october|november|december)\b",
-    re.IGNORECASE,
-)
-_DEFINITION = re.compile(r"\b(?:is|are|was|means|refers to|consists of|is defined as)\b", re.IGNORECASE)
-_ASKS_NUMBER = re.compile(
-    r"\bhow (?:many|much|long|large|big|old|often)\b|\bwhat (?:percentage|share|number)\b", re.IGNORECASE
-)
-_ASKS_DATE = re.compile(
-    r"\bwhen\b|\bwhat (?:year|date|day|month)\b|\bwhich (?:year|date|day)\b", re.IGNORECASE
-)
-_ASKS_DEFINITION = re.compile(r"^\s*(?:what (?:is|are|was|were|does)|define|who (?:is|was))\b", re.IGNORECASE)
-
 # A sentence ends at . ! or ? with any closing quotes, brackets and footnote marks ("1965.[1]"),
 # before white space and a capital, a digit or Hangul (Korean spaces its sentences); or at the
 # full stops of Japanese and Chinese (。！？), which need no space after them (that text has none).
@@ -94,12 +103,28 @@ _ABBREVIATION = re.compile(
 )
 
 
+# A row of a table flattened out of a PDF: a label, then at least three numbers or dashes.
+_TABLE_ROW = re.compile(
+    r"(?P<label>[A-Za-z][\w@.()\-]*(?: [A-Za-z][\w@.()\-]*){0,3})"
+    r"(?P<values>(?: (?:-|\d+(?:\.\d+)?%?)){3,})(?=\s|$)"
+)
+_TABLE_CAPTION = re.compile(r"\bTable \d+[.:][^\n]*?[.](?=\s|$)")
+# A record, not prose: its opening is the answer even when it holds no sentence.
+_RECORD_REFS = ("operation=", "component=")
+_SHEET_REF = "sheet="
+# A chunk whose paragraphs are mostly footnotes, citations or link lists is a reference list.
+REFERENCE_LIST_SHARE = 0.5
+
+
 @dataclass(frozen=True)
 class Sentence:
     text: str
     source_number: int
     position: int
     rank: int  # the source's place in the context, 0 = best
+    kind: str = "sentence"  # or "row", "table", "record", "opening"
+    note: str = ""  # what a table row needs to be read: its column line and caption, verbatim
+    opening: bool = False  # from the first chunks of its document
 
 
 @dataclass(frozen=True)
@@ -112,80 +137,115 @@ class ExtractiveAnswer:
 def extractive_answer(
     *, question: str, sources: list, label: str = LABEL_NO_LLM, cover_documents: bool = False
 ) -> ExtractiveAnswer:
-    """Quote the sentences of ``sources`` (RetrievedChunks in [Source N] order) that best answer.
+    """Quote the units of ``sources`` (RetrievedChunks in [Source N] order) that best answer.
 
-    ``cover_documents`` (multi-hop questions) first takes the best sentence of
-    each source document, so every part of the question found is quoted.
+    ``cover_documents`` (multi-hop questions) first takes the best unit of
+    each source document, so every part of the question found is quoted. No
+    quotable unit: an answer with no sentences (the caller refuses).
     """
-    top = [s for s in sources if s.source_number][:MAX_SOURCES]
-    # A reference list, a footnotes page or a bibliography answers nothing, whatever its rank; the
-    # others keep their rank (leaving one out promotes nothing).
-    ranked = [(rank, s) for rank, s in enumerate(top) if not is_reference_list(s.chunk.content)]
-    content = [s for _, s in ranked]
-    candidates = [
-        Sentence(text, s.source_number, position, rank)
-        for rank, s in ranked
-        for position, text in enumerate(split_sentences(s.chunk.content))
-    ]
-    documents = {s.source_number: s.chunk.document_id for s in content} if cover_documents else None
+    top = _top_sources(sources)
+    ranked = [(rank, s) for rank, s in _ranks(top) if _quotable_source(s)]
+    candidates = [unit for rank, s in ranked for unit in units_of(s, rank)]
+    documents = {s.source_number: s.chunk.document_id for _, s in ranked} if cover_documents else None
     chosen = _choose(question, candidates, documents) if candidates else []
-    if not chosen and content and content[0].chunk.source_ref.startswith("sheet="):
-        # Spreadsheet rows only: the rows that best match the question, not the chunks' first rows.
-        chosen = _best_records(question, ranked)[:MIN_SENTENCES]
-    elif not chosen:
-        # Nothing sentence-shaped (a table, a list of names): quote each source's opening.
-        chosen = [Sentence(_opening(s.chunk.content), s.source_number, 0, r) for r, s in enumerate(top[:2])]
-    elif not cover_documents and content and _is_structured(content[0]):
-        # The best source is a spreadsheet, an API operation or a schema: the record itself is the
-        # answer, so the most relevant record among the structured sources leads.
-        chosen = [_best_opening(question, ranked)] + chosen
-        chosen = chosen[:MAX_SENTENCES]
-    elif not cover_documents and content and not split_sentences(content[0].chunk.content):
-        # The best source holds no sentence (a title page's authors, a status page's table, a
-        # glossary): its opening leads only if it matches the question at least as well.
-        opening = Sentence(_opening(content[0].chunk.content), content[0].source_number, 0, ranked[0][0])
-        plain = _scores(
-            question, [opening, chosen[0]], with_answer_type=False, rank_weight=OPENING_RANK_WEIGHT
-        )
-        if plain[0] >= plain[1]:
-            chosen = ([opening] + chosen)[:MAX_SENTENCES]
     by_number = {s.source_number: s for s in top}
-    lines = [f'- "{s.text}" [Source {s.source_number}]' for s in chosen]
+    lines = [_quote_line(s) for s in chosen]
     citations = [citation_for(by_number[n]) for n in sorted({s.source_number for s in chosen})]
-    return ExtractiveAnswer(label + "\n\n" + "\n".join(lines), citations, chosen)
+    text = label + "\n\n" + "\n".join(lines) if lines else ""
+    return ExtractiveAnswer(text, citations, chosen)
 
 
-# A record, not prose: its opening is the answer even when it holds no sentence.
-_STRUCTURED_REFS = ("sheet=", "operation=", "component=")
-# A chunk whose paragraphs are mostly footnotes, citations or link lists is a reference list.
-REFERENCE_LIST_SHARE = 0.5
+def _top_sources(sources: list) -> list:
+    """The best MAX_SOURCES sources, and what continues them (knowledge.retrieval.continuation)."""
+    numbered = [s for s in sources if s.source_number]
+    own = [s for s in numbered if s.role != "continuation"][:MAX_SOURCES]
+    kept = {s.source_number for s in own}
+    return own + [s for s in numbered if s.role == "continuation" and s.scores.get("continues") in kept]
 
 
-def _is_structured(source) -> bool:
-    """A spreadsheet, an API operation or schema; a page or section without a sentence is a
-    glossary, a contents page or a figure, not a record."""
-    return source.chunk.source_ref.startswith(_STRUCTURED_REFS)
+def _ranks(top: list) -> list[tuple[int, object]]:
+    """Each source's rank; a continuation takes the rank of the passage it continues."""
+    rank_of = {}
+    ranked = []
+    for source in top:
+        if source.role == "continuation":
+            rank = rank_of[source.scores["continues"]]
+        else:
+            rank = rank_of[source.source_number] = len(rank_of)
+        ranked.append((rank, source))
+    return ranked
 
 
-def _best_opening(question: str, ranked: list) -> Sentence:
-    """The record of the structured sources that best matches the question, the better ranked on a
-    tie: a spreadsheet row (a chunk holds several, one a line), or an API element's opening."""
-    return _best_records(question, ranked)[0]
+def says_nothing(chunk) -> bool:
+    """A chunk of prose without one quotable sentence: a title block, a lone heading, a caption."""
+    if chunk.source_ref.startswith(_RECORD_REFS + (_SHEET_REF,)):
+        return False
+    return not split_sentences(chunk.content) and not table_rows(chunk.content)
 
 
-def _best_records(question: str, ranked: list) -> list[Sentence]:
-    """The structured sources' records, best match first."""
-    records = [record for rank, s in ranked if _is_structured(s) for record in _records(s, rank)]
-    scores = _scores(question, records, with_answer_type=False, rank_weight=OPENING_RANK_WEIGHT)
-    return [records[i] for i in np.argsort(-scores, kind="stable")]
+def _quote_line(unit: Sentence) -> str:
+    line = f'- "{unit.text}" [Source {unit.source_number}]'
+    return line + f"\n  ({unit.note})" if unit.note else line
 
 
-def _records(source, rank: int) -> list[Sentence]:
-    """A spreadsheet chunk's rows, each quoted whole; another record's opening."""
-    if not source.chunk.source_ref.startswith("sheet="):
-        return [Sentence(_opening(source.chunk.content), source.source_number, 0, rank)]
-    rows = [_opening(line) for line in source.chunk.content.splitlines() if line.strip()]
-    return [Sentence(row, source.source_number, position, rank) for position, row in enumerate(rows)]
+def _quotable_source(source) -> bool:
+    """A reference list answers nothing whatever its rank, nor a passage under the relevance floor.
+
+    The floor is the cosine's, unless the lexical search ranked the passage first (it holds the
+    question's rarest words best: a row of Japanese cells found by its date, at cosine 0.18). A
+    reference or continuation a primary chunk pulled in has no score of its own and is kept.
+    """
+    scores = source.scores or {}
+    similarity = scores.get("similarity")
+    if similarity is not None and similarity < QUOTE_FLOOR and scores.get("lexical_rank") != 1:
+        return False
+    return not is_reference_list(source.chunk.content)
+
+
+def units_of(source, rank: int) -> list[Sentence]:
+    """The quotable units of one retrieved chunk (see the module docstring)."""
+    ref, content, number = source.chunk.source_ref, source.chunk.content, source.source_number
+    opening = (getattr(source.chunk, "index", None) or 0) < OPENING_CHUNKS
+    if ref.startswith(_SHEET_REF):
+        rows = [line for line in _lines(content) if len(line) >= MIN_CHARS]
+        return [Sentence(row, number, i, rank, "row") for i, row in enumerate(rows)]
+    if ref.startswith(_RECORD_REFS):
+        return [Sentence(_opening(content), number, 0, rank, "record")]
+    units = [
+        Sentence(text, number, i, rank, opening=opening) for i, text in enumerate(split_sentences(content))
+    ]
+    units += [
+        Sentence(row, number, 1000 + i, rank, "table", note)
+        for i, (row, note) in enumerate(table_rows(content))
+    ]
+    if not units and content.strip():
+        units = [Sentence(_opening(content), number, 0, rank, "opening", opening=opening)]
+    return units
+
+
+def _lines(text: str) -> list[str]:
+    return [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+
+
+def table_rows(text: str) -> list[tuple[str, str]]:
+    """Rows of the tables flattened into a chunk's text, each with its column line and caption.
+
+    A PDF table comes out as one run of labels and numbers ended by its caption
+    ("Table 6: Results on ..."); the column line is the run's opening words.
+    """
+    flat = " ".join(text.split())
+    rows, start = [], 0
+    for caption in _TABLE_CAPTION.finditer(flat):
+        block = flat[start : caption.start()]
+        start = caption.end()
+        matches = list(_TABLE_ROW.finditer(block))
+        if len(matches) < 2:
+            continue
+        # The column line runs into the first row's label: both stay in it, verbatim.
+        columns = block[: matches[0].end("label")].strip()[-200:].split(". ")[-1]
+        note = f'columns: "{columns}"; "{caption.group(0)}"'
+        rows += [(m.group(0).strip(), note) for m in matches]
+    return rows
 
 
 def is_reference_list(text: str) -> bool:
@@ -241,9 +301,12 @@ def _is_quotable(sentence: str) -> bool:
 
 
 def _choose(question: str, candidates: list[Sentence], documents: dict | None = None) -> list[Sentence]:
-    """The best sentences; with ``documents`` (source number -> document), each document's best first."""
-    scores = _scores(question, candidates)
-    order = np.argsort(-scores, kind="stable")
+    """The best units; with ``documents`` (source number -> document), each document's best first."""
+    scores, plain, shares = _scores(question, candidates)
+    order = [i for i in np.argsort(-scores, kind="stable") if shares[i]]
+    if not order:
+        return []
+    order = _opening_first(candidates, plain, order)
     best = float(scores[order[0]])
     chosen, seen = [], set()
     if documents:
@@ -268,34 +331,49 @@ def _choose(question: str, candidates: list[Sentence], documents: dict | None = 
     return chosen
 
 
-def _scores(
-    question: str,
-    candidates: list[Sentence],
-    *,
-    with_answer_type: bool = True,
-    rank_weight: float = RANK_WEIGHT,
-) -> np.ndarray:
+def _scores(question: str, candidates: list[Sentence]) -> tuple[np.ndarray, np.ndarray, list[bool]]:
+    """Each unit's score, its score with the rank counting for little (openings, see _opening_first),
+    and whether it shares anything with the question at all."""
+    texts = [_scored_text(c) for c in candidates]
     # Short texts on onnxruntime (same vectors as torch): a web process needs no torch model for this.
-    vectors = embed_short_texts([question] + [c.text for c in candidates])
+    vectors = embed_short_texts([question] + texts)
     cosine = vectors[1:] @ vectors[0]
-    terms = _terms(question)
-    overlap = np.array([len(terms & _terms(c.text)) / len(terms) if terms else 0.0 for c in candidates])
-    rank = np.array([1.0 - c.rank / MAX_SOURCES for c in candidates])
-    scores = cosine + LEXICAL_WEIGHT * overlap + rank_weight * rank
-    if with_answer_type:
-        scores += ANSWER_TYPE_WEIGHT * np.array([answer_type_match(question, c.text) for c in candidates])
-    return scores
+    weights = rarity_weights(question, texts)
+    overlap = np.array([rarity_overlap(weights, text) for text in texts])
+    rank = np.array([_rank_score(c) for c in candidates])
+    cue = np.array([_cue(question, c) for c in candidates])
+    text_score = cosine + LEXICAL_WEIGHT * overlap
+    scores = text_score + RANK_WEIGHT * rank + CUE_WEIGHT * cue
+    plain = text_score + OPENING_RANK_SHARE * RANK_WEIGHT * rank
+    shares = [bool(o > 0 or c >= CONTENT_COSINE) for o, c in zip(overlap, cosine, strict=True)]
+    return scores, plain, shares
 
 
-def answer_type_match(question: str, sentence: str) -> float:
-    """1.0 when the sentence holds what the question asks for: a number, a date or a definition."""
-    if _ASKS_NUMBER.search(question):
-        return 1.0 if _NUMBER.search(sentence) else 0.0
-    if _ASKS_DATE.search(question):
-        return 1.0 if _DATE.search(sentence) else 0.0
-    if _ASKS_DEFINITION.search(question):
-        return 1.0 if _DEFINITION.search(sentence) else 0.0
-    return 0.0
+def _rank_score(unit: Sentence) -> float:
+    return 1.0 - unit.rank / MAX_SOURCES
+
+
+def _opening_first(candidates: list[Sentence], plain: np.ndarray, order: list[int]) -> list[int]:
+    """An opening without a sentence (a title block, a glossary, a status table) is not answered by
+    its place: it leads only if it matches at least as well as the best other unit when the rank
+    counts for little (``plain``) for both."""
+    if candidates[order[0]].kind != "opening":
+        return order
+    other = next((i for i in order if candidates[i].kind != "opening"), None)
+    if other is not None and plain[other] > plain[order[0]]:
+        order = [other] + [i for i in order if i != other]
+    return order
+
+
+def _cue(question: str, unit: Sentence) -> float:
+    if unit.kind == "table":
+        return table_row_cue(question, unit.text.split(" ", 1)[0])
+    return answer_cue(question, unit.text, opening=unit.opening)
+
+
+def _scored_text(unit: Sentence) -> str:
+    """A table row is read with its columns and caption; every other unit as it is quoted."""
+    return f"{unit.note} {unit.text}" if unit.note else unit.text
 
 
 def _opening(text: str, limit: int = 300) -> str:

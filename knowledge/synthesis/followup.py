@@ -69,7 +69,9 @@ def looks_like_follow_up(question: str) -> bool:
 def resolve_question(
     question: str, *, previous: PreviousTurn | None, history: list[Exchange], llm: LLMConfig | None
 ) -> Resolution:
-    if previous is None or not looks_like_follow_up(question):
+    # A refused turn cited nothing: there is nothing to follow up on, and its question (which the
+    # documents do not cover) would only pull the new one towards a refusal.
+    if previous is None or not previous.cited or not looks_like_follow_up(question):
         return Resolution(question)
     error = ""
     if llm is not None and llm.configured:

@@ -7,6 +7,7 @@ import pytest
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import document_upload
 from knowledge.synthesis.events import parse_sse
+from knowledge.synthesis.refusal import CLOSEST_HEADING, NO_RESULTS_TEXT
 from tests.api.conftest import assert_error
 
 pytest_plugins = ["tests.synthesis.openai_server"]
@@ -40,6 +41,21 @@ def test_query_answers_with_citations_and_saves_the_session(alice, bearer, hills
     assert sessions["count"] == 1 and sessions["results"][0]["turns"] == 2
     detail = client.get(f"/api/v1/sessions/{session}/").json()
     assert [t["question"] for t in detail["turns"]] == [QUESTION, "Tell me more"]
+
+
+def test_query_refuses_what_the_documents_do_not_cover_and_names_the_closest_passages(
+    alice, bearer, hills, no_llm
+):
+    question = "What is the boiling point of mercury on Mars?"
+    response = bearer(alice).post(
+        "/api/v1/query/", {"question": question, "collections": [hills.pk]}, format="json"
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["mode"] == "no_results" and body["citations"] == []
+    assert body["answer"].startswith(NO_RESULTS_TEXT)
+    assert CLOSEST_HEADING in body["answer"] and "- gravity_hill.md, " in body["answer"]
+    assert "[Source" not in body["answer"]
 
 
 def test_query_streams_server_sent_events(alice, bearer, hills, llm_env):

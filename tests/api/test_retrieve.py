@@ -116,7 +116,14 @@ def test_overrides_and_k_apply_per_call(bearer, alice, hills):
     assert len(narrow["results"]) == 1 and narrow["results"][0]["scores"]["lexical_rank"] is None
     assert isinstance(narrow["answerable"], bool)
     assert narrow["answerability"]["answerable"] is narrow["answerable"]
-    assert set(narrow["answerability"]["evidence"]) == {"best_similarity", "margin", "coverage", "agreement"}
+    assert set(narrow["answerability"]["evidence"]) == {
+        "best_similarity",
+        "margin",
+        "coverage",
+        "agreement",
+        "absent",
+        "relative_similarity",
+    }
     nothing = client.post(
         URL,
         {

@@ -33,6 +33,7 @@ from knowledge.synthesis.prompts import (
     history_budget,
     prompt_equivalent_tokens,
 )
+from knowledge.synthesis.refusal import CLOSEST_HEADING
 from tests.conftest import CORPUS
 from tests.synthesis.openai_server import Reply
 
@@ -129,7 +130,7 @@ def test_without_an_llm_the_answer_quotes_the_sources(kb, no_llm):
 def test_nothing_relevant_gives_the_honest_no_results_answer_and_no_llm_call(kb, llm_env):
     turn = ask(kb, NOTHING_QUESTION)
     assert turn.mode == ChatTurn.Mode.NO_RESULTS
-    assert turn.answer == NO_RESULTS_TEXT
+    assert turn.answer.startswith(NO_RESULTS_TEXT)
     assert turn.cited_sources == [] and turn.retrieved == []
     assert llm_env.requests == []  # the configured LLM was not called
     assert ChatTurn.objects.filter(pk=turn.pk, session__user=kb.user).exists()  # still saved
@@ -433,7 +434,8 @@ def test_knowledge_ask_json_without_an_llm(kb, no_llm):
 
 def test_knowledge_ask_no_results_and_a_continued_session(kb, no_llm):
     result = json.loads(run_ask("--collection", COLLECTION, "--json", NOTHING_QUESTION))
-    assert (result["mode"], result["answer"], result["citations"]) == ("no_results", NO_RESULTS_TEXT, [])
+    assert (result["mode"], result["citations"]) == ("no_results", [])
+    assert result["answer"].startswith(NO_RESULTS_TEXT)
     text = run_ask("--collection", COLLECTION, "--session", str(result["session"]), "When is Flag Day?")
     assert "Sources:" in text and "flag_day.html" in text and f"session: {result['session']}" in text
     assert ChatTurn.objects.filter(session_id=result["session"]).count() == 2
@@ -457,3 +459,18 @@ def test_a_malformed_llm_setting_is_recorded_and_the_answer_extracted(kb, llm_en
     assert_grounded(turn, LABEL_LLM_FAILED)
     assert "LLM_MAX_OUTPUT_TOKENS" in turn.error
     assert llm_env.requests == []
+
+
+@pytest.mark.parametrize("overrides", [{}, {"agentic.enabled": True}], ids=["standard", "agentic"])
+def test_a_refusal_names_the_closest_passages_as_such(kb, no_llm, overrides):
+    turn = ask(kb, NOTHING_QUESTION, overrides=overrides)
+    assert turn.mode == ChatTurn.Mode.NO_RESULTS
+    head, heading, closest = turn.answer.partition(CLOSEST_HEADING)
+    assert head.strip() == NO_RESULTS_TEXT and heading
+    lines = closest.strip().splitlines()
+    assert 1 <= len(lines) <= 3
+    filenames = set(kb.documents)
+    for line in lines:
+        assert line.startswith("- ") and line.split(",", 1)[0][2:] in filenames, line
+        assert not QUOTE_LINE.match(line)  # never a [Source N] quote
+    assert turn.cited_sources == []

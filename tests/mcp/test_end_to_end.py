@@ -7,6 +7,7 @@ from rest_framework.test import APIClient
 
 from knowledge.models import LLMSettings
 from knowledge.services.collections import collection_create
+from knowledge.synthesis.refusal import CLOSEST_HEADING, NO_RESULTS_TEXT
 from tests.conftest import CORPUS
 from tests.mcp.conftest import http_client, payload, run
 
@@ -78,3 +79,31 @@ def test_llm_answer_through_mcp_matches_the_rest_api(live_mcp, papers, llm_serve
     _same_answer(rest, mcp, base=f"http://127.0.0.1:{live_mcp.port}")
     first, second = llm_server.requests  # one synthesis call each, with the same prompt and context
     assert first.messages == second.messages
+
+
+def _call(live_mcp, papers, tool: str, question: str) -> dict:
+    collection, token, _api = papers
+
+    async def scenario():
+        async with http_client(live_mcp.url, token) as client:
+            return payload(
+                await client.call_tool(tool, {"question": question, "collections": [collection.pk]})
+            )
+
+    return run(scenario)
+
+
+def test_the_split_size_question_leads_with_the_figure(live_mcp, papers, no_llm):
+    question = "How many query-paper pairs are in the AutoScholarQuery training split?"
+    body = _call(live_mcp, papers, "answer_research_question", question)
+    first_quote = body["answer"].split("\n\n", 1)[1].splitlines()[0]
+    assert body["mode"] == "extractive"
+    assert "33,511" in first_quote or "33,551" in first_quote, body["answer"]
+
+
+@pytest.mark.parametrize("tool", ["answer_research_question", "agentic_research_question"])
+def test_both_answer_tools_refuse_what_the_paper_does_not_cover(live_mcp, papers, no_llm, tool):
+    body = _call(live_mcp, papers, tool, "What is the boiling point of mercury on Mars?")
+    assert body["mode"] == "no_results" and body["citations"] == []
+    assert body["answer"].startswith(NO_RESULTS_TEXT)
+    assert CLOSEST_HEADING in body["answer"] and "- pasa.pdf, p. " in body["answer"]

@@ -5,7 +5,10 @@ from __future__ import annotations
 import pytest
 
 from knowledge.retrieval.answerability import (
+    MAX_ABSENT,
+    MIN_RELATIVE,
     SIMILARITY_FLOOR,
+    WEAKER,
     Evidence,
     answerability_score,
     coverage_of,
@@ -48,6 +51,8 @@ def test_the_verdict_reports_its_evidence():
         "margin": 0.1,
         "coverage": 0.5,
         "agreement": 1.0,
+        "absent": 0.0,
+        "relative_similarity": None,
     }
     assert reported["threshold"] == 0.2 and 0.0 < reported["score"] < 1.0
 
@@ -86,4 +91,34 @@ def test_the_similarity_floor_judges_only_questions_the_embedding_model_reads():
     nothing = Evidence(best_similarity=0.18, margin=0.01, coverage=0.0, agreement=0.0)
     assert not verdict_for(
         nothing, min_answerability=0.18, min_relevance=0.0, similarity_floor=False
+    ).answerable
+
+
+def test_a_question_whose_words_the_documents_lack_is_refused_when_its_best_passage_is_weak():
+    close = dict(best_similarity=0.45, margin=0.3, coverage=0.9, agreement=1.0)
+    weak = WEAKER - 0.1
+    lacking = verdict_for(
+        Evidence(**close, absent=MAX_ABSENT, relative_similarity=weak),
+        min_answerability=0.18,
+        min_relevance=0.0,
+    )
+    assert not lacking.answerable and lacking.reason == "most of the question's words occur nowhere"
+    for absent, relative in ((MAX_ABSENT - 0.1, weak), (1.0, WEAKER + 0.1), (1.0, None)):
+        evidence = Evidence(**close, absent=absent, relative_similarity=relative)
+        assert verdict_for(evidence, min_answerability=0.18, min_relevance=0.0).answerable
+    evidence = Evidence(**close, absent=1.0, relative_similarity=weak)
+    assert verdict_for(evidence, min_answerability=0.0, min_relevance=0.0).answerable
+
+
+def test_a_best_passage_far_weaker_than_a_typical_answer_is_refused():
+    close = dict(best_similarity=0.3, margin=0.3, coverage=0.9, agreement=1.0)
+    weak = verdict_for(
+        Evidence(**close, relative_similarity=MIN_RELATIVE - 0.01), min_answerability=0.18, min_relevance=0.0
+    )
+    assert not weak.answerable and weak.reason == "far weaker than a typical answer here"
+    typical = Evidence(**close, relative_similarity=MIN_RELATIVE + 0.2)
+    assert verdict_for(typical, min_answerability=0.18, min_relevance=0.0).answerable
+    # No yardstick (too few sentences in the collections): the rule does not apply.
+    assert verdict_for(
+        Evidence(**close, relative_similarity=None), min_answerability=0.18, min_relevance=0.0
     ).answerable

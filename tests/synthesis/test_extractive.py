@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from knowledge.models import Chunk, Document
 from knowledge.retrieval.service import RetrievedChunk
+from knowledge.synthesis.answer_cues import WRONG_KIND, answer_cue, question_kind
 from knowledge.synthesis.extractive import (
     answer_type_match,
     extractive_answer,
@@ -169,3 +170,83 @@ def test_japanese_sentences_end_at_their_full_stops_and_are_quoted_verbatim():
         "하이브리드 검색은 키워드 검색과 벡터 검색을 결합한다.",
         "그래서 정확도가 크게 향상된다.",
     ]
+
+
+def _scored(number, content, source_ref, filename="doc.pdf", **scores) -> RetrievedChunk:
+    source = _source(number, content, source_ref, filename)
+    source.scores = scores
+    return source
+
+
+def test_the_question_form_decides_the_answer_form():
+    assert question_kind("How many queries are in AutoScholarQuery?") == "number"
+    assert question_kind("What recall@20 does PaSa-7b reach on RealScholarQuery?") == "number"
+    assert question_kind("When is Flag Day celebrated?") == "date"
+    assert question_kind("What does the PaSa paper propose?") == "proposal"
+    assert question_kind("What is a gravity hill?") == "definition"
+    question = "How many queries are in AutoScholarQuery?"
+    whole = "AutoScholarQuery includes 35k fine-grained academic queries and their papers."
+    sample = "We sampled 100 papers to check the quality of AutoScholarQuery."
+    assert answer_cue(question, whole) > answer_cue(question, sample) > 0
+    gain = "PaSa-7b outperforms Google by 37.78% in Recall@20 and 39.90% in Recall@50."
+    assert answer_cue("What recall@20 does PaSa-7b reach?", gain) == WRONG_KIND
+    assert answer_cue("By how much does PaSa-7b beat Google in recall@20?", gain) > 0
+    proposal = "In this paper, we introduce PaSa, a novel paper search agent."
+    question = "What does the PaSa paper propose?"
+    assert answer_cue(question, proposal, opening=True) > answer_cue(question, proposal) > 0
+    assert answer_cue(question, "PaSa uses two agents, the Crawler and the Selector.") == 0.0
+
+
+TABLE = (
+    "Method Crawler Recall Precision Recall Recall@100 Recall@50 Recall@20 "
+    "Google - - - 0.2535 0.2342 0.1834\n\n"
+    "Google Scholar - - - 0.2809 0.2155 0.1514 PaSa-GPT-4o 0.5494 0.4721 0.3075 - - - "
+    "PaSa-7b 0.7071 0.5146 0.6111 0.6929 0.6563 0.5798 PaSa-7b-ensemble 0.7503 0.4938 0.6488 0.7281 0.6877 "
+    "0.5986 Table 6: Results on RealScholarQuery."
+)
+
+
+def test_a_value_asked_for_is_quoted_from_the_table_row_not_a_relative_gain_ranked_above_it():
+    gains = (
+        "For RealScholarQuery, PaSa-7b outperforms Google with GPT-4o by 37.78% in Recall@20 and 39.90% "
+        "in Recall@50. PaSa-7b surpasses PaSa-GPT-4o by 30.36% in recall and 4.25% in precision."
+    )
+    sources = [_source(1, gains, "page=2", "pasa.pdf"), _source(2, TABLE, "page=8", "pasa.pdf")]
+    answer = extractive_answer(
+        question="What recall@20 does PaSa-7b reach on RealScholarQuery?", sources=sources
+    )
+    first = answer.sentences[0]
+    assert (first.source_number, first.text) == (2, "PaSa-7b 0.7071 0.5146 0.6111 0.6929 0.6563 0.5798")
+    assert first.text in normalise(TABLE)  # verbatim
+    assert '"Table 6: Results on RealScholarQuery."' in answer.text.splitlines()[3]  # the row's caption
+
+
+def test_a_spreadsheet_row_is_quoted_whole_with_its_headers():
+    rows = (
+        "Month: January; Rent: 1200.00; Total: 1737.50\n"
+        "Month: February; Rent: 1200.00; Total: 1735.00\n"
+        "Month: March; Rent: 1200.00; Total: 1742.65"
+    )
+    sources = [_source(1, rows, "sheet=monthly_spending", "monthly_spending.csv")]
+    answer = extractive_answer(question="How much did I spend in March?", sources=sources)
+    assert answer.sentences[0].text == "Month: March; Rent: 1200.00; Total: 1742.65"
+
+
+def test_nothing_is_quoted_from_a_passage_under_the_floor_or_from_a_sentence_sharing_nothing():
+    spending = "Month: March; Rent: 1200.00; Total: 1742.65"
+    flag_day = "The flag was first raised over Parliament Hill in Ottawa on February 15, 1965."
+    sources = [
+        _scored(1, spending, "sheet=monthly_spending", "monthly_spending.csv", similarity=0.46),
+        _scored(2, flag_day, "heading=History", "flag_day.html", similarity=0.09),
+    ]
+    answer = extractive_answer(question="How much did I spend in March?", sources=sources)
+    assert {s.source_number for s in answer.sentences} == {1}
+    # Found first by the lexical search, a passage under the cosine floor is still relevant.
+    sources[1].scores["lexical_rank"] = 1
+    question = "When was the flag first raised over Parliament Hill?"
+    assert extractive_answer(question=question, sources=sources).sentences[0].source_number == 2
+    unrelated = "Tabs and spaces are both accepted in the configuration file of the server."
+    nothing = extractive_answer(
+        question="Who painted the Mona Lisa?", sources=[_source(1, unrelated, "page=1")]
+    )
+    assert nothing.sentences == [] and nothing.text == ""

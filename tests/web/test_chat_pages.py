@@ -10,6 +10,7 @@ from knowledge.models import ChatSession, Document
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import document_upload
 from knowledge.synthesis.events import parse_sse
+from knowledge.synthesis.refusal import CLOSEST_HEADING, NO_RESULTS_TEXT
 
 pytest_plugins = ["tests.synthesis.openai_server"]
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -58,6 +59,20 @@ def test_chat_streams_events_in_order_and_resumes_the_session(client, alice, pas
     follow_up = _ask(client, question="Tell me more about the first one", session=session.pk)
     assert follow_up[-1].name == "execution_complete"
     assert session.turns.count() == 2
+
+
+def test_the_chat_page_refuses_what_the_paper_does_not_cover_and_names_the_closest_passages(
+    client, alice, pasa, no_llm
+):
+    client.force_login(alice)
+    events = _ask(client, question="What is the boiling point of mercury on Mars?", collections=[pasa.pk])
+    final = next(e for e in events if e.name == "final_answer").data
+    assert final["mode"] == "no_results" and final["sources"] == []
+    assert final["text"].startswith(NO_RESULTS_TEXT) and CLOSEST_HEADING in final["text"]
+    assert "- pasa.pdf, p. " in final["text"] and "[Source" not in final["text"]
+    session = ChatSession.objects.get(user=alice)
+    page = client.get(f"/chat/?session={session.pk}").content.decode()
+    assert CLOSEST_HEADING in page
 
 
 def test_citation_opens_the_pdf_at_the_cited_page_with_the_passage(client, alice, pasa, no_llm):
