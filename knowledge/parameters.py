@@ -158,7 +158,7 @@ PARAMETERS: dict[str, Parameter] = {
             "semanticWeight",
             float,
             0.65,
-            "Weight of the semantic ranking in Reciprocal Rank Fusion.",
+            "Weight of the semantic search in the fusion (the lexical search has the rest).",
             0.0,
             1.0,
         ),
@@ -168,7 +168,16 @@ PARAMETERS: dict[str, Parameter] = {
             True,
             "Rank each page's or section's best chunk before any page's second chunk.",
         ),
-        Parameter("rrfK", int, 60, "Smoothing constant k of Reciprocal Rank Fusion.", 1, 1000),
+        Parameter(
+            "scoreFusion",
+            bool,
+            False,
+            "Fuse the two searches by their scores, each scaled to 0-1, weighted by semanticWeight; "
+            "off = by rank (Reciprocal Rank Fusion with rrfK).",
+        ),
+        Parameter(
+            "rrfK", int, 60, "Smoothing constant k of Reciprocal Rank Fusion (scoreFusion off).", 1, 1000
+        ),
         Parameter(
             "queryIntent",
             bool,

@@ -25,6 +25,8 @@ SEED_DEFAULTS = {
     "hybrid": True,
     # Chosen by leave-one-set-out over three question sets (README, evaluation).
     "semanticWeight": 0.65,
+    # Better held-out retrieval, but off until extractive answers read a cited page's other chunks.
+    "scoreFusion": False,
     "rrfK": 60,
     "spreadSources": True,
     "queryIntent": False,

@@ -154,6 +154,8 @@ def test_knowledge_eval_on_an_unseen_question_set(alice, corpus, tmp_path, no_ll
         "margin",
         "coverage",
         "agreement",
+        "absent",
+        "relative_similarity",
     }
 
 

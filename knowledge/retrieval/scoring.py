@@ -1,14 +1,16 @@
-"""Scoring (docs/design.md#scoring), pure functions: similarity, freshness, adjusted score, RRF, limits.
+"""Scoring (docs/design.md#scoring), pure functions: similarity, freshness, adjusted score, fusion, limits.
 
 Order of operations on the candidates (documented, and tested):
 1. similarity = 1 - cosine distance; candidates below minRelevanceScore are
    dropped, whichever search found them (a lexical-only hit on an unrelated
    question must not turn into an answer).
 2. adjusted = (1 - freshnessWeight) x similarity + freshnessWeight x freshness.
-3. The semantic ranking (by adjusted score) and the lexical ranking (BM25) are
-   fused by weighted Reciprocal Rank Fusion; with hybrid off, the order is the
-   adjusted score alone. semanticWeight 0 (or 1) keeps only what the lexical
-   (or semantic) search ranked.
+3. The semantic search (adjusted score) and the lexical search (BM25) are
+   fused by weighted Reciprocal Rank Fusion of their rankings (the default), or
+   by their scores, each scaled to 0..1 over its own hits and weighted by
+   semanticWeight (scoreFusion); with hybrid off, the order is the adjusted score
+   alone. semanticWeight 0 keeps only what the lexical search found; 1 orders
+   by the semantic side alone.
 4. spreadSources puts each source's (page's, section's) best chunk before any
    source's second chunk, so one long page cannot fill the first places.
 5. maxChunksPerDocument keeps the best chunks of each document, then maxDocs
@@ -68,6 +70,29 @@ def rrf_scores(rankings: Iterable[tuple[Sequence[int], float]], *, k: int) -> di
     return scores
 
 
+def score_fusion(candidates: list[Candidate], *, weight: float) -> dict[int, float]:
+    """Weighted sum of each search's own scores, each scaled to 0..1 over the candidates it found.
+
+    The dense search's adjusted similarity over its hits, the lexical search's BM25 over its hits
+    (min-max: the best hit of each search scores 1, its weakest 0); a search that did not find a
+    candidate adds nothing for it. Unlike ranks, scores keep how far ahead the best hits are.
+    """
+    dense = _scaled({c.chunk_id: c.adjusted for c in candidates if c.dense_rank is not None})
+    lexical = _scaled({c.chunk_id: c.lexical_score for c in candidates if c.lexical_score is not None})
+    return {
+        c.chunk_id: weight * dense.get(c.chunk_id, 0.0) + (1 - weight) * lexical.get(c.chunk_id, 0.0)
+        for c in candidates
+    }
+
+
+def _scaled(scores: dict[int, float]) -> dict[int, float]:
+    if not scores:
+        return {}
+    low, high = min(scores.values()), max(scores.values())
+    span = (high - low) or 1.0
+    return {key: (value - low) / span for key, value in scores.items()}
+
+
 def score_candidates(
     candidates: list[Candidate], *, config: dict, today: datetime.date, hybrid: bool
 ) -> list[Candidate]:
@@ -83,14 +108,18 @@ def score_candidates(
         return semantic
     lexical = sorted((c for c in kept if c.lexical_rank is not None), key=lambda c: c.lexical_rank)
     weight = config["semanticWeight"]
-    fused = rrf_scores(
-        [([c.chunk_id for c in semantic], weight), ([c.chunk_id for c in lexical], 1 - weight)],
-        k=config["rrfK"],
-    )
+    if config["scoreFusion"]:
+        fused = score_fusion(kept, weight=weight)
+    else:
+        fused = rrf_scores(
+            [([c.chunk_id for c in semantic], weight), ([c.chunk_id for c in lexical], 1 - weight)],
+            k=config["rrfK"],
+        )
     for c in kept:
         c.fused = fused.get(c.chunk_id, 0.0)
-    # A ranking with weight 0 contributes nothing: semanticWeight 0 is lexical-only, 1 semantic-only.
-    ranked = [c for c in kept if c.fused > 0]
+    # A search with weight 0 contributes nothing: semanticWeight 0 is lexical-only (the semantic
+    # ranking holds every candidate, so any weight above 0 keeps them all).
+    ranked = kept if weight > 0 else [c for c in kept if c.lexical_rank is not None]
     return sorted(ranked, key=lambda c: (-c.fused, -c.adjusted, c.chunk_id))
 
 

@@ -14,6 +14,7 @@ from knowledge.retrieval.scoring import (
     limit_per_document,
     rrf_scores,
     score_candidates,
+    score_fusion,
     select,
     spread_sources,
 )
@@ -33,6 +34,7 @@ def config(**overrides) -> dict:
         "freshnessWeight": 0.0,
         "freshnessDecayRate": 0.005,
         "semanticWeight": 0.7,
+        "scoreFusion": False,
         "rrfK": 60,
     }
     return {**base, **overrides}
@@ -182,3 +184,53 @@ def test_semantic_weight_zero_is_lexical_only_and_one_is_semantic_only():
     assert [c.chunk_id for c in lexical_only] == [2]
     semantic_only = score_candidates(candidates, config=config(semanticWeight=1.0), today=TODAY, hybrid=True)
     assert [c.chunk_id for c in semantic_only] == [1, 2]
+
+
+def test_score_fusion_scales_each_search_over_its_own_hits_and_weighs_them():
+    candidates = [
+        Candidate(1, 1, 1, similarity=0.80, dense_rank=1, lexical_rank=2, lexical_score=4.0),
+        Candidate(2, 2, 1, similarity=0.60, dense_rank=2, lexical_rank=1, lexical_score=10.0),
+        Candidate(3, 3, 1, similarity=0.40, dense_rank=3),
+        Candidate(4, 4, 1, similarity=0.30, lexical_rank=3, lexical_score=1.0),
+    ]
+    for c in candidates:
+        c.adjusted = c.similarity
+    fused = score_fusion(candidates, weight=0.6)
+    # Dense scaled over its hits 0.8/0.6/0.4 -> 1/0.5/0; BM25 over its hits 4/10/1 -> 1/3, 1, 0.
+    assert fused[1] == pytest.approx(0.6 * 1.0 + 0.4 * (3 / 9))
+    assert fused[2] == pytest.approx(0.6 * 0.5 + 0.4 * 1.0)
+    assert fused[3] == pytest.approx(0.0)
+    assert fused[4] == pytest.approx(0.0)  # the lexical side's weakest hit, not a dense hit
+
+
+def test_score_fusion_keeps_the_margin_that_ranks_forget():
+    """A far better lexical hit beats a marginally better dense one: ranks would call it a tie."""
+    candidates = [
+        Candidate(1, 1, 1, similarity=0.61, dense_rank=1, lexical_rank=2, lexical_score=2.0),
+        Candidate(2, 2, 1, similarity=0.60, dense_rank=2, lexical_rank=1, lexical_score=12.0),
+        Candidate(3, 3, 1, similarity=0.30, dense_rank=3, lexical_rank=3, lexical_score=1.0),
+    ]
+    by_scores = score_candidates(
+        candidates, config=config(scoreFusion=True, semanticWeight=0.6), today=TODAY, hybrid=True
+    )
+    assert [c.chunk_id for c in by_scores] == [2, 1, 3]
+    by_ranks = score_candidates(
+        candidates, config=config(scoreFusion=False, semanticWeight=0.6), today=TODAY, hybrid=True
+    )
+    assert [c.chunk_id for c in by_ranks] == [1, 2, 3]
+
+
+def test_score_fusion_semantic_weight_zero_is_lexical_only_and_one_keeps_every_candidate():
+    candidates = [
+        Candidate(1, 1, 1, similarity=0.9, dense_rank=1),
+        Candidate(2, 2, 1, similarity=0.5, dense_rank=2, lexical_rank=1, lexical_score=3.0),
+        Candidate(3, 3, 1, similarity=0.4, lexical_rank=2, lexical_score=1.0),
+    ]
+    lexical_only = score_candidates(
+        candidates, config=config(scoreFusion=True, semanticWeight=0.0), today=TODAY, hybrid=True
+    )
+    assert [c.chunk_id for c in lexical_only] == [2, 3]
+    semantic = score_candidates(
+        candidates, config=config(scoreFusion=True, semanticWeight=1.0), today=TODAY, hybrid=True
+    )
+    assert [c.chunk_id for c in semantic] == [1, 2, 3]

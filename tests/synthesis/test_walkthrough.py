@@ -130,7 +130,9 @@ def test_a_question_the_documents_do_not_cover_is_refused_with_the_closest_match
 @pytest.mark.parametrize("question", list(ANSWERS))
 def test_no_sentence_is_quoted_from_a_passage_under_the_floor(walkthrough, no_llm, question):
     turn = ask(walkthrough, question)
-    similarity = {s["n"]: (s.get("scores") or {}).get("similarity") for s in turn.retrieved}
+    scores = {s["n"]: s.get("scores") or {} for s in turn.retrieved}
     for text, number in quotes(turn):
-        score = similarity.get(number)
-        assert score is None or score >= QUOTE_FLOOR, (text, score)
+        score = scores.get(number, {})
+        # The keyword search's first passage is judged by its words: the English model's cosine
+        # to a row of Japanese cells says nothing (the row naming the laptop scores 0.16).
+        assert score.get("lexical_rank") == 1 or score.get("similarity", 1.0) >= QUOTE_FLOOR, (text, score)
