@@ -260,10 +260,27 @@ def is_reference_list(text: str) -> bool:
 def split_sentences(text: str) -> list[str]:
     """Whole sentences of a chunk, each a verbatim run of it (whitespace collapsed)."""
     sentences: list[str] = []
-    for paragraph in re.split(r"\n\s*\n", text):
+    for paragraph in _paragraphs(text):
         for unit in _paragraph_units(paragraph):
             sentences += _split_unit(unit)
     return [s for s in sentences if _is_quotable(s)]
+
+
+def _paragraphs(text: str) -> list[str]:
+    """The text's paragraphs; a blank line inside a sentence is a wrap, not a paragraph's end.
+
+    Text taken from PDFs (OCR'd pages above all) breaks lines mid-sentence with blank lines:
+    "filled with balls packed" / "with saw-dust." would otherwise become two fragments, neither
+    quotable, and the sentence that answers would be lost.
+    """
+    paragraphs: list[str] = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        wraps = paragraphs and paragraph[:1].islower() and not _ENDS_SENTENCE.search(paragraphs[-1].rstrip())
+        if wraps:
+            paragraphs[-1] = f"{paragraphs[-1].rstrip()} {paragraph}"
+        else:
+            paragraphs.append(paragraph)
+    return paragraphs
 
 
 def _split_unit(unit: str) -> list[str]:

@@ -55,6 +55,20 @@ def test_lines_wrapped_inside_a_sentence_are_joined():
     ]
 
 
+def test_a_blank_line_inside_a_sentence_is_a_wrap_not_a_paragraph():
+    # An OCR'd page of the corpus (Seige_of_Vicksburg_Sample_OCR.pdf, page 3) breaks its sentences so.
+    text = (
+        "Cannister shot is a tin cylinder with iron heads, filled with balls packed\n\n"
+        "with saw-dust. The heads are movable.\n\n"
+        "Grape Shot.\n\n"
+        "Solid shot is strapped on a sabot."
+    )
+    assert split_sentences(text) == [
+        "Cannister shot is a tin cylinder with iron heads, filled with balls packed with saw-dust.",
+        "Solid shot is strapped on a sabot.",
+    ]
+
+
 def test_captions_footnotes_references_and_boilerplate_are_not_quoted():
     text = (
         "Figure 1: Architecture of PaSa, with both agents shown.\n\n"
