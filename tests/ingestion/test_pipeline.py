@@ -390,6 +390,20 @@ def test_knowledge_ingest_command_wait_json(alice, corpus, tmp_path):
     assert again[0]["document_id"] == by_name["dummy.docx"]["document_id"]
 
 
+def test_a_file_replaced_by_a_namesake_later_in_the_same_run_is_reported_as_replaced(alice, tmp_path):
+    # Two folders of one documentation set often hold files of the same name (index.txt ...).
+    for folder, capital in (("first", "Paris"), ("second", "Rome")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "notes.md").write_text(f"# Notes\n\nThe capital is {capital}.\n")
+    rows = _ingest_json(
+        "--collection", "twins", "--create", "--owner", "alice", "--wait", "--json",
+        str(tmp_path / "first" / "notes.md"), str(tmp_path / "second" / "notes.md"),
+    )  # fmt: skip
+    assert [row["status"] for row in rows] == ["replaced", "ready"]
+    assert rows[0]["error"] == "replaced by a later file of the same name" and rows[0]["chunks"] == 0
+    assert rows[1]["chunks"] > 0
+
+
 def test_knowledge_ingest_command_errors(alice, corpus):
     with pytest.raises(CommandError, match="pass --create"):
         call_command("knowledge_ingest", "--collection", "nope", str(corpus / "office" / "dummy.docx"))

@@ -124,7 +124,17 @@ def _report(entry) -> dict:
     path, document, error = entry
     if document is None:
         return {"filename": path.name, "document_id": None, "status": "failed", "chunks": 0, "error": error}
-    document.refresh_from_db()
+    try:
+        document.refresh_from_db()
+    except Document.DoesNotExist:
+        # A later file of the same name in this run replaced it (an upload replaces its namesake).
+        return {
+            "filename": document.filename,
+            "document_id": document.pk,
+            "status": "replaced",
+            "chunks": 0,
+            "error": "replaced by a later file of the same name",
+        }
     chunks = Chunk.objects.filter(document=document, chunk_profile_id=document.collection.chunk_profile_id)
     return {
         "filename": document.filename,
