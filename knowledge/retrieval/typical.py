@@ -27,6 +27,7 @@ import numpy as np
 from django.db import connection
 
 from knowledge.clients.embedding import embed_short_texts
+from knowledge.clients.sentences import split_sentences
 from knowledge.retrieval.scope import Scope
 
 SAMPLE_CHUNKS = 32
@@ -63,8 +64,6 @@ def _typical_cached(scope_sql: str, scope_params: tuple, chunks: int) -> float |
 
 
 def _median_self_match(rows: list[tuple]) -> float | None:
-    from knowledge.synthesis.extractive import split_sentences  # synthesis builds on retrieval
-
     pairs = []
     for content, vector in rows:
         sentences = split_sentences(content or "")

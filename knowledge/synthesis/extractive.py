@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from knowledge.clients.embedding import embed_short_texts
-from knowledge.clients.text import CJK_RUN
+from knowledge.clients.sentences import MIN_CHARS, NOT_ANSWER, paragraph_units, split_sentences
 from knowledge.retrieval.answerability import QUOTE_FLOOR
 from knowledge.synthesis.answer_cues import (
     answer_cue,
@@ -58,7 +58,6 @@ LABEL_UNSUPPORTED = (
 MAX_SOURCES = 5
 MAX_SENTENCES = 4
 MIN_SENTENCES = 2
-MIN_CHARS, MAX_CHARS, MIN_WORDS = 25, 600, 5
 # Units that score this far below the best are not worth quoting.
 KEEP_WITHIN = 0.12
 # The weights of a unit's score (cosine to the question has weight 1). Chosen on the development
@@ -72,35 +71,6 @@ CONTENT_COSINE = 0.15
 OPENING_RANK_SHARE = 0.2
 # A chunk this early in its document is its opening (abstract, introduction, lead).
 OPENING_CHUNKS = 3
-
-# Not answers: figure and table captions, footnotes, citations of references, page furniture.
-_NOT_ANSWER = re.compile(
-    r"^(?:fig(?:ure)?\.?|table|source|photo|image|credit)\s*\d*[.:]"
-    r"|^\[?\d{1,3}\]?\s*(?:\^|↑)"
-    r"|^\^"
-    r"|wikimedia commons|wikiquote|wiktionary|wikisource|has media related to"
-    r"|retrieved (?:on |from )?(?:\d|[a-z]+ \d)|archived from the original"
-    r"|^(?:see also|main article|further information|external links|jump to|edit links)\b"
-    r"|\bet al\.,? \(?\d{4}|\barxiv\b|\bdoi:|\bisbn\b|\bpp\. \d",
-    re.IGNORECASE,
-)
-# A sentence ends at . ! or ? with any closing quotes, brackets and footnote marks ("1965.[1]"),
-# before white space and a capital, a digit or Hangul (Korean spaces its sentences); or at the
-# full stops of Japanese and Chinese (。！？), which need no space after them (that text has none).
-_SENTENCE_END = re.compile(
-    r"[.!?]+[\"'”’)\]]*(?:\[\d+\])*(?=\s+[\"'“‘(\[]?[A-Z0-9\uac00-\ud7af])"
-    r"|[。！？]+[」』）)\]\"”’]*(?:\[\d+\])*"
-)
-_ENDS_SENTENCE = re.compile(r"[.!?。！？][\"'”’)\]」』）]*(?:\[\d+\])*$")
-# A character of text written without spaces counts for half a word and two characters of
-# English (a sentence of 13 kana and kanji is as long as the shortest English one quoted).
-_WIDE = re.compile(CJK_RUN.pattern.replace("]+", "]"))
-# A full sentence that ends in a colon introduces an example or a list ("... because joins are
-# used instead of subqueries:"); documentation states many of its answers that way.
-_INTRODUCES_EXAMPLE = re.compile(r"^(?:\S+\s+){7,}\S*:$")
-_ABBREVIATION = re.compile(
-    r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|vs|etc|al|e\.g|i\.e|Fig|No|Vol|approx|[A-Z])\.$", re.IGNORECASE
-)
 
 
 # A row of a table flattened out of a PDF: a label, then at least three numbers or dashes.
@@ -250,71 +220,11 @@ def table_rows(text: str) -> list[tuple[str, str]]:
 
 def is_reference_list(text: str) -> bool:
     """Most of the chunk's lines are footnotes, citations or links: nothing in it answers."""
-    units = [u for paragraph in re.split(r"\n\s*\n", text) for u in _paragraph_units(paragraph)]
+    units = [u for paragraph in re.split(r"\n\s*\n", text) for u in paragraph_units(paragraph)]
     if not units:
         return False
-    noise = sum(1 for unit in units if _NOT_ANSWER.search(unit))
+    noise = sum(1 for unit in units if NOT_ANSWER.search(unit))
     return noise >= REFERENCE_LIST_SHARE * len(units)
-
-
-def split_sentences(text: str) -> list[str]:
-    """Whole sentences of a chunk, each a verbatim run of it (whitespace collapsed)."""
-    sentences: list[str] = []
-    for paragraph in _paragraphs(text):
-        for unit in _paragraph_units(paragraph):
-            sentences += _split_unit(unit)
-    return [s for s in sentences if _is_quotable(s)]
-
-
-def _paragraphs(text: str) -> list[str]:
-    """The text's paragraphs; a blank line inside a sentence is a wrap, not a paragraph's end.
-
-    Text taken from PDFs (OCR'd pages above all) breaks lines mid-sentence with blank lines:
-    "filled with balls packed" / "with saw-dust." would otherwise become two fragments, neither
-    quotable, and the sentence that answers would be lost.
-    """
-    paragraphs: list[str] = []
-    for paragraph in re.split(r"\n\s*\n", text):
-        wraps = paragraphs and paragraph[:1].islower() and not _ENDS_SENTENCE.search(paragraphs[-1].rstrip())
-        if wraps:
-            paragraphs[-1] = f"{paragraphs[-1].rstrip()} {paragraph}"
-        else:
-            paragraphs.append(paragraph)
-    return paragraphs
-
-
-def _split_unit(unit: str) -> list[str]:
-    pieces, start = [], 0
-    for match in _SENTENCE_END.finditer(unit):
-        if _ABBREVIATION.search(unit, 0, match.end()):
-            continue
-        pieces.append(unit[start : match.end()].strip())
-        start = match.end()
-    pieces.append(unit[start:].strip())
-    return [p for p in pieces if p]
-
-
-def _paragraph_units(paragraph: str) -> list[str]:
-    lines = [" ".join(line.split()) for line in paragraph.splitlines() if line.strip()]
-    if not lines:
-        return []
-    # Many short lines are rows or list items, not one sentence wrapped over several lines.
-    if len(lines) > 2 and sum(map(len, lines)) / len(lines) < 40:
-        return lines
-    return [" ".join(lines)]
-
-
-def _is_quotable(sentence: str) -> bool:
-    wide = len(_WIDE.findall(sentence))
-    words = len(sentence.split()) + wide // 2
-    if not (MIN_CHARS <= len(sentence) + wide <= MAX_CHARS and words >= MIN_WORDS):
-        return False
-    if sentence[0].islower():
-        return False  # the tail of a sentence cut at the chunk's start
-    if not (_ENDS_SENTENCE.search(sentence) or _INTRODUCES_EXAMPLE.search(sentence)):
-        return False  # a heading, a table row, or a sentence cut at the chunk's end
-    letters = sum(ch.isalpha() for ch in sentence)
-    return letters >= 0.5 * len(sentence) and not _NOT_ANSWER.search(sentence)
 
 
 def _choose(question: str, candidates: list[Sentence], documents: dict | None = None) -> list[Sentence]:

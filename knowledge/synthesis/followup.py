@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 
 from knowledge.clients.llm import LLMConfig, LLMError, LLMResult, complete
+from knowledge.clients.sentences import split_sentences
 from knowledge.synthesis.citations import MARKER, marker_numbers
-from knowledge.synthesis.extractive import split_sentences
 from knowledge.synthesis.prompts import Exchange, rewrite_messages
 
 RESOLUTION_NONE = "none"

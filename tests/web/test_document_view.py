@@ -8,9 +8,9 @@ import re
 
 import pytest
 
+from knowledge.clients.sentences import split_sentences
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import document_upload
-from knowledge.synthesis.extractive import split_sentences
 from knowledge.synthesis.quotes import quote_range_format, quote_span
 
 pytestmark = pytest.mark.django_db(transaction=True)
