@@ -154,7 +154,7 @@ def retrieve(
     # Reranking looks at maxDocs x 3 candidates, then keeps maxDocs (docs/design.md#scoring).
     pool = {**config, "maxDocs": config["maxDocs"] * 3} if rerank_ids else config
     with timer.stage("score"):
-        chosen = _select(question, candidates, pool)
+        chosen = _select(question, candidates, pool, search.models)
     with timer.stage("answerability"):
         context.answerability = _answerability(search, candidates, chosen, config)
     primary = _load(chosen)
@@ -183,27 +183,66 @@ def _search_scope(user, collection_ids, chunk_profile_id) -> Scope:
     if user is None or not user.is_authenticated:
         return search_scope(user=user, collection_ids=collection_ids, chunk_profile_id=chunk_profile_id)
     ids = None if collection_ids is None else tuple(collection_ids)
-    return _compiled_scope(user.pk, ids, chunk_profile_id, settings.KNOWLEDGE_EMBEDDING_MODEL)
+    return _compiled_scope(user.pk, ids, chunk_profile_id)
 
 
 @lru_cache(maxsize=1024)
-def _compiled_scope(user_id: int, collection_ids, chunk_profile_id, embedding_model: str) -> Scope:
+def _compiled_scope(user_id: int, collection_ids, chunk_profile_id) -> Scope:
     user = get_user_model()(pk=user_id)  # the rule reads only the id
     return search_scope(user=user, collection_ids=collection_ids, chunk_profile_id=chunk_profile_id)
 
 
 def _searched(question: str, scope: Scope, config, timer: _Timer) -> tuple[_Search, list[Candidate], dict]:
     """Both searches' candidates; the lexical search needs no vector, so it runs while the
-    question is being embedded."""
-    vector_of = _embedding_started(question, timer)
+    question is being embedded (with the models the scope held last time: the statistics tell
+    which models it holds now, and a model missed is embedded then)."""
+    vectors_of = _embedding_started(question, timer, _models_expected(scope))
     with timer.stage("statistics"):
         terms = _statistics(question, scope)
+    sizes = _sizes(scope, terms)
     limit = max(MIN_CANDIDATES, config["maxDocs"] * 10)
     intent = query_intent(question) if config["queryIntent"] else None
     first_lexical = _lexical(question, scope, terms, config, limit, intent_filter_sql(intent), timer)
-    search = _Search(question, vector_of(), scope, terms, _size(terms))
+    vectors = _vectors_for(question, vectors_of(), sizes, timer)
+    search = _Search(question, vectors, scope, terms, sizes)
     candidates, stats = _candidates(search, config, timer, intent, limit, first_lexical)
     return search, candidates, stats
+
+
+# The embedding models each scope held at its last search, so the next question's embedding
+# starts with the right models before its statistics say which they are (scopes are compiled
+# once and cached, but a collection's model can change under them).
+_models_seen: dict[Scope, tuple[str, ...]] = {}
+MODELS_SEEN_KEPT = 1024
+
+
+def _models_expected(scope: Scope) -> tuple[str, ...]:
+    return _models_seen.get(scope) or (settings.KNOWLEDGE_EMBEDDING_MODEL,)
+
+
+def _sizes(scope: Scope, terms: lexical.ScopeStatistics) -> dict[str, dense.ScopeSize | None]:
+    """Each embedding model in scope with its dense search's size (None: looked up by the search)."""
+    if terms.models:
+        sizes = {m: dense.ScopeSize(rows=n, table=total) for m, (n, total) in terms.models.items()}
+    else:  # no statistics (a question without searchable words, or nothing in scope)
+        sizes = dense.scope_models(scope)
+    if len(_models_seen) >= MODELS_SEEN_KEPT:
+        _models_seen.clear()
+    _models_seen[scope] = tuple(sizes) or _models_expected(scope)
+    return sizes
+
+
+def _vectors_for(question: str, vectors: dict, sizes: dict, timer: _Timer) -> dict:
+    """The question's vector under every model in scope (those not embedded ahead of time now)."""
+    missing = [model for model in sizes if model not in vectors]
+    if missing:
+        with timer.stage("embed_more"):
+            vectors = {**vectors, **_embedded(question, missing)}
+    return vectors
+
+
+def _embedded(question: str, models) -> dict:
+    return {model: embed_query(question, model=model) for model in models}
 
 
 def question_clean(question: str) -> str:
@@ -218,13 +257,18 @@ def question_clean(question: str) -> str:
 
 @dataclass(frozen=True)
 class _Search:
-    """What one retrieval's searches share: the question, its vector, the scope and its statistics."""
+    """What one retrieval's searches share: the question, its vector per embedding model, the
+    scope, its statistics and its size per model (the models whose chunks the scope holds)."""
 
     question: str
-    vector: object
+    vectors: dict
     scope: Scope
     terms: lexical.ScopeStatistics
-    size: dense.ScopeSize | None
+    sizes: dict[str, dense.ScopeSize | None]
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(self.sizes) or (settings.KNOWLEDGE_EMBEDDING_MODEL,)
 
 
 # The question's embedding runs on one of these threads while the caller's thread does the
@@ -246,8 +290,8 @@ def _embedding_pool() -> tuple[ThreadPoolExecutor, threading.BoundedSemaphore]:
     return _pools[pid]
 
 
-def _embedding_started(question: str, timer: _Timer) -> Callable[[], object]:
-    """Start embedding the question; returns a function that waits for its vector.
+def _embedding_started(question: str, timer: _Timer, models: tuple[str, ...]) -> Callable[[], dict]:
+    """Start embedding the question under ``models``; returns a function that waits for the vectors.
 
     On a thread of its own when one is free (no database connection is used
     there: the embedding only computes), else inline, so a burst of requests
@@ -256,14 +300,14 @@ def _embedding_started(question: str, timer: _Timer) -> Callable[[], object]:
     pool, slots = _embedding_pool()
     if not EMBED_ALONGSIDE_LEXICAL or not slots.acquire(blocking=False):
         with timer.stage("embed"):
-            vector = embed_query(question)
-        return lambda: vector
+            vectors = _embedded(question, models)
+        return lambda: vectors
 
     def embed():
         try:
             begun = time.perf_counter()
-            vector = embed_query(question)
-            return vector, round((time.perf_counter() - begun) * 1000, 2)
+            vectors = _embedded(question, models)
+            return vectors, round((time.perf_counter() - begun) * 1000, 2)
         finally:
             slots.release()
 
@@ -271,8 +315,8 @@ def _embedding_started(question: str, timer: _Timer) -> Callable[[], object]:
 
     def wait():
         with timer.stage("embed_wait"):  # what the embedding added after the lexical search
-            vector, timer.timings["embed"] = future.result()
-        return vector
+            vectors, timer.timings["embed"] = future.result()
+        return vectors
 
     return wait
 
@@ -284,10 +328,6 @@ def _statistics(question: str, scope: Scope) -> lexical.ScopeStatistics:
     partition statistics, so the same lookup holds for every search below.
     """
     return lexical.scope_statistics(query=question, scope_sql=scope.sql(), scope_params=scope.params())
-
-
-def _size(terms: lexical.ScopeStatistics) -> dense.ScopeSize | None:
-    return dense.ScopeSize(rows=terms.chunks, table=terms.table_chunks) if terms.table_chunks else None
 
 
 def _lexical(question, scope: Scope, terms, config, limit, extra_sql, timer) -> list:
@@ -323,31 +363,53 @@ def _above_threshold(candidates, config) -> int:
 
 
 def _search(search: _Search, config, limit, extra_sql, timer, lexical_hits) -> list[Candidate]:
+    """Dense hits per embedding model (each on its own chunks and index), fused by rank, and the
+    lexical hits, which need no model."""
     with timer.stage("dense"):
-        dense_hits = dense.dense_search(
-            vector=search.vector, scope=search.scope, limit=limit, extra_sql=extra_sql, size=search.size
-        )
+        groups = [
+            dense.dense_search(
+                vector=search.vectors[model],
+                scope=search.scope.of_model(model),
+                limit=limit,
+                extra_sql=extra_sql,
+                size=search.sizes.get(model),
+            )
+            for model in search.models
+        ]
+        dense_hits = dense.fused_by_rank(groups, limit=limit)
     with timer.stage("candidates"):
-        return _merge(search.vector, dense_hits, lexical_hits)
+        return _merge(search.vectors, dense_hits, lexical_hits)
 
 
 # Every candidate's row facts and cosine distance in one round trip (the dense hits' distances
 # are known, but computing them again for ~50 rows costs less than a second query). The order
 # is the chunk model's, which scoring's ties have always fallen back on.
 _CANDIDATES_SQL = """
-    SELECT c.id, c.document_id, c.collection_id, d.source_date, c.source_ref, c.embedding <=> %s::vector
+    SELECT c.id, c.document_id, c.collection_id, d.source_date, c.source_ref, {distance}
     FROM knowledge_chunk AS c JOIN knowledge_document AS d ON d.id = c.document_id
     WHERE c.id = ANY(%s)
     ORDER BY c.document_id, c.index
 """
 
 
-def _merge(vector, dense_hits, lexical_hits) -> list[Candidate]:
+def _distance_sql(vectors: dict) -> tuple[str, list]:
+    """Each chunk's cosine distance to the question's vector under the chunk's own model."""
+    if len(vectors) == 1:
+        return "c.embedding <=> %s::vector", [dense.vector_literal(next(iter(vectors.values())))]
+    cases, params = [], []
+    for model, vector in vectors.items():
+        cases.append("WHEN %s THEN c.embedding <=> %s::vector")
+        params += [model, dense.vector_literal(vector)]
+    return f"CASE c.embedding_model {' '.join(cases)} END", params
+
+
+def _merge(vectors: dict, dense_hits, lexical_hits) -> list[Candidate]:
     ids = list(dict.fromkeys([hit.chunk_id for hit in dense_hits] + [hit.chunk_id for hit in lexical_hits]))
     if not ids:
         return []
+    distance, params = _distance_sql(vectors)
     with connection.cursor() as cursor:
-        cursor.execute(_CANDIDATES_SQL, [dense.vector_literal(vector), ids])
+        cursor.execute(_CANDIDATES_SQL.format(distance=distance), [*params, ids])
         rows = cursor.fetchall()
     dense_rank = {hit.chunk_id: rank for rank, hit in enumerate(dense_hits, start=1)}
     lexical_by_id = {hit.chunk_id: hit for hit in lexical_hits}
@@ -371,33 +433,37 @@ def _merge(vector, dense_hits, lexical_hits) -> list[Candidate]:
     return candidates
 
 
-def _embedding_reads(question: str) -> bool:
-    return embedding_reads(question, embedding_model=settings.KNOWLEDGE_EMBEDDING_MODEL)
+def _embedding_reads(question: str, models: tuple[str, ...]) -> bool:
+    """Whether a model in scope reads the question (with several models, the dense ranking that
+    can read it still ranks; the others' hits come in by rank alone)."""
+    return any(embedding_reads(question, embedding_model=model) for model in models)
 
 
-def _select(question: str, candidates: list[Candidate], config) -> list[Candidate]:
+def _select(question: str, candidates: list[Candidate], config, models: tuple[str, ...]) -> list[Candidate]:
     """Scored and chosen (scoring.py); in hybrid search, a question the embedding model cannot read
     is ranked by its words alone: the semantic ranking would be noise (on the Japanese document
     of the corpus it put a phrase's own section below another one, 2026-11-25). Dense-only search
     (hybrid off) has no lexical ranking to fall back on and stays as configured."""
-    if config["hybrid"] and not _embedding_reads(question):
+    if config["hybrid"] and not _embedding_reads(question, models):
         config = {**config, "semanticWeight": 0.0}
     return select(candidates, config=config, today=timezone.localdate(), hybrid=config["hybrid"])
 
 
 def _answerability(search: _Search, candidates: list[Candidate], chosen: list[Candidate], config) -> Verdict:
     """The verdict on the best chunk chosen, from what both searches found (see answerability.py)."""
-    evidence = answerability_evidence(search.question, candidates, chosen, search.scope, terms=search.terms)
+    evidence = answerability_evidence(
+        search.question, candidates, chosen, search.scope, terms=search.terms, models=search.models
+    )
     return verdict_for(
         evidence,
         min_answerability=config["minAnswerability"],
         min_relevance=config["minRelevanceScore"],
-        similarity_floor=_embedding_reads(search.question),
+        similarity_floor=_embedding_reads(search.question, search.models),
     )
 
 
 def answerability_evidence(
-    question, candidates: list[Candidate], chosen: list[Candidate], scope, *, terms=None
+    question, candidates: list[Candidate], chosen: list[Candidate], scope, *, terms=None, models=None
 ) -> Evidence:
     similarities = [c.similarity for c in candidates if c.dense_rank is not None]
     if not chosen or not similarities:
@@ -412,7 +478,7 @@ def answerability_evidence(
     top_dense = min((c for c in candidates if c.dense_rank is not None), key=lambda c: c.dense_rank)
     agree = top_dense.lexical_rank is not None and top_dense.lexical_rank <= AGREEMENT_RANK
     best_similarity = max(similarities)
-    typical = typical_similarity(scope, chunks=terms.chunks) if terms is not None else None
+    typical = _typical(scope, terms, models or _models_of(terms))
     return Evidence(
         best_similarity=best_similarity,
         margin=margin_of(similarities),
@@ -421,6 +487,20 @@ def answerability_evidence(
         absent=absent_share(terms),
         relative_similarity=best_similarity / typical if typical else None,
     )
+
+
+def _models_of(terms: lexical.ScopeStatistics | None) -> tuple[str, ...]:
+    if terms is not None and terms.models:
+        return tuple(terms.models)
+    return (settings.KNOWLEDGE_EMBEDDING_MODEL,)
+
+
+def _typical(scope: Scope, terms: lexical.ScopeStatistics | None, models: tuple[str, ...]) -> float | None:
+    """A typical answer's cosine in scope, under its one model: two models' cosines are not on one
+    scale, so a scope that mixes models has no yardstick (the verdict then ignores it)."""
+    if terms is None or len(models) != 1:
+        return None
+    return typical_similarity(scope.of_model(models[0]), chunks=terms.chunks)
 
 
 def absent_share(terms: lexical.ScopeStatistics | None) -> float:

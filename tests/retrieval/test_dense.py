@@ -96,7 +96,7 @@ def test_unreadable_collections_are_filtered_inside_the_query(alice, charlie):
 
 
 def _scope(document_ids=None):
-    return Scope("SELECT 1, 1", (), MODEL, document_ids)
+    return Scope("SELECT 1, 1, %s", (MODEL,), MODEL, document_ids)
 
 
 def test_a_small_scope_in_a_big_table_is_scanned_exactly_and_a_large_share_walks_the_graph():
