@@ -41,6 +41,7 @@ every chunk.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -238,8 +239,10 @@ def _scope_statistics(cursor, text: str, scope_sql: str, scope_params: list) -> 
     )
 
 
-def model_counts(counts: dict | None) -> dict[str, tuple[int, int]]:
+def model_counts(counts: str | dict | None) -> dict[str, tuple[int, int]]:
     """MODEL_COUNTS_SQL's value: the models with chunks in scope, (in scope, in the table) each."""
+    if isinstance(counts, str):  # Django reads jsonb as text (its JSONField parses it)
+        counts = json.loads(counts)
     return {model: (int(n), int(total)) for model, (n, total) in (counts or {}).items() if int(n) > 0}
 
 

@@ -24,7 +24,6 @@ from config.errors import KnowledgeError
 from config.prepared import PreparedSelect
 from config.validation import text_clean
 from knowledge.access import QuestionScope, question_scope_of
-from knowledge.clients.embedding import embed_query
 from knowledge.config import resolved_config
 from knowledge.models import Chunk, Profile
 from knowledge.retrieval import dense, lexical
@@ -33,13 +32,19 @@ from knowledge.retrieval.answerability import (
     Evidence,
     Verdict,
     coverage_of,
-    embedding_reads,
     margin_of,
     verdict_for,
 )
 from knowledge.retrieval.context import ContextBlock, assemble
 from knowledge.retrieval.expansion import ExpansionResult, expand_references
 from knowledge.retrieval.intent import intent_filter_sql, query_intent
+from knowledge.retrieval.models_in_scope import (
+    distance_sql,
+    embedding_reads_any,
+    model_sizes,
+    models_expected,
+    question_vectors,
+)
 from knowledge.retrieval.rerank import rerank
 from knowledge.retrieval.scope import Scope, search_scope
 from knowledge.retrieval.scoring import Candidate, select
@@ -196,10 +201,10 @@ def _searched(question: str, scope: Scope, config, timer: _Timer) -> tuple[_Sear
     """Both searches' candidates; the lexical search needs no vector, so it runs while the
     question is being embedded (with the models the scope held last time: the statistics tell
     which models it holds now, and a model missed is embedded then)."""
-    vectors_of = _embedding_started(question, timer, _models_expected(scope))
+    vectors_of = _embedding_started(question, timer, models_expected(scope))
     with timer.stage("statistics"):
         terms = _statistics(question, scope)
-    sizes = _sizes(scope, terms)
+    sizes = model_sizes(scope, terms)
     limit = max(MIN_CANDIDATES, config["maxDocs"] * 10)
     intent = query_intent(question) if config["queryIntent"] else None
     first_lexical = _lexical(question, scope, terms, config, limit, intent_filter_sql(intent), timer)
@@ -209,40 +214,13 @@ def _searched(question: str, scope: Scope, config, timer: _Timer) -> tuple[_Sear
     return search, candidates, stats
 
 
-# The embedding models each scope held at its last search, so the next question's embedding
-# starts with the right models before its statistics say which they are (scopes are compiled
-# once and cached, but a collection's model can change under them).
-_models_seen: dict[Scope, tuple[str, ...]] = {}
-MODELS_SEEN_KEPT = 1024
-
-
-def _models_expected(scope: Scope) -> tuple[str, ...]:
-    return _models_seen.get(scope) or (settings.KNOWLEDGE_EMBEDDING_MODEL,)
-
-
-def _sizes(scope: Scope, terms: lexical.ScopeStatistics) -> dict[str, dense.ScopeSize | None]:
-    """Each embedding model in scope with its dense search's size (None: looked up by the search)."""
-    if terms.models:
-        sizes = {m: dense.ScopeSize(rows=n, table=total) for m, (n, total) in terms.models.items()}
-    else:  # no statistics (a question without searchable words, or nothing in scope)
-        sizes = dense.scope_models(scope)
-    if len(_models_seen) >= MODELS_SEEN_KEPT:
-        _models_seen.clear()
-    _models_seen[scope] = tuple(sizes) or _models_expected(scope)
-    return sizes
-
-
 def _vectors_for(question: str, vectors: dict, sizes: dict, timer: _Timer) -> dict:
     """The question's vector under every model in scope (those not embedded ahead of time now)."""
     missing = [model for model in sizes if model not in vectors]
     if missing:
         with timer.stage("embed_more"):
-            vectors = {**vectors, **_embedded(question, missing)}
+            vectors = {**vectors, **question_vectors(question, missing)}
     return vectors
-
-
-def _embedded(question: str, models) -> dict:
-    return {model: embed_query(question, model=model) for model in models}
 
 
 def question_clean(question: str) -> str:
@@ -300,13 +278,13 @@ def _embedding_started(question: str, timer: _Timer, models: tuple[str, ...]) ->
     pool, slots = _embedding_pool()
     if not EMBED_ALONGSIDE_LEXICAL or not slots.acquire(blocking=False):
         with timer.stage("embed"):
-            vectors = _embedded(question, models)
+            vectors = question_vectors(question, models)
         return lambda: vectors
 
     def embed():
         try:
             begun = time.perf_counter()
-            vectors = _embedded(question, models)
+            vectors = question_vectors(question, models)
             return vectors, round((time.perf_counter() - begun) * 1000, 2)
         finally:
             slots.release()
@@ -392,22 +370,11 @@ _CANDIDATES_SQL = """
 """
 
 
-def _distance_sql(vectors: dict) -> tuple[str, list]:
-    """Each chunk's cosine distance to the question's vector under the chunk's own model."""
-    if len(vectors) == 1:
-        return "c.embedding <=> %s::vector", [dense.vector_literal(next(iter(vectors.values())))]
-    cases, params = [], []
-    for model, vector in vectors.items():
-        cases.append("WHEN %s THEN c.embedding <=> %s::vector")
-        params += [model, dense.vector_literal(vector)]
-    return f"CASE c.embedding_model {' '.join(cases)} END", params
-
-
 def _merge(vectors: dict, dense_hits, lexical_hits) -> list[Candidate]:
     ids = list(dict.fromkeys([hit.chunk_id for hit in dense_hits] + [hit.chunk_id for hit in lexical_hits]))
     if not ids:
         return []
-    distance, params = _distance_sql(vectors)
+    distance, params = distance_sql(vectors)
     with connection.cursor() as cursor:
         cursor.execute(_CANDIDATES_SQL.format(distance=distance), [*params, ids])
         rows = cursor.fetchall()
@@ -433,18 +400,12 @@ def _merge(vectors: dict, dense_hits, lexical_hits) -> list[Candidate]:
     return candidates
 
 
-def _embedding_reads(question: str, models: tuple[str, ...]) -> bool:
-    """Whether a model in scope reads the question (with several models, the dense ranking that
-    can read it still ranks; the others' hits come in by rank alone)."""
-    return any(embedding_reads(question, embedding_model=model) for model in models)
-
-
 def _select(question: str, candidates: list[Candidate], config, models: tuple[str, ...]) -> list[Candidate]:
     """Scored and chosen (scoring.py); in hybrid search, a question the embedding model cannot read
     is ranked by its words alone: the semantic ranking would be noise (on the Japanese document
     of the corpus it put a phrase's own section below another one, 2026-11-25). Dense-only search
     (hybrid off) has no lexical ranking to fall back on and stays as configured."""
-    if config["hybrid"] and not _embedding_reads(question, models):
+    if config["hybrid"] and not embedding_reads_any(question, models):
         config = {**config, "semanticWeight": 0.0}
     return select(candidates, config=config, today=timezone.localdate(), hybrid=config["hybrid"])
 
@@ -458,7 +419,7 @@ def _answerability(search: _Search, candidates: list[Candidate], chosen: list[Ca
         evidence,
         min_answerability=config["minAnswerability"],
         min_relevance=config["minRelevanceScore"],
-        similarity_floor=_embedding_reads(search.question, search.models),
+        similarity_floor=embedding_reads_any(search.question, search.models),
     )
 
 
