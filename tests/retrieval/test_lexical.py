@@ -455,7 +455,7 @@ def assert_statistics_are_exact():
         cursor.execute(
             f"""
             SELECT {key}, u.lexeme, count(*)
-            FROM knowledge_chunk, unnest(search_vector) AS u GROUP BY 1, 2, 3, 4
+            FROM knowledge_chunk, unnest(search_vector) AS u GROUP BY {with_lexeme}
             EXCEPT
             SELECT {key}, lexeme, chunks FROM knowledge_lexical_term
             """
