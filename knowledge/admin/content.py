@@ -190,7 +190,11 @@ class CollectionAdmin(admin.ModelAdmin):
                     Document.objects.filter(collection=OuterRef("pk")), group_by="collection"
                 ),
                 _chunks=count_subquery(
-                    Chunk.objects.filter(collection=OuterRef("pk"), chunk_profile=OuterRef("chunk_profile")),
+                    Chunk.objects.filter(
+                        collection=OuterRef("pk"),
+                        chunk_profile=OuterRef("chunk_profile"),
+                        embedding_model=OuterRef("embedding_model"),
+                    ),
                     group_by="collection",
                 ),
             )

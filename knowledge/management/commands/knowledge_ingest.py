@@ -140,7 +140,12 @@ def _report(entry) -> dict:
     if document is None:
         return {"filename": path.name, "document_id": None, "status": "failed", "chunks": 0, "error": error}
     document.refresh_from_db()
-    chunks = Chunk.objects.filter(document=document, chunk_profile_id=document.collection.chunk_profile_id)
+    collection = document.collection
+    chunks = Chunk.objects.filter(
+        document=document,
+        chunk_profile_id=collection.chunk_profile_id,
+        embedding_model=collection.embedding_model,
+    )
     return {
         "filename": document.filename,
         "document_id": document.pk,
