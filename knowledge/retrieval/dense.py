@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from django.conf import settings
 from django.db import connection
 
 from config.database import HNSW_EF_SEARCH
@@ -86,7 +87,7 @@ def vector_literal(vector: np.ndarray) -> str:
 _SIZE_SQL = """
     SELECT
         coalesce(sum(p.chunks) FILTER (WHERE ({scope}) IS NOT FALSE), 0),
-        coalesce(sum(p.chunks) FILTER (WHERE p.embedding_model = %s OR %s IS NULL), 0)
+        coalesce(sum(p.chunks) FILTER (WHERE p.embedding_model = %s), 0)
     FROM knowledge_lexical_partition AS p
     CROSS JOIN LATERAL jsonb_populate_record(NULL::knowledge_chunk, jsonb_build_object(
         'collection_id', p.collection_id, 'chunk_profile_id', p.chunk_profile_id,
@@ -95,11 +96,17 @@ _SIZE_SQL = """
 """
 
 
+def one_model(scope: Scope) -> Scope:
+    """The scope narrowed to one model's chunks: its own, else the default model's (a vector belongs
+    to one model, and only a condition naming the model lets PostgreSQL use that model's graph)."""
+    return scope if scope.embedding_model else scope.of_model(settings.KNOWLEDGE_EMBEDDING_MODEL)
+
+
 def scope_size(scope: Scope) -> ScopeSize:
     """The scope's size from the partition counts (document restrictions are not counted)."""
+    scope = one_model(scope)
     with connection.cursor() as cursor:
-        model = scope.embedding_model
-        cursor.execute(_SIZE_SQL.format(scope=scope.sql()), [*scope.params(), model, model])
+        cursor.execute(_SIZE_SQL.format(scope=scope.sql()), [*scope.params(), scope.embedding_model])
         rows, table = cursor.fetchone()
     return ScopeSize(rows=int(rows), table=int(table))
 
@@ -180,8 +187,10 @@ def dense_search(
 ) -> list[DenseHit]:
     """Nearest chunks by cosine distance, best first.
 
-    ``exact=None`` chooses the plan by cost from ``size`` (looked up when not given).
+    ``exact=None`` chooses the plan by cost from ``size`` (looked up when not given). A scope
+    not narrowed to a model searches the default model's chunks.
     """
+    scope = one_model(scope)
     if exact is None:
         exact = exact_is_cheaper(size or scope_size(scope), limit=limit, scope=scope)
     literal = vector_literal(vector)
