@@ -29,7 +29,7 @@ def _collection_with_content(owner, name: str, documents: int, chunks_each: int)
                 document=document,
                 collection=collection,
                 chunk_profile=profile,
-                embedding_model="test",
+                embedding_model=collection.embedding_model,  # the searchable set the list counts
                 index=i,
                 content=f"chunk {i}",
                 token_count=2,
