@@ -246,7 +246,8 @@ class _Search:
 
     @property
     def models(self) -> tuple[str, ...]:
-        return tuple(self.sizes) or (settings.KNOWLEDGE_EMBEDDING_MODEL,)
+        # An empty scope is searched (and finds nothing) under the model the question was embedded with.
+        return tuple(self.sizes) or tuple(self.vectors)
 
 
 # The question's embedding runs on one of these threads while the caller's thread does the
