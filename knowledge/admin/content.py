@@ -120,7 +120,12 @@ class CollectionAdminForm(forms.ModelForm):
     starts a re-embed (CollectionAdmin.save_model) instead of relabelling the stored vectors.
     """
 
-    embedding_model = forms.TypedChoiceField(choices=_embedding_model_choices, initial=MINILM)
+    embedding_model = forms.ChoiceField(
+        choices=_embedding_model_choices,
+        initial=MINILM,
+        required=False,
+        help_text="Empty: the default model (KNOWLEDGE_EMBEDDING_MODEL). A change re-embeds every document.",
+    )
 
     def clean(self):
         cleaned = super().clean()
@@ -165,7 +170,7 @@ class CollectionAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         if change and "listed" in form.changed_data and not obj.listed:
             subscriptions_end_all(collection=obj)  # as collection_update does: relisting restores nothing
-        if new_model:
+        if new_model:  # an emptied field changes nothing
             queued = collection_reindex(collection=obj, embedding_model=new_model)
             self.message_user(request, f"Queued {queued} document(s) for re-embedding with {new_model}.")
 
