@@ -364,7 +364,7 @@ def _search(search: _Search, config, limit, extra_sql, timer, lexical_hits) -> l
 # are known, but computing them again for ~50 rows costs less than a second query). The order
 # is the chunk model's, which scoring's ties have always fallen back on.
 _CANDIDATES_SQL = """
-    SELECT c.id, c.document_id, c.collection_id, d.source_date, c.source_ref, {distance}
+    SELECT c.id, c.document_id, c.collection_id, d.source_date, c.source_ref, {distance}, c.embedding_model
     FROM knowledge_chunk AS c JOIN knowledge_document AS d ON d.id = c.document_id
     WHERE c.id = ANY(%s)
     ORDER BY c.document_id, c.index
@@ -382,7 +382,7 @@ def _merge(vectors: dict, dense_hits, lexical_hits) -> list[Candidate]:
     dense_rank = {hit.chunk_id: rank for rank, hit in enumerate(dense_hits, start=1)}
     lexical_by_id = {hit.chunk_id: hit for hit in lexical_hits}
     candidates = []
-    for chunk_id, document_id, collection_id, source_date, source_ref, distance in rows:
+    for chunk_id, document_id, collection_id, source_date, source_ref, distance, model in rows:
         lex = lexical_by_id.get(chunk_id)
         candidates.append(
             Candidate(
@@ -396,6 +396,8 @@ def _merge(vectors: dict, dense_hits, lexical_hits) -> list[Candidate]:
                 lexical_score=lex.score if lex else None,
                 source_ref=source_ref,
                 lexemes=lex.lexemes if lex else None,
+                # Several models: scoring ranks each model's candidates apart (scoring.semantic_ranking).
+                extra={"embedding_model": model} if len(vectors) > 1 else {},
             )
         )
     return candidates
