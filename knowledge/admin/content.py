@@ -146,11 +146,12 @@ class CollectionAdmin(admin.ModelAdmin):
         "visibility",
         "listed",
         "chunk_profile",
+        "embedding_model",
         "document_count",
         "chunk_count",
         "updated_at",
     ]
-    list_filter = ["visibility", "listed", "chunk_profile"]
+    list_filter = ["visibility", "listed", "chunk_profile", "embedding_model"]
     list_select_related = ["owner", "chunk_profile"]
     search_fields = ["name", "description", "owner__username"]
     raw_id_fields = ["owner"]
