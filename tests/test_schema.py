@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import connection
 
+from knowledge.clients.embedding import EMBEDDING_MODELS
 from knowledge.models import ChunkProfile
 
 
@@ -20,12 +21,15 @@ def test_vector_extension_is_installed_at_a_supported_version(db):
     assert (major, minor) >= (0, 7)
 
 
-def test_chunk_embedding_has_an_hnsw_cosine_index(db):
+def test_chunk_embedding_has_an_hnsw_cosine_index_per_embedding_model(db):
+    """One partial graph per model of the registry (migration 0021), none over every vector."""
     rows = _fetch("SELECT indexdef FROM pg_indexes WHERE tablename = 'knowledge_chunk'")
-    definitions = [row[0] for row in rows]
-    hnsw = [d for d in definitions if "USING hnsw" in d]
-    assert len(hnsw) == 1
-    assert "(embedding vector_cosine_ops)" in hnsw[0]
+    hnsw = [row[0] for row in rows if "USING hnsw" in row[0]]
+    assert len(hnsw) == len(EMBEDDING_MODELS)
+    for model in EMBEDDING_MODELS:
+        [definition] = [d for d in hnsw if f"'{model}'" in d]
+        assert "(embedding vector_cosine_ops)" in definition
+        assert f"WHERE ((embedding_model)::text = '{model}'::text)" in definition
 
 
 def test_chunk_embedding_column_is_384_dimensions(db):
@@ -34,6 +38,8 @@ def test_chunk_embedding_column_is_384_dimensions(db):
         "WHERE attrelid = 'knowledge_chunk'::regclass AND attname = 'embedding'"
     )
     assert rows == [("vector(384)",)]
+    # Every model a collection may choose writes vectors of the column's size.
+    assert {model.dimensions for model in EMBEDDING_MODELS.values()} == {384}
 
 
 def test_full_text_column_is_generated_and_its_copy_gin_indexed(db):

@@ -12,6 +12,7 @@ from django.utils.html import format_html
 
 from accounts.throttles import user_throttle_charge
 from config.errors import KnowledgeError, RateLimitedError
+from knowledge.clients.embedding import EMBEDDING_MODELS, MINILM
 from knowledge.forms import ProfileCollectionForm
 from knowledge.models import (
     ChatSession,
@@ -108,8 +109,23 @@ class ChunkProfileAdmin(admin.ModelAdmin):
     search_fields = ["name"]
 
 
+def _embedding_model_choices() -> list[tuple[str, str]]:
+    return [(name, model.label) for name, model in EMBEDDING_MODELS.items()]
+
+
 class CollectionAdminForm(forms.ModelForm):
-    """A collection added here counts against the operator's write rate, as on the pages and the API."""
+    """A collection added here counts against the operator's write rate, as on the pages and the API.
+
+    The embedding model is chosen from the registry; on an existing collection a new choice
+    starts a re-embed (CollectionAdmin.save_model) instead of relabelling the stored vectors.
+    """
+
+    embedding_model = forms.ChoiceField(
+        choices=_embedding_model_choices,
+        initial=MINILM,
+        required=False,
+        help_text="Empty: the default model (KNOWLEDGE_EMBEDDING_MODEL). A change re-embeds every document.",
+    )
 
     def clean(self):
         cleaned = super().clean()
@@ -130,15 +146,16 @@ class CollectionAdmin(admin.ModelAdmin):
         "visibility",
         "listed",
         "chunk_profile",
+        "embedding_model",
         "document_count",
         "chunk_count",
         "updated_at",
     ]
-    list_filter = ["visibility", "listed", "chunk_profile"]
+    list_filter = ["visibility", "listed", "chunk_profile", "embedding_model"]
     list_select_related = ["owner", "chunk_profile"]
     search_fields = ["name", "description", "owner__username"]
     raw_id_fields = ["owner"]
-    readonly_fields = ["embedding_model", "pending_chunk_profile", "created_at", "updated_at"]
+    readonly_fields = ["pending_chunk_profile", "pending_embedding_model", "created_at", "updated_at"]
     actions = ["reindex_under_active_profile"]
 
     def get_form(self, request, obj=None, **kwargs):
@@ -147,9 +164,16 @@ class CollectionAdmin(admin.ModelAdmin):
         return form
 
     def save_model(self, request, obj, form, change):
+        new_model = None
+        if change and "embedding_model" in form.changed_data:
+            # The stored vectors are the old model's: keep it until the re-embed has replaced them.
+            new_model, obj.embedding_model = obj.embedding_model, form.initial["embedding_model"]
         super().save_model(request, obj, form, change)
         if change and "listed" in form.changed_data and not obj.listed:
             subscriptions_end_all(collection=obj)  # as collection_update does: relisting restores nothing
+        if new_model:  # an emptied field changes nothing
+            queued = collection_reindex(collection=obj, embedding_model=new_model)
+            self.message_user(request, f"Queued {queued} document(s) for re-embedding with {new_model}.")
 
     def get_readonly_fields(self, request, obj=None):
         # Changing the profile of a collection with chunks goes through a re-index.
@@ -172,7 +196,11 @@ class CollectionAdmin(admin.ModelAdmin):
                     Document.objects.filter(collection=OuterRef("pk")), group_by="collection"
                 ),
                 _chunks=count_subquery(
-                    Chunk.objects.filter(collection=OuterRef("pk"), chunk_profile=OuterRef("chunk_profile")),
+                    Chunk.objects.filter(
+                        collection=OuterRef("pk"),
+                        chunk_profile=OuterRef("chunk_profile"),
+                        embedding_model=OuterRef("embedding_model"),
+                    ),
                     group_by="collection",
                 ),
             )

@@ -16,6 +16,7 @@ from knowledge.access import (
     listed_collections,
     readable_collections,
 )
+from knowledge.clients.embedding import EMBEDDING_MODELS
 from knowledge.models import Chunk, Collection, Document
 from knowledge.services.collections import collection_create, collection_delete, collection_update
 from knowledge.services.queries import count_subquery
@@ -32,7 +33,11 @@ VISIBILITY = Collection.Visibility
 def with_counts(queryset: QuerySet[Collection]) -> QuerySet[Collection]:
     """Document and (searchable) chunk counts as subqueries: one query for a whole page."""
     documents = Document.objects.filter(collection=OuterRef("pk"))
-    chunks = Chunk.objects.filter(collection=OuterRef("pk"), chunk_profile=OuterRef("chunk_profile"))
+    chunks = Chunk.objects.filter(
+        collection=OuterRef("pk"),
+        chunk_profile=OuterRef("chunk_profile"),
+        embedding_model=OuterRef("embedding_model"),
+    )
     return queryset.select_related("owner", "chunk_profile", "pending_chunk_profile").annotate(
         document_count=count_subquery(documents, group_by="collection"),
         chunk_count=count_subquery(chunks, group_by="collection"),
@@ -88,6 +93,7 @@ class CollectionSerializer(OwnerName, serializers.ModelSerializer):
             "chunk_profile",
             "pending_chunk_profile",
             "embedding_model",
+            "pending_embedding_model",
             "share_token",
             "share_url",
             "created_at",
@@ -107,12 +113,24 @@ class CollectionSerializer(OwnerName, serializers.ModelSerializer):
         return self.context["request"].build_absolute_uri(collection_share_path(collection=collection))
 
 
+def _embedding_model_field() -> serializers.CharField:
+    # Checked against the registry by the service (one message for the API, the admin and commands).
+    known = ", ".join(EMBEDDING_MODELS)
+    return serializers.CharField(
+        max_length=200,
+        required=False,
+        help_text=f"The model that embeds the collection's chunks: one of {known}. A change re-embeds "
+        "every document; the current vectors serve until all are done (pending_embedding_model).",
+    )
+
+
 class CollectionCreateSerializer(StrictSerializer):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(max_length=20000, allow_blank=True, default="")
     tags = serializers.ListField(child=serializers.CharField(max_length=50), max_length=50, default=list)
     visibility = serializers.ChoiceField(choices=VISIBILITY.choices, default=VISIBILITY.PRIVATE)
     admin_owned = serializers.BooleanField(default=False, help_text="Staff only: a collection with no owner.")
+    embedding_model = _embedding_model_field()
 
 
 class CollectionUpdateSerializer(StrictSerializer):
@@ -120,6 +138,7 @@ class CollectionUpdateSerializer(StrictSerializer):
     tags = serializers.ListField(child=serializers.CharField(max_length=50), max_length=50, required=False)
     visibility = serializers.ChoiceField(choices=VISIBILITY.choices, required=False)
     listed = serializers.BooleanField(required=False, help_text="Shown in the marketplace.")
+    embedding_model = _embedding_model_field()
 
 
 class CollectionFilterSerializer(serializers.Serializer):

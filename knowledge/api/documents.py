@@ -36,14 +36,20 @@ MULTIPART_OVERHEAD = 1024 * 1024
 MAX_TAGS = 50
 
 
-def _searchable_chunks(*, document, chunk_profile):
-    """A document's chunks under its collection's current chunk profile: the ones search uses."""
-    return Chunk.objects.filter(document=document, chunk_profile=chunk_profile)
+def _searchable_chunks(*, document, chunk_profile, embedding_model):
+    """A document's chunks under its collection's current chunk profile and model: the ones search uses."""
+    return Chunk.objects.filter(
+        document=document, chunk_profile=chunk_profile, embedding_model=embedding_model
+    )
 
 
 def with_chunk_count(queryset):
     """Each document's searchable chunk count, as a subquery: one query for a whole page."""
-    chunks = _searchable_chunks(document=OuterRef("pk"), chunk_profile=OuterRef("collection__chunk_profile"))
+    chunks = _searchable_chunks(
+        document=OuterRef("pk"),
+        chunk_profile=OuterRef("collection__chunk_profile"),
+        embedding_model=OuterRef("collection__embedding_model"),
+    )
     return queryset.annotate(chunk_count=count_subquery(chunks, group_by="document"))
 
 
@@ -118,7 +124,9 @@ def _fresh(document_id: int, *, user) -> Document:
     if documents_fail_stale(documents=Document.objects.filter(pk=document.pk)):
         document.refresh_from_db()
     document.chunk_count = _searchable_chunks(
-        document=document, chunk_profile=document.collection.chunk_profile_id
+        document=document,
+        chunk_profile=document.collection.chunk_profile_id,
+        embedding_model=document.collection.embedding_model,
     ).count()
     return document
 

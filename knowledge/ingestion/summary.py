@@ -129,10 +129,19 @@ def summary_writer() -> SummaryWriter:
 
 
 def summary_by(
-    writer: SummaryWriter, *, filename: str, title: str, drafts: Sequence[ChunkDraft], vectors: np.ndarray
+    writer: SummaryWriter,
+    *,
+    filename: str,
+    title: str,
+    drafts: Sequence[ChunkDraft],
+    vectors: np.ndarray,
+    model: str | None = None,
 ) -> SummaryDraft:
-    """The summary ``writer`` makes: the LLM's if it answers usably, else the extracted one."""
-    extracted = extractive_summary(filename=filename, title=title, drafts=drafts, vectors=vectors)
+    """The summary ``writer`` makes: the LLM's if it answers usably, else the extracted one.
+    ``model`` is the embedding model of ``vectors`` (default: KNOWLEDGE_EMBEDDING_MODEL)."""
+    extracted = extractive_summary(
+        filename=filename, title=title, drafts=drafts, vectors=vectors, model=model
+    )
     extracted.note = writer.note
     if writer.llm is None:
         return extracted
@@ -150,14 +159,14 @@ def summary_by(
 
 
 def extractive_summary(
-    *, filename: str, title: str, drafts: Sequence[ChunkDraft], vectors: np.ndarray
+    *, filename: str, title: str, drafts: Sequence[ChunkDraft], vectors: np.ndarray, model: str | None = None
 ) -> SummaryDraft:
     # Only a real title opens the summary (and is left out of the topics): a title that is just the
     # file name ("pasa. PaSa…", "flag_day. National…") reads as noise.
     real_title = title if title and title.lower() != title_from_filename(filename).lower() else ""
     topics = key_topics(drafts, title=real_title)
     name = title or title_from_filename(filename)
-    sentences = central_sentences(drafts, vectors)
+    sentences = central_sentences(drafts, vectors, model=model)
     body = " ".join(sentences) if sentences else _opening(drafts[central_chunk_order(vectors)[0]].content)
     summary = f"{real_title}. {body}" if real_title and not body.startswith(real_title) else body
     return SummaryDraft(
@@ -212,7 +221,9 @@ def central_chunk_order(vectors: np.ndarray) -> np.ndarray:
     return np.argsort(-(vectors @ (centroid / norm)), kind="stable")
 
 
-def central_sentences(drafts: Sequence[ChunkDraft], vectors: np.ndarray) -> list[str]:
+def central_sentences(
+    drafts: Sequence[ChunkDraft], vectors: np.ndarray, *, model: str | None = None
+) -> list[str]:
     """The sentences of the most central chunks that are closest to the centroid, in document order."""
     central = sorted({0, *central_chunk_order(vectors)[:CENTRAL_CHUNKS].tolist()})
     candidates = [
@@ -225,7 +236,8 @@ def central_sentences(drafts: Sequence[ChunkDraft], vectors: np.ndarray) -> list
         return []
     centroid = vectors.mean(axis=0)
     sentences = [sentence for _, _, sentence in candidates]
-    sentence_vectors = embed_for_ranking(sentences, workers=SENTENCE_WORKERS)
+    # In the chunks' model: the centroid is one of its vectors.
+    sentence_vectors = embed_for_ranking(sentences, workers=SENTENCE_WORKERS, model=model)
     early = np.array([1.0 - index / len(drafts) for index, _, _ in candidates])
     score = sentence_vectors @ centroid + POSITION_WEIGHT * early
     best = np.argsort(-score, kind="stable")[:SUMMARY_SENTENCES]

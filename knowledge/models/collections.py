@@ -85,7 +85,11 @@ class Collection(models.Model):
         editable=False,
         help_text="The secret in the share link of an unlisted collection; rotating it drops its holders.",
     )
-    embedding_model = models.CharField(max_length=200, editable=False)
+    # Validated against the registry (knowledge.clients.embedding.EMBEDDING_MODELS) by the services:
+    # this layer sits below the clients. A change re-embeds through pending_embedding_model.
+    embedding_model = models.CharField(
+        max_length=200, help_text="The model whose vectors are searched; re-index to change it."
+    )
     chunk_profile = models.ForeignKey(
         ChunkProfile,
         on_delete=models.PROTECT,
@@ -99,6 +103,12 @@ class Collection(models.Model):
         on_delete=models.SET_NULL,
         related_name="pending_collections",
         help_text="A re-index in progress: becomes the chunk profile once every document has its chunks.",
+    )
+    pending_embedding_model = models.CharField(
+        max_length=200,
+        blank=True,
+        default="",
+        help_text="A re-embed in progress: becomes the model once every document has its new vectors.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -119,6 +129,16 @@ class Collection(models.Model):
         if not self.embedding_model:
             self.embedding_model = settings.KNOWLEDGE_EMBEDDING_MODEL
         super().save(*args, **kwargs)
+
+    @property
+    def reindex_target(self) -> tuple[int, str] | None:
+        """(chunk profile id, embedding model) a re-index in progress writes; None when none is."""
+        if not self.pending_chunk_profile_id and not self.pending_embedding_model:
+            return None
+        return (
+            self.pending_chunk_profile_id or self.chunk_profile_id,
+            self.pending_embedding_model or self.embedding_model,
+        )
 
     @property
     def is_admin_owned(self) -> bool:

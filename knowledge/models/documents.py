@@ -112,6 +112,26 @@ class Document(models.Model):
         return self.title or self.filename
 
 
+# One partial HNSW index per embedding model (the registry in knowledge.clients.embedding), so a
+# dense search over one model's chunks walks a graph of that model's vectors only: cosines between
+# two models' vectors mean nothing, and a shared graph would make every search filter the other out.
+HNSW_INDEXED_MODELS = {
+    "minilm": "sentence-transformers/all-MiniLM-L6-v2",
+    "e5": "intfloat/multilingual-e5-small",
+}
+
+
+def _model_hnsw_index(suffix: str, model: str) -> HnswIndex:
+    return HnswIndex(
+        name=f"chunk_embedding_hnsw_{suffix}",
+        fields=["embedding"],
+        m=16,
+        ef_construction=64,
+        opclasses=["vector_cosine_ops"],
+        condition=models.Q(embedding_model=model),
+    )
+
+
 class Chunk(models.Model):
     """A piece of a document, embedded under one model and one chunk profile."""
 
@@ -146,18 +166,14 @@ class Chunk(models.Model):
     class Meta:
         ordering = ["document_id", "index"]
         constraints = [
+            # A re-embed writes a second set under the same profile, so the model is part of the key.
             models.UniqueConstraint(
-                fields=["document", "chunk_profile", "index"], name="one_chunk_per_position"
+                fields=["document", "chunk_profile", "embedding_model", "index"],
+                name="one_chunk_per_position",
             )
         ]
         indexes = [
-            HnswIndex(
-                name="chunk_embedding_hnsw",
-                fields=["embedding"],
-                m=16,
-                ef_construction=64,
-                opclasses=["vector_cosine_ops"],
-            ),
+            *(_model_hnsw_index(suffix, model) for suffix, model in HNSW_INDEXED_MODELS.items()),
             models.Index(fields=["collection", "chunk_profile"], name="chunk_collection_profile"),
             models.Index(fields=["element_id"], name="chunk_element_id"),
         ]

@@ -46,6 +46,7 @@ def _next_chunk(chunk: Chunk) -> Chunk | None:
         .filter(
             document_id=chunk.document_id,
             chunk_profile_id=chunk.chunk_profile_id,
+            embedding_model=chunk.embedding_model,
             index=chunk.index + 1,
             source_ref=chunk.source_ref,
         )

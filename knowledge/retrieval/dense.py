@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from django.conf import settings
 from django.db import connection
 
 from config.database import HNSW_EF_SEARCH
@@ -81,24 +82,71 @@ def vector_literal(vector: np.ndarray) -> str:
 
 
 # Partition counts, not count(*): a count reads every row of the scope (7.5 ms for 9,605 chunks).
-# The scope is evaluated on a stand-in row per partition, as in lexical._STATISTICS_SQL.
+# The scope is evaluated on a stand-in row per partition, as in lexical._STATISTICS_SQL. A scope
+# narrowed to one model is sized against that model's chunks: its HNSW graph holds only those.
 _SIZE_SQL = """
     SELECT
         coalesce(sum(p.chunks) FILTER (WHERE ({scope}) IS NOT FALSE), 0),
-        coalesce(sum(p.chunks), 0)
+        coalesce(sum(p.chunks) FILTER (WHERE p.embedding_model = %s), 0)
     FROM knowledge_lexical_partition AS p
     CROSS JOIN LATERAL jsonb_populate_record(NULL::knowledge_chunk, jsonb_build_object(
-        'collection_id', p.collection_id, 'chunk_profile_id', p.chunk_profile_id)) AS c
+        'collection_id', p.collection_id, 'chunk_profile_id', p.chunk_profile_id,
+        'embedding_model', p.embedding_model)) AS c
     WHERE p.chunks > 0
 """
 
 
+def one_model(scope: Scope) -> Scope:
+    """The scope narrowed to one model's chunks: its own, else the default model's (a vector belongs
+    to one model, and only a condition naming the model lets PostgreSQL use that model's graph)."""
+    return scope if scope.embedding_model else scope.of_model(settings.KNOWLEDGE_EMBEDDING_MODEL)
+
+
 def scope_size(scope: Scope) -> ScopeSize:
     """The scope's size from the partition counts (document restrictions are not counted)."""
+    scope = one_model(scope)
     with connection.cursor() as cursor:
-        cursor.execute(_SIZE_SQL.format(scope=scope.sql()), scope.params())
+        cursor.execute(_SIZE_SQL.format(scope=scope.sql()), [*scope.params(), scope.embedding_model])
         rows, table = cursor.fetchone()
     return ScopeSize(rows=int(rows), table=int(table))
+
+
+_MODELS_SQL = """
+    WITH partitions AS MATERIALIZED (
+        SELECT p.collection_id, p.chunk_profile_id, p.embedding_model, p.chunks
+        FROM knowledge_lexical_partition AS p
+        CROSS JOIN LATERAL jsonb_populate_record(NULL::knowledge_chunk, jsonb_build_object(
+            'collection_id', p.collection_id, 'chunk_profile_id', p.chunk_profile_id,
+            'embedding_model', p.embedding_model)) AS c
+        WHERE p.chunks > 0 AND ({scope}) IS NOT FALSE
+    )
+    SELECT ({counts})
+"""
+
+
+def scope_models(scope: Scope) -> dict[str, ScopeSize]:
+    """The embedding models whose chunks the scope holds, each with its size (for a question whose
+    statistics lookup was skipped: it has no searchable word)."""
+    from knowledge.retrieval.lexical import MODEL_COUNTS_SQL, model_counts
+
+    with connection.cursor() as cursor:
+        cursor.execute(_MODELS_SQL.format(scope=scope.sql(), counts=MODEL_COUNTS_SQL), scope.params())
+        counts = model_counts(cursor.fetchone()[0])
+    return {model: ScopeSize(rows=rows, table=table) for model, (rows, table) in counts.items()}
+
+
+def fused_by_rank(groups: list[list[DenseHit]], *, limit: int) -> list[DenseHit]:
+    """One ranking from the dense rankings of several models, by rank alone.
+
+    Cosines of two models are not on one scale (e5's run higher than MiniLM's for the same
+    match), so the groups are interleaved by rank, as reciprocal-rank fusion orders lists
+    that share no item: every group's first hit, then every second, and so on; within a rank the
+    closer hit first. With one group this is that group's ranking unchanged.
+    """
+    if len(groups) == 1:
+        return groups[0][:limit]
+    ranked = [(rank, hit.distance, hit) for group in groups for rank, hit in enumerate(group)]
+    return [hit for _, _, hit in sorted(ranked, key=lambda item: (item[0], item[1]))][:limit]
 
 
 def exact_cost_us(size: ScopeSize) -> float:
@@ -139,8 +187,10 @@ def dense_search(
 ) -> list[DenseHit]:
     """Nearest chunks by cosine distance, best first.
 
-    ``exact=None`` chooses the plan by cost from ``size`` (looked up when not given).
+    ``exact=None`` chooses the plan by cost from ``size`` (looked up when not given). A scope
+    not narrowed to a model searches the default model's chunks.
     """
+    scope = one_model(scope)
     if exact is None:
         exact = exact_is_cheaper(size or scope_size(scope), limit=limit, scope=scope)
     literal = vector_literal(vector)

@@ -41,9 +41,10 @@ every chunk.
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db import connection
 
@@ -113,6 +114,9 @@ class ScopeStatistics:
     df: dict[str, int]  # lexemes of the query, in query order; 0 = absent from the scope
     # Chunks in the whole table (every partition): dense search sizes its plan by chunks / table.
     table_chunks: int = 0
+    # Per embedding model: (chunks in the scope, chunks in the table). Which models a question must
+    # be embedded with, and each model's dense plan (its own HNSW graph holds only its chunks).
+    models: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def sanitise_query(text) -> str:
@@ -177,30 +181,41 @@ def lexical_search(
 
 # The partitions whose statistics count are those the scope admits, decided
 # without touching a chunk: the scope is evaluated once per partition on a
-# stand-in chunk row whose collection and profile are the partition's and whose
-# other columns are NULL. Conditions on collection and profile (access control,
+# stand-in chunk row whose collection, profile and model are the partition's and whose
+# other columns are NULL. Conditions on collection, profile and model (access control,
 # the profile filter) decide; chunk-level ones (a document, metadata) come out
 # NULL and do not exclude -- "IS NOT FALSE" -- so IDF is that of the admitted
 # collections, steadier than one document's. Probing real chunks instead costs,
 # per unreadable collection, a walk over its chunks (measured: 40-560 ms for a
 # 106,000-chunk table against ~1 ms here). Contract: a chunk-level condition
 # must not be false on an all-NULL row (no IS NOT NULL / coalesce tricks).
+# {model: [chunks in the partitions admitted, chunks in the table]}, over a "partitions" CTE.
+MODEL_COUNTS_SQL = """
+    SELECT jsonb_object_agg(a.embedding_model, jsonb_build_array(
+        coalesce((SELECT sum(p.chunks) FROM partitions AS p WHERE p.embedding_model = a.embedding_model), 0),
+        a.chunks))
+    FROM (SELECT embedding_model, sum(chunks) AS chunks FROM knowledge_lexical_partition
+          WHERE chunks > 0 GROUP BY 1) AS a
+"""
+
 _STATISTICS_SQL = f"""
     WITH terms AS ({_TERMS_SQL}),
     partitions AS MATERIALIZED (
-        SELECT p.collection_id, p.chunk_profile_id, p.chunks, p.tokens
+        SELECT p.collection_id, p.chunk_profile_id, p.embedding_model, p.chunks, p.tokens
         FROM knowledge_lexical_partition AS p
         CROSS JOIN LATERAL jsonb_populate_record(NULL::knowledge_chunk, jsonb_build_object(
-            'collection_id', p.collection_id, 'chunk_profile_id', p.chunk_profile_id)) AS c
+            'collection_id', p.collection_id, 'chunk_profile_id', p.chunk_profile_id,
+            'embedding_model', p.embedding_model)) AS c
         WHERE p.chunks > 0 AND ({{scope}}) IS NOT FALSE
     )
     SELECT t.lexeme,
         (SELECT coalesce(sum(x.chunks), 0) FROM knowledge_lexical_term AS x
-         JOIN partitions AS p USING (collection_id, chunk_profile_id)
+         JOIN partitions AS p USING (collection_id, chunk_profile_id, embedding_model)
          WHERE x.lexeme = t.lexeme AND x.chunks > 0),
         (SELECT coalesce(sum(p.chunks), 0) FROM partitions AS p),
         (SELECT coalesce(sum(p.tokens), 0) FROM partitions AS p),
-        (SELECT coalesce(sum(a.chunks), 0) FROM knowledge_lexical_partition AS a WHERE a.chunks > 0)
+        (SELECT coalesce(sum(a.chunks), 0) FROM knowledge_lexical_partition AS a WHERE a.chunks > 0),
+        ({MODEL_COUNTS_SQL})
     FROM terms AS t
     ORDER BY t.first_position, t.lexeme
 """
@@ -220,7 +235,15 @@ def _scope_statistics(cursor, text: str, scope_sql: str, scope_params: list) -> 
         avg_length=tokens / chunks,
         df={row[0]: int(row[1]) for row in rows},
         table_chunks=table,
+        models=model_counts(rows[0][5]),
     )
+
+
+def model_counts(counts: str | dict | None) -> dict[str, tuple[int, int]]:
+    """MODEL_COUNTS_SQL's value: the models with chunks in scope, (in scope, in the table) each."""
+    if isinstance(counts, str):  # Django reads jsonb as text (its JSONField parses it)
+        counts = json.loads(counts)
+    return {model: (int(n), int(total)) for model, (n, total) in (counts or {}).items() if int(n) > 0}
 
 
 def scope_statistics(*, query: str, scope_sql: str, scope_params: list) -> ScopeStatistics:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from django.conf import settings
 from django.db.models import IntegerField, Value
 
 from knowledge.access import readable_collections
@@ -18,9 +17,18 @@ from knowledge.access import readable_collections
 
 @dataclass(frozen=True)
 class Scope:
+    """The chunks a search may see: each readable collection's chunks under its active chunk profile
+    and its active embedding model (a re-index's new chunks stay out until the collection switches).
+
+    ``collections_sql`` yields one (collection id, chunk profile id, embedding model) row per
+    collection in scope. ``embedding_model`` narrows to one model's chunks: a dense search compares
+    one question vector with the vectors of the model that made it, and the literal condition
+    lets PostgreSQL use that model's partial HNSW index (migration 0021).
+    """
+
     collections_sql: str
     collections_params: tuple
-    embedding_model: str
+    embedding_model: str | None = None
     # Set by multi-step retrieval: only these documents' chunks, on top of access (never widening it).
     document_ids: tuple[int, ...] | None = None
 
@@ -32,24 +40,32 @@ class Scope:
         return rows in the order of an index scan, so an HNSW search would become a
         sort of every row in scope (1.4 s instead of 3 ms over 100,000 chunks).
         """
+        model = f" AND {alias}.embedding_model = %s" if self.embedding_model else ""
         documents = f" AND {alias}.document_id = ANY(%s)" if self.document_ids is not None else ""
-        allowed = f"({alias}.collection_id, {alias}.chunk_profile_id) IN ({self.collections_sql})"
+        columns = f"{alias}.collection_id, {alias}.chunk_profile_id, {alias}.embedding_model"
+        allowed = f"({columns}) IN ({self.collections_sql})"
         # The planner pulls up only a bare IN; wrapped in IS TRUE it stays a filter (same truth).
         allowed = f"({allowed}) IS TRUE" if per_row else allowed
-        return f"{allowed} AND {alias}.embedding_model = %s{documents}"
+        return f"{allowed}{model}{documents}"
 
     def params(self) -> list:
+        model = [self.embedding_model] if self.embedding_model else []
         documents = [list(self.document_ids)] if self.document_ids is not None else []
-        return [*self.collections_params, self.embedding_model, *documents]
+        return [*self.collections_params, *model, *documents]
 
     def restricted_to(self, document_ids) -> Scope:
         return replace(self, document_ids=tuple(int(d) for d in document_ids))
+
+    def of_model(self, embedding_model: str) -> Scope:
+        """Only the chunks embedded by ``embedding_model`` (the collections on that model)."""
+        return replace(self, embedding_model=embedding_model)
 
 
 def search_scope(
     *, user, collection_ids: Iterable[int] | None = None, chunk_profile_id: int | None = None
 ) -> Scope:
-    """Chunks of the active chunk profile of every collection ``user`` may read, within ``collection_ids``.
+    """Chunks of the active chunk profile and model of every collection ``user`` may read, within
+    ``collection_ids``.
 
     ``chunk_profile_id`` searches that profile's chunks instead of each
     collection's active one (evaluation of a non-active profile); access is unchanged.
@@ -58,11 +74,11 @@ def search_scope(
     if collection_ids is not None:
         # An empty list would make Django refuse to compile the subquery (EmptyResultSet); id 0 never exists.
         allowed = allowed.filter(pk__in=list(collection_ids) or [0])
-    pairs = allowed.order_by()
+    rows = allowed.order_by()
     if chunk_profile_id is None:
-        pairs = pairs.values("pk", "chunk_profile_id")
+        rows = rows.values("pk", "chunk_profile_id", "embedding_model")
     else:
-        pairs = pairs.annotate(_profile=Value(int(chunk_profile_id), output_field=IntegerField()))
-        pairs = pairs.values("pk", "_profile")
-    sql, params = pairs.query.sql_with_params()
-    return Scope(sql, tuple(params), settings.KNOWLEDGE_EMBEDDING_MODEL)
+        rows = rows.annotate(_profile=Value(int(chunk_profile_id), output_field=IntegerField()))
+        rows = rows.values("pk", "_profile", "embedding_model")
+    sql, params = rows.query.sql_with_params()
+    return Scope(sql, tuple(params))

@@ -5,7 +5,10 @@ Order of operations on the candidates (documented, and tested):
    dropped, whichever search found them (a lexical-only hit on an unrelated
    question must not turn into an answer).
 2. adjusted = (1 - freshnessWeight) x similarity + freshnessWeight x freshness.
-3. The semantic search (adjusted score) and the lexical search (BM25) are
+3. The semantic ranking is by adjusted score; candidates of several embedding
+   models (collections that chose different models) are ranked per model and
+   interleaved by rank, as their cosines are not on one scale.
+   The semantic search (adjusted score) and the lexical search (BM25) are
    fused by weighted Reciprocal Rank Fusion of their rankings (the default), or
    by their scores, each scaled to 0..1 over its own hits and weighted by
    semanticWeight (scoreFusion); with hybrid off, the order is the adjusted score
@@ -101,7 +104,7 @@ def score_candidates(
     for c in kept:
         c.freshness = freshness_score(c.source_date, decay_rate=config["freshnessDecayRate"], today=today)
         c.adjusted = adjusted_score(c.similarity, c.freshness, freshness_weight=config["freshnessWeight"])
-    semantic = sorted(kept, key=lambda c: (-c.adjusted, c.chunk_id))
+    semantic = semantic_ranking(kept)
     if not hybrid:
         for c in semantic:
             c.fused = c.adjusted
@@ -121,6 +124,20 @@ def score_candidates(
     # ranking holds every candidate, so any weight above 0 keeps them all).
     ranked = kept if weight > 0 else [c for c in kept if c.lexical_rank is not None]
     return sorted(ranked, key=lambda c: (-c.fused, -c.adjusted, c.chunk_id))
+
+
+def semantic_ranking(candidates: list[Candidate]) -> list[Candidate]:
+    """Best adjusted score first; with several embedding models (``extra["embedding_model"]``, set
+    only then), each model's ranking by adjusted score, interleaved by rank: every model's best
+    candidate, then every second best, and so on (the closer first within a rank)."""
+    ranked = sorted(candidates, key=lambda c: (-c.adjusted, c.chunk_id))
+    by_model: dict[str | None, list[Candidate]] = {}
+    for c in ranked:
+        by_model.setdefault(c.extra.get("embedding_model"), []).append(c)
+    if len(by_model) <= 1:
+        return ranked
+    keyed = [(r, -c.adjusted, c.chunk_id, c) for group in by_model.values() for r, c in enumerate(group)]
+    return [c for *_, c in sorted(keyed, key=lambda item: item[:3])]
 
 
 def spread_sources(candidates: list[Candidate]) -> list[Candidate]:

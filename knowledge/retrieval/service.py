@@ -24,7 +24,6 @@ from config.errors import KnowledgeError
 from config.prepared import PreparedSelect
 from config.validation import text_clean
 from knowledge.access import QuestionScope, question_scope_of
-from knowledge.clients.embedding import embed_query
 from knowledge.config import resolved_config
 from knowledge.models import Chunk, Profile
 from knowledge.retrieval import dense, lexical
@@ -33,13 +32,19 @@ from knowledge.retrieval.answerability import (
     Evidence,
     Verdict,
     coverage_of,
-    embedding_reads,
     margin_of,
     verdict_for,
 )
 from knowledge.retrieval.context import ContextBlock, assemble
 from knowledge.retrieval.expansion import ExpansionResult, expand_references
 from knowledge.retrieval.intent import intent_filter_sql, query_intent
+from knowledge.retrieval.models_in_scope import (
+    distance_sql,
+    embedding_reads_any,
+    model_sizes,
+    models_expected,
+    question_vectors,
+)
 from knowledge.retrieval.rerank import rerank
 from knowledge.retrieval.scope import Scope, search_scope
 from knowledge.retrieval.scoring import Candidate, select
@@ -154,7 +159,7 @@ def retrieve(
     # Reranking looks at maxDocs x 3 candidates, then keeps maxDocs (docs/design.md#scoring).
     pool = {**config, "maxDocs": config["maxDocs"] * 3} if rerank_ids else config
     with timer.stage("score"):
-        chosen = _select(question, candidates, pool)
+        chosen = _select(question, candidates, pool, search.models)
     with timer.stage("answerability"):
         context.answerability = _answerability(search, candidates, chosen, config)
     primary = _load(chosen)
@@ -183,27 +188,39 @@ def _search_scope(user, collection_ids, chunk_profile_id) -> Scope:
     if user is None or not user.is_authenticated:
         return search_scope(user=user, collection_ids=collection_ids, chunk_profile_id=chunk_profile_id)
     ids = None if collection_ids is None else tuple(collection_ids)
-    return _compiled_scope(user.pk, ids, chunk_profile_id, settings.KNOWLEDGE_EMBEDDING_MODEL)
+    return _compiled_scope(user.pk, ids, chunk_profile_id)
 
 
 @lru_cache(maxsize=1024)
-def _compiled_scope(user_id: int, collection_ids, chunk_profile_id, embedding_model: str) -> Scope:
+def _compiled_scope(user_id: int, collection_ids, chunk_profile_id) -> Scope:
     user = get_user_model()(pk=user_id)  # the rule reads only the id
     return search_scope(user=user, collection_ids=collection_ids, chunk_profile_id=chunk_profile_id)
 
 
 def _searched(question: str, scope: Scope, config, timer: _Timer) -> tuple[_Search, list[Candidate], dict]:
     """Both searches' candidates; the lexical search needs no vector, so it runs while the
-    question is being embedded."""
-    vector_of = _embedding_started(question, timer)
+    question is being embedded (with the models the scope held last time: the statistics tell
+    which models it holds now, and a model missed is embedded then)."""
+    vectors_of = _embedding_started(question, timer, models_expected(scope))
     with timer.stage("statistics"):
         terms = _statistics(question, scope)
+    sizes = model_sizes(scope, terms)
     limit = max(MIN_CANDIDATES, config["maxDocs"] * 10)
     intent = query_intent(question) if config["queryIntent"] else None
     first_lexical = _lexical(question, scope, terms, config, limit, intent_filter_sql(intent), timer)
-    search = _Search(question, vector_of(), scope, terms, _size(terms))
+    vectors = _vectors_for(question, vectors_of(), sizes, timer)
+    search = _Search(question, vectors, scope, terms, sizes)
     candidates, stats = _candidates(search, config, timer, intent, limit, first_lexical)
     return search, candidates, stats
+
+
+def _vectors_for(question: str, vectors: dict, sizes: dict, timer: _Timer) -> dict:
+    """The question's vector under every model in scope (those not embedded ahead of time now)."""
+    missing = [model for model in sizes if model not in vectors]
+    if missing:
+        with timer.stage("embed_more"):
+            vectors = {**vectors, **question_vectors(question, missing)}
+    return vectors
 
 
 def question_clean(question: str) -> str:
@@ -218,13 +235,19 @@ def question_clean(question: str) -> str:
 
 @dataclass(frozen=True)
 class _Search:
-    """What one retrieval's searches share: the question, its vector, the scope and its statistics."""
+    """What one retrieval's searches share: the question, its vector per embedding model, the
+    scope, its statistics and its size per model (the models whose chunks the scope holds)."""
 
     question: str
-    vector: object
+    vectors: dict
     scope: Scope
     terms: lexical.ScopeStatistics
-    size: dense.ScopeSize | None
+    sizes: dict[str, dense.ScopeSize | None]
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        # An empty scope is searched (and finds nothing) under the model the question was embedded with.
+        return tuple(self.sizes) or tuple(self.vectors)
 
 
 # The question's embedding runs on one of these threads while the caller's thread does the
@@ -246,8 +269,8 @@ def _embedding_pool() -> tuple[ThreadPoolExecutor, threading.BoundedSemaphore]:
     return _pools[pid]
 
 
-def _embedding_started(question: str, timer: _Timer) -> Callable[[], object]:
-    """Start embedding the question; returns a function that waits for its vector.
+def _embedding_started(question: str, timer: _Timer, models: tuple[str, ...]) -> Callable[[], dict]:
+    """Start embedding the question under ``models``; returns a function that waits for the vectors.
 
     On a thread of its own when one is free (no database connection is used
     there: the embedding only computes), else inline, so a burst of requests
@@ -256,14 +279,14 @@ def _embedding_started(question: str, timer: _Timer) -> Callable[[], object]:
     pool, slots = _embedding_pool()
     if not EMBED_ALONGSIDE_LEXICAL or not slots.acquire(blocking=False):
         with timer.stage("embed"):
-            vector = embed_query(question)
-        return lambda: vector
+            vectors = question_vectors(question, models)
+        return lambda: vectors
 
     def embed():
         try:
             begun = time.perf_counter()
-            vector = embed_query(question)
-            return vector, round((time.perf_counter() - begun) * 1000, 2)
+            vectors = question_vectors(question, models)
+            return vectors, round((time.perf_counter() - begun) * 1000, 2)
         finally:
             slots.release()
 
@@ -271,8 +294,8 @@ def _embedding_started(question: str, timer: _Timer) -> Callable[[], object]:
 
     def wait():
         with timer.stage("embed_wait"):  # what the embedding added after the lexical search
-            vector, timer.timings["embed"] = future.result()
-        return vector
+            vectors, timer.timings["embed"] = future.result()
+        return vectors
 
     return wait
 
@@ -284,10 +307,6 @@ def _statistics(question: str, scope: Scope) -> lexical.ScopeStatistics:
     partition statistics, so the same lookup holds for every search below.
     """
     return lexical.scope_statistics(query=question, scope_sql=scope.sql(), scope_params=scope.params())
-
-
-def _size(terms: lexical.ScopeStatistics) -> dense.ScopeSize | None:
-    return dense.ScopeSize(rows=terms.chunks, table=terms.table_chunks) if terms.table_chunks else None
 
 
 def _lexical(question, scope: Scope, terms, config, limit, extra_sql, timer) -> list:
@@ -323,36 +342,47 @@ def _above_threshold(candidates, config) -> int:
 
 
 def _search(search: _Search, config, limit, extra_sql, timer, lexical_hits) -> list[Candidate]:
+    """Dense hits per embedding model (each on its own chunks and index), fused by rank, and the
+    lexical hits, which need no model."""
     with timer.stage("dense"):
-        dense_hits = dense.dense_search(
-            vector=search.vector, scope=search.scope, limit=limit, extra_sql=extra_sql, size=search.size
-        )
+        groups = [
+            dense.dense_search(
+                vector=search.vectors[model],
+                scope=search.scope.of_model(model),
+                limit=limit,
+                extra_sql=extra_sql,
+                size=search.sizes.get(model),
+            )
+            for model in search.models
+        ]
+        dense_hits = dense.fused_by_rank(groups, limit=limit)
     with timer.stage("candidates"):
-        return _merge(search.vector, dense_hits, lexical_hits)
+        return _merge(search.vectors, dense_hits, lexical_hits)
 
 
 # Every candidate's row facts and cosine distance in one round trip (the dense hits' distances
 # are known, but computing them again for ~50 rows costs less than a second query). The order
 # is the chunk model's, which scoring's ties have always fallen back on.
 _CANDIDATES_SQL = """
-    SELECT c.id, c.document_id, c.collection_id, d.source_date, c.source_ref, c.embedding <=> %s::vector
+    SELECT c.id, c.document_id, c.collection_id, d.source_date, c.source_ref, {distance}, c.embedding_model
     FROM knowledge_chunk AS c JOIN knowledge_document AS d ON d.id = c.document_id
     WHERE c.id = ANY(%s)
     ORDER BY c.document_id, c.index
 """
 
 
-def _merge(vector, dense_hits, lexical_hits) -> list[Candidate]:
+def _merge(vectors: dict, dense_hits, lexical_hits) -> list[Candidate]:
     ids = list(dict.fromkeys([hit.chunk_id for hit in dense_hits] + [hit.chunk_id for hit in lexical_hits]))
     if not ids:
         return []
+    distance, params = distance_sql(vectors)
     with connection.cursor() as cursor:
-        cursor.execute(_CANDIDATES_SQL, [dense.vector_literal(vector), ids])
+        cursor.execute(_CANDIDATES_SQL.format(distance=distance), [*params, ids])
         rows = cursor.fetchall()
     dense_rank = {hit.chunk_id: rank for rank, hit in enumerate(dense_hits, start=1)}
     lexical_by_id = {hit.chunk_id: hit for hit in lexical_hits}
     candidates = []
-    for chunk_id, document_id, collection_id, source_date, source_ref, distance in rows:
+    for chunk_id, document_id, collection_id, source_date, source_ref, distance, model in rows:
         lex = lexical_by_id.get(chunk_id)
         candidates.append(
             Candidate(
@@ -366,38 +396,38 @@ def _merge(vector, dense_hits, lexical_hits) -> list[Candidate]:
                 lexical_score=lex.score if lex else None,
                 source_ref=source_ref,
                 lexemes=lex.lexemes if lex else None,
+                # Several models: scoring ranks each model's candidates apart (scoring.semantic_ranking).
+                extra={"embedding_model": model} if len(vectors) > 1 else {},
             )
         )
     return candidates
 
 
-def _embedding_reads(question: str) -> bool:
-    return embedding_reads(question, embedding_model=settings.KNOWLEDGE_EMBEDDING_MODEL)
-
-
-def _select(question: str, candidates: list[Candidate], config) -> list[Candidate]:
+def _select(question: str, candidates: list[Candidate], config, models: tuple[str, ...]) -> list[Candidate]:
     """Scored and chosen (scoring.py); in hybrid search, a question the embedding model cannot read
     is ranked by its words alone: the semantic ranking would be noise (on the Japanese document
     of the corpus it put a phrase's own section below another one, 2026-11-25). Dense-only search
     (hybrid off) has no lexical ranking to fall back on and stays as configured."""
-    if config["hybrid"] and not _embedding_reads(question):
+    if config["hybrid"] and not embedding_reads_any(question, models):
         config = {**config, "semanticWeight": 0.0}
     return select(candidates, config=config, today=timezone.localdate(), hybrid=config["hybrid"])
 
 
 def _answerability(search: _Search, candidates: list[Candidate], chosen: list[Candidate], config) -> Verdict:
     """The verdict on the best chunk chosen, from what both searches found (see answerability.py)."""
-    evidence = answerability_evidence(search.question, candidates, chosen, search.scope, terms=search.terms)
+    evidence = answerability_evidence(
+        search.question, candidates, chosen, search.scope, terms=search.terms, models=search.models
+    )
     return verdict_for(
         evidence,
         min_answerability=config["minAnswerability"],
         min_relevance=config["minRelevanceScore"],
-        similarity_floor=_embedding_reads(search.question),
+        similarity_floor=embedding_reads_any(search.question, search.models),
     )
 
 
 def answerability_evidence(
-    question, candidates: list[Candidate], chosen: list[Candidate], scope, *, terms=None
+    question, candidates: list[Candidate], chosen: list[Candidate], scope, *, terms=None, models=None
 ) -> Evidence:
     similarities = [c.similarity for c in candidates if c.dense_rank is not None]
     if not chosen or not similarities:
@@ -412,7 +442,7 @@ def answerability_evidence(
     top_dense = min((c for c in candidates if c.dense_rank is not None), key=lambda c: c.dense_rank)
     agree = top_dense.lexical_rank is not None and top_dense.lexical_rank <= AGREEMENT_RANK
     best_similarity = max(similarities)
-    typical = typical_similarity(scope, chunks=terms.chunks) if terms is not None else None
+    typical = _typical(scope, terms, models or _models_of(terms))
     return Evidence(
         best_similarity=best_similarity,
         margin=margin_of(similarities),
@@ -421,6 +451,20 @@ def answerability_evidence(
         absent=absent_share(terms),
         relative_similarity=best_similarity / typical if typical else None,
     )
+
+
+def _models_of(terms: lexical.ScopeStatistics | None) -> tuple[str, ...]:
+    if terms is not None and terms.models:
+        return tuple(terms.models)
+    return (settings.KNOWLEDGE_EMBEDDING_MODEL,)
+
+
+def _typical(scope: Scope, terms: lexical.ScopeStatistics | None, models: tuple[str, ...]) -> float | None:
+    """A typical answer's cosine in scope, under its one model: two models' cosines are not on one
+    scale, so a scope that mixes models has no yardstick (the verdict then ignores it)."""
+    if terms is None or len(models) != 1:
+        return None
+    return typical_similarity(scope.of_model(models[0]), chunks=terms.chunks)
 
 
 def absent_share(terms: lexical.ScopeStatistics | None) -> float:

@@ -26,7 +26,7 @@ from functools import lru_cache
 import numpy as np
 from django.db import connection
 
-from knowledge.clients.embedding import embed_short_texts
+from knowledge.clients.embedding import E5_SMALL, e5_encoder, embed_short_texts
 from knowledge.clients.sentences import split_sentences
 from knowledge.retrieval.scope import Scope
 
@@ -52,18 +52,25 @@ def typical_similarity(scope: Scope, *, chunks: int) -> float | None:
     """
     # A search narrowed to some documents (multi-step retrieval) is judged by its collections' yardstick.
     collections = replace(scope, document_ids=None)
-    return _typical_cached(collections.sql(), tuple(collections.params()), chunks)
+    return _typical_cached(collections.sql(), tuple(collections.params()), chunks, scope.embedding_model)
 
 
 @lru_cache(maxsize=256)
-def _typical_cached(scope_sql: str, scope_params: tuple, chunks: int) -> float | None:
+def _typical_cached(scope_sql: str, scope_params: tuple, chunks: int, model: str | None) -> float | None:
     with connection.cursor() as cursor:
         cursor.execute(_SAMPLE_SQL.format(scope=scope_sql), [*scope_params, SAMPLE_CHUNKS * 2])
         rows = cursor.fetchall()
-    return _median_self_match(rows)
+    return _median_self_match(rows, model)
 
 
-def _median_self_match(rows: list[tuple]) -> float | None:
+def _questions_embedded(sentences: list[str], model: str | None) -> np.ndarray:
+    """The sentences as questions, in the chunks' model (e5 reads a question with its own prefix)."""
+    if model == E5_SMALL:
+        return e5_encoder().queries(sentences)
+    return embed_short_texts(sentences)
+
+
+def _median_self_match(rows: list[tuple], model: str | None = None) -> float | None:
     pairs = []
     for content, vector in rows:
         sentences = split_sentences(content or "")
@@ -73,7 +80,7 @@ def _median_self_match(rows: list[tuple]) -> float | None:
             break
     if len(pairs) < MIN_SAMPLE:
         return None
-    questions = embed_short_texts([sentence for sentence, _ in pairs])
+    questions = _questions_embedded([sentence for sentence, _ in pairs], model)
     chunks = np.array([vector for _, vector in pairs], dtype=np.float32)
     chunks /= np.linalg.norm(chunks, axis=1, keepdims=True)
     return float(statistics.median((questions * chunks).sum(axis=1)))

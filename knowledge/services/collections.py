@@ -6,6 +6,7 @@ from django.db import IntegrityError, transaction
 
 from config.errors import KnowledgeError, NotFoundError
 from config.validation import text_clean
+from knowledge.clients.embedding import EMBEDDING_MODELS
 from knowledge.models import ChunkProfile, Collection, Document
 from knowledge.services.documents import (
     document_files_delete_on_commit,
@@ -39,6 +40,14 @@ def chunk_profile_get(*, name: str) -> ChunkProfile:
         raise NotFoundError(f"no chunk profile named {name!r} (known: {known})") from None
 
 
+def embedding_model_checked(name) -> str:
+    """``name`` when it is a model of the registry; KnowledgeError naming the known ones otherwise."""
+    if name not in EMBEDDING_MODELS:
+        known = ", ".join(EMBEDDING_MODELS)
+        raise KnowledgeError(f"unknown embedding model {str(name)[:200]!r}; choose one of: {known}")
+    return name
+
+
 def collection_create(
     *,
     name: str,
@@ -47,7 +56,9 @@ def collection_create(
     tags: list[str] | None = None,
     visibility: str = Collection.Visibility.PRIVATE,
     chunk_profile: ChunkProfile | None = None,
+    embedding_model: str | None = None,
 ) -> Collection:
+    """A new collection; ``embedding_model`` (default: KNOWLEDGE_EMBEDDING_MODEL) embeds its chunks."""
     name = text_clean(name, field="a collection's name", max_length=200)
     if not name:
         raise KnowledgeError("a collection needs a name")
@@ -55,6 +66,7 @@ def collection_create(
     tags = _tags_clean(tags or [])
     if visibility not in Collection.Visibility.values:
         raise KnowledgeError(f"visibility must be one of {', '.join(Collection.Visibility.values)}")
+    model = embedding_model_checked(embedding_model) if embedding_model else ""
     try:
         with transaction.atomic():
             return Collection.objects.create(
@@ -64,6 +76,7 @@ def collection_create(
                 tags=tags,
                 visibility=visibility,
                 chunk_profile=chunk_profile or chunk_profile_default(),
+                embedding_model=model,  # empty: the default model (Collection.save)
             )
     except IntegrityError:
         raise KnowledgeError(f"a collection named {name!r} already exists") from None
@@ -73,7 +86,12 @@ def collection_update(*, collection: Collection, **changes) -> Collection:
     """Set the given fields (description, tags, visibility, listed) and save only those.
 
     Unlisting ends the active subscriptions, so relisting later does not quietly restore them.
+    A new ``embedding_model`` is not set here: it starts a re-embed (``collection_reindex``), and
+    the collection switches to it once every document has its new vectors.
     """
+    model = changes.pop("embedding_model", None)
+    if model is not None:
+        embedding_model_checked(model)
     if "visibility" in changes and changes["visibility"] not in Collection.Visibility.values:
         raise KnowledgeError(f"visibility must be one of {', '.join(Collection.Visibility.values)}")
     if "description" in changes:
@@ -88,6 +106,9 @@ def collection_update(*, collection: Collection, **changes) -> Collection:
         collection.save(update_fields=[*changes, "updated_at"])
         if "listed" in changes and not changes["listed"]:
             subscriptions_end_all(collection=collection)
+        if model is not None:
+            collection_reindex(collection=collection, embedding_model=model)
+            collection.refresh_from_db()
     return collection
 
 
@@ -104,32 +125,41 @@ def collection_delete(*, collection: Collection) -> None:
         collection.delete()
 
 
+_PENDING_FIELDS = ["pending_chunk_profile", "pending_embedding_model", "updated_at"]
+
+
 @transaction.atomic
-def collection_reindex(*, collection: Collection, chunk_profile: ChunkProfile) -> int:
-    """Re-chunk and re-embed every document under ``chunk_profile``.
+def collection_reindex(
+    *, collection: Collection, chunk_profile: ChunkProfile | None = None, embedding_model: str | None = None
+) -> int:
+    """Re-chunk and re-embed every document under ``chunk_profile`` and ``embedding_model`` (each
+    defaults to the collection's current one).
 
     The current chunks stay searchable until every document has its new set;
-    then the collection switches profile in one step (see the pipeline).
+    then the collection switches profile and model in one step (see the pipeline).
+    Asking for the current profile and model cancels a re-index in progress.
     Returns the number of documents queued.
     """
     collection = Collection.objects.select_for_update().get(pk=collection.pk)
-    if chunk_profile.pk == collection.chunk_profile_id:
-        collection.pending_chunk_profile = None
-        collection.save(update_fields=["pending_chunk_profile", "updated_at"])
+    profile_id = chunk_profile.pk if chunk_profile else collection.chunk_profile_id
+    model = embedding_model_checked(embedding_model) if embedding_model else collection.embedding_model
+    collection.pending_chunk_profile_id = profile_id if profile_id != collection.chunk_profile_id else None
+    collection.pending_embedding_model = model if model != collection.embedding_model else ""
+    collection.save(update_fields=_PENDING_FIELDS)
+    if collection.reindex_target is None:
         return 0
-    collection.pending_chunk_profile = chunk_profile
-    collection.save(update_fields=["pending_chunk_profile", "updated_at"])
     document_ids = list(
         Document.objects.filter(collection=collection)
         .exclude(status=Document.Status.FAILED)
         .values_list("pk", flat=True)
     )
+    # Queued with the target's profile: that is how a run knows it writes the new set (pipeline).
     for document_id in document_ids:
-        enqueue_document_processing(document_id=document_id, chunk_profile_id=chunk_profile.pk)
+        enqueue_document_processing(document_id=document_id, chunk_profile_id=profile_id)
     if not document_ids:
-        collection.chunk_profile = chunk_profile
-        collection.pending_chunk_profile = None
-        collection.save(update_fields=["chunk_profile", "pending_chunk_profile", "updated_at"])
+        collection.chunk_profile_id, collection.embedding_model = profile_id, model
+        collection.pending_chunk_profile, collection.pending_embedding_model = None, ""
+        collection.save(update_fields=["chunk_profile", "embedding_model", *_PENDING_FIELDS])
     return len(document_ids)
 
 

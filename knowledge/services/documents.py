@@ -169,10 +169,9 @@ def enqueue_document_processing(
 def _enqueue_for_collection(document: Document, *, sync: bool | None) -> None:
     collection = document.collection
     enqueue_document_processing(document_id=document.pk, sync=sync)
-    if collection.pending_chunk_profile_id:
-        enqueue_document_processing(
-            document_id=document.pk, chunk_profile_id=collection.pending_chunk_profile_id, sync=sync
-        )
+    target = collection.reindex_target  # a re-index in progress needs this document's new set too
+    if target is not None:
+        enqueue_document_processing(document_id=document.pk, chunk_profile_id=target[0], sync=sync)
 
 
 def document_retry(*, document: Document, sync: bool | None = None) -> Document:

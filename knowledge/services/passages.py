@@ -58,6 +58,7 @@ def _cited_chunk(user, chunk_id, document_id, source_ref: str) -> Chunk:
         Chunk.objects.filter(
             document=document,
             chunk_profile_id=document.collection.chunk_profile_id,
+            embedding_model=document.collection.embedding_model,
             source_ref=source_ref.strip(),
         )
         .select_related("document")
@@ -70,8 +71,12 @@ def _cited_chunk(user, chunk_id, document_id, source_ref: str) -> Chunk:
 
 
 def _chunk_set(chunk: Chunk):
-    """The chunks made with the cited chunk's profile: the set its index belongs to."""
-    return Chunk.objects.filter(document_id=chunk.document_id, chunk_profile_id=chunk.chunk_profile_id)
+    """The chunks made with the cited chunk's profile and model: the set its index belongs to."""
+    return Chunk.objects.filter(
+        document_id=chunk.document_id,
+        chunk_profile_id=chunk.chunk_profile_id,
+        embedding_model=chunk.embedding_model,
+    )
 
 
 def _around(cited: Chunk, index: int, count: int) -> list[Chunk]:

@@ -145,7 +145,10 @@ def _section_parts(document, chunk: Chunk | None, quote: tuple[int, int] | None)
     if chunk is None:
         return []
     section = Chunk.objects.filter(
-        document=document, chunk_profile_id=chunk.chunk_profile_id, source_ref=chunk.source_ref
+        document=document,
+        chunk_profile_id=chunk.chunk_profile_id,
+        embedding_model=chunk.embedding_model,
+        source_ref=chunk.source_ref,
     ).order_by("index")
     return section_parts(list(section), cited_id=chunk.pk, quote=quote)
 

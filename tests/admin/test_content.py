@@ -29,7 +29,7 @@ def _collection_with_content(owner, name: str, documents: int, chunks_each: int)
                 document=document,
                 collection=collection,
                 chunk_profile=profile,
-                embedding_model="test",
+                embedding_model=collection.embedding_model,  # the searchable set the list counts
                 index=i,
                 content=f"chunk {i}",
                 token_count=2,
@@ -144,3 +144,30 @@ def _profile_change_form(profile, collection) -> dict:
         "profile_collections-0-collection": str(collection.pk),
         "profile_collections-0-profile": str(profile.pk),
     }
+
+
+def _collection_change_form(collection: Collection, **changes) -> dict:
+    form = {
+        "owner": collection.owner_id or "",
+        "name": collection.name,
+        "description": collection.description,
+        "tags": ",".join(collection.tags),
+        "visibility": collection.visibility,
+        "embedding_model": collection.embedding_model,
+    }
+    return {**form, **changes}
+
+
+@pytest.mark.django_db
+def test_changing_a_collections_model_in_the_admin_re_embeds_instead_of_relabelling(admin_client, alice):
+    """The stored vectors are the old model's: the admin queues a re-embed (here: no document, so
+    the collection switches at once) and refuses a model the registry does not know."""
+    collection = _collection_with_content(alice, "notes", documents=0, chunks_each=0)
+    url = f"/admin/knowledge/collection/{collection.pk}/change/"
+    e5 = "intfloat/multilingual-e5-small"
+    refused = admin_client.post(url, _collection_change_form(collection, embedding_model="bert"))
+    assert refused.status_code == 200 and "not one of the available choices" in refused.content.decode()
+    response = admin_client.post(url, _collection_change_form(collection, embedding_model=e5))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    collection.refresh_from_db()
+    assert (collection.embedding_model, collection.pending_embedding_model) == (e5, "")

@@ -404,6 +404,29 @@ def test_a_file_replaced_by_a_namesake_later_in_the_same_run_is_reported_as_repl
     assert rows[1]["chunks"] > 0
 
 
+def test_knowledge_ingest_command_creates_a_collection_with_the_embedding_model_asked(alice, corpus):
+    e5 = "intfloat/multilingual-e5-small"
+    args = ["--collection", "multilingual", "--owner", "alice", "--wait", "--json"]
+    rows = _ingest_json(*args, "--create", "--embedding-model", e5, str(corpus / "office" / "dummy_jap.docx"))
+    assert rows[0]["status"] == "ready" and rows[0]["chunks"] > 0
+    document = Document.objects.select_related("collection").get(pk=rows[0]["document_id"])
+    assert document.collection.embedding_model == e5
+    assert set(Chunk.objects.filter(document=document).values_list("embedding_model", flat=True)) == {e5}
+    # An existing collection's model changes by a re-index, never by an upload's option.
+    with pytest.raises(CommandError, match="re-index it to change models"):
+        call_command(
+            "knowledge_ingest",
+            *args,
+            "--embedding-model",
+            "sentence-transformers/all-MiniLM-L6-v2",
+            str(corpus / "office" / "dummy.docx"),
+        )
+    with pytest.raises(CommandError, match="invalid choice"):
+        call_command(
+            "knowledge_ingest", *args, "--embedding-model", "nope", str(corpus / "office" / "dummy.docx")
+        )
+
+
 def test_knowledge_ingest_command_errors(alice, corpus):
     with pytest.raises(CommandError, match="pass --create"):
         call_command("knowledge_ingest", "--collection", "nope", str(corpus / "office" / "dummy.docx"))

@@ -17,7 +17,7 @@ from knowledge.services.collections import collection_create
 MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
-def _fill(collection, vectors: np.ndarray) -> list[int]:
+def _fill(collection, vectors: np.ndarray, *, model: str = MODEL) -> list[int]:
     digest = hashlib.sha256(f"{collection.pk}".encode()).hexdigest()
     document = Document.objects.create(
         collection=collection,
@@ -32,7 +32,7 @@ def _fill(collection, vectors: np.ndarray) -> list[int]:
             document=document,
             collection=collection,
             chunk_profile=collection.chunk_profile,
-            embedding_model=MODEL,
+            embedding_model=model,
             index=i,
             content=f"chunk {i}",
             token_count=2,
@@ -96,7 +96,7 @@ def test_unreadable_collections_are_filtered_inside_the_query(alice, charlie):
 
 
 def _scope(document_ids=None):
-    return Scope("SELECT 1, 1", (), MODEL, document_ids)
+    return Scope("SELECT 1, 1, %s", (MODEL,), MODEL, document_ids)
 
 
 def test_a_small_scope_in_a_big_table_is_scanned_exactly_and_a_large_share_walks_the_graph():
@@ -121,11 +121,20 @@ def test_connections_start_with_the_iterative_hnsw_scan(db):
 
 
 @pytest.mark.django_db
+def _clustered(rows: int, centres: np.ndarray, rng) -> np.ndarray:
+    """Unit vectors around topic centres, as embeddings of real text are (isotropic random vectors
+    in 384 dimensions are all about equally far apart: no graph search finds their exact top 20)."""
+    picked = centres[rng.integers(len(centres), size=rows)]
+    v = picked + rng.normal(scale=0.6 / np.sqrt(384), size=picked.shape).astype(np.float32)
+    return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+
 def test_the_chosen_plan_returns_the_full_k_and_the_exact_neighbours_for_small_and_large_scopes(alice):
     rng = np.random.default_rng(11)
     big = collection_create(name="big", owner=alice)
     small = collection_create(name="small", owner=alice)
-    big_ids = _fill(big, _unit(3000, rng))
+    centres = _unit(60, rng)
+    big_ids = _fill(big, _clustered(3000, centres, rng))
     small_ids = _fill(small, _unit(30, rng))  # 1% of the table
     small_scope = search_scope(user=alice, collection_ids=[small.pk])
     big_scope = search_scope(user=alice, collection_ids=[big.pk])
@@ -134,7 +143,7 @@ def test_the_chosen_plan_returns_the_full_k_and_the_exact_neighbours_for_small_a
     assert exact_is_cheaper(scope_size(small_scope), limit=20, scope=small_scope)
     assert not exact_is_cheaper(scope_size(big_scope), limit=20, scope=big_scope)
     recalls = []
-    for query in _unit(10, rng):
+    for query in _clustered(10, centres, rng):
         small_hits = dense_search(vector=query, scope=small_scope, limit=20)
         assert small_hits == dense_search(vector=query, scope=small_scope, limit=20, exact=True)
         assert {h.chunk_id for h in small_hits} <= set(small_ids)
@@ -179,3 +188,27 @@ def test_a_vectors_text_is_remembered_only_while_the_array_cannot_change():
     twin.flags.writeable = False
     assert vector_literal(twin) == "[2,1,0.3333333]"  # another array, its own text
     assert vector_literal([0.5, 1.0]) == "[0.5,1]"
+
+
+@pytest.mark.django_db
+def test_a_search_over_one_models_chunks_walks_that_models_own_graph(alice):
+    """Migration 0021's partial HNSW index per model: the graph holds that model's vectors only."""
+    from django.test.utils import CaptureQueriesContext
+
+    from knowledge.clients.embedding import E5_SMALL
+
+    rng = np.random.default_rng(11)
+    english = collection_create(name="english", owner=alice)
+    multilingual = collection_create(name="multilingual", owner=alice, embedding_model=E5_SMALL)
+    _fill(english, _unit(300, rng))
+    e5_ids = set(_fill(multilingual, _unit(300, rng), model=E5_SMALL))
+    scope = search_scope(user=alice, collection_ids=[english.pk, multilingual.pk]).of_model(E5_SMALL)
+    with CaptureQueriesContext(connection) as queries:
+        hits = dense_search(vector=_unit(1, rng)[0], scope=scope, limit=10, exact=False)
+    assert {hit.chunk_id for hit in hits} <= e5_ids and len(hits) == 10
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # the table is small: make the planner use an index
+        cursor.execute("EXPLAIN " + queries.captured_queries[-1]["sql"])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "chunk_embedding_hnsw_e5" in plan, plan
+    assert "chunk_embedding_hnsw_minilm" not in plan

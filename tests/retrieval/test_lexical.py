@@ -428,40 +428,52 @@ def test_empty_scope_returns_nothing(docs):
 
 
 def assert_statistics_are_exact():
-    """The trigger-maintained tables equal a recount from the chunk table."""
+    """The trigger-maintained tables equal a recount from the chunk table (per collection, chunk
+    profile and embedding model: a re-embed's two sets must not count each other's words)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            """
-            SELECT collection_id, chunk_profile_id, lexeme, chunks
+            "SELECT count(*) FROM information_schema.columns"
+            " WHERE table_name = 'knowledge_lexical_partition' AND column_name = 'embedding_model'"
+        )
+        # Before migration 0021 (tests that migrate backwards), per collection and chunk profile.
+        key = "collection_id, chunk_profile_id" + (", embedding_model" if cursor.fetchone()[0] else "")
+        width = key.count(",") + 1
+        groups, with_lexeme = (
+            ", ".join(map(str, range(1, width + 1))),
+            ", ".join(map(str, range(1, width + 2))),
+        )
+        cursor.execute(
+            f"""
+            SELECT {key}, lexeme, chunks
             FROM knowledge_lexical_term WHERE chunks > 0
             EXCEPT
-            SELECT collection_id, chunk_profile_id, u.lexeme, count(*)
-            FROM knowledge_chunk, unnest(search_vector) AS u GROUP BY 1, 2, 3
+            SELECT {key}, u.lexeme, count(*)
+            FROM knowledge_chunk, unnest(search_vector) AS u GROUP BY {with_lexeme}
             """
         )
         assert cursor.fetchall() == []
         cursor.execute(
-            """
-            SELECT collection_id, chunk_profile_id, u.lexeme, count(*)
-            FROM knowledge_chunk, unnest(search_vector) AS u GROUP BY 1, 2, 3
+            f"""
+            SELECT {key}, u.lexeme, count(*)
+            FROM knowledge_chunk, unnest(search_vector) AS u GROUP BY {with_lexeme}
             EXCEPT
-            SELECT collection_id, chunk_profile_id, lexeme, chunks FROM knowledge_lexical_term
+            SELECT {key}, lexeme, chunks FROM knowledge_lexical_term
             """
         )
         assert cursor.fetchall() == []
         cursor.execute(
-            """
-            SELECT collection_id, chunk_profile_id, chunks, tokens FROM knowledge_lexical_partition
+            f"""
+            SELECT {key}, chunks, tokens FROM knowledge_lexical_partition
             EXCEPT
-            SELECT collection_id, chunk_profile_id, count(*),
+            SELECT {key}, count(*),
                    coalesce(sum((SELECT sum(cardinality(u.positions)) FROM unnest(search_vector) AS u)), 0)
-            FROM knowledge_chunk GROUP BY 1, 2
+            FROM knowledge_chunk GROUP BY {groups}
             """
         )
         assert cursor.fetchall() == []
         cursor.execute("SELECT count(*) FROM knowledge_lexical_partition")
         partitions = cursor.fetchone()[0]
-        cursor.execute("SELECT count(DISTINCT (collection_id, chunk_profile_id)) FROM knowledge_chunk")
+        cursor.execute(f"SELECT count(DISTINCT ({key})) FROM knowledge_chunk")
         assert partitions == cursor.fetchone()[0]
 
 

@@ -234,3 +234,18 @@ def test_score_fusion_semantic_weight_zero_is_lexical_only_and_one_keeps_every_c
         candidates, config=config(scoreFusion=True, semanticWeight=1.0), today=TODAY, hybrid=True
     )
     assert [c.chunk_id for c in semantic] == [1, 2, 3]
+
+
+def test_candidates_of_two_embedding_models_are_ranked_per_model_and_interleaved_by_rank():
+    """e5's cosines run higher than MiniLM's: compared directly, every e5 candidate would come first."""
+    from knowledge.retrieval.scoring import semantic_ranking
+
+    def candidate(chunk_id: int, adjusted: float, model: str) -> Candidate:
+        return Candidate(chunk_id, 1, 1, adjusted, adjusted=adjusted, extra={"embedding_model": model})
+
+    e5 = [candidate(1, 0.91, "e5"), candidate(2, 0.88, "e5"), candidate(3, 0.86, "e5")]
+    minilm = [candidate(4, 0.55, "minilm"), candidate(5, 0.40, "minilm")]
+    assert [c.chunk_id for c in semantic_ranking(e5 + minilm)] == [1, 4, 2, 5, 3]
+    # One model (no model recorded): the adjusted score alone, as always.
+    plain = [Candidate(i, 1, 1, s, adjusted=s) for i, s in ((1, 0.2), (2, 0.9), (3, 0.5))]
+    assert [c.chunk_id for c in semantic_ranking(plain)] == [2, 3, 1]

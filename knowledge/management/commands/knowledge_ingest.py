@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from accounts.selectors import user_find
 from config.errors import KnowledgeError
+from knowledge.clients.embedding import EMBEDDING_MODELS
 from knowledge.models import Chunk, Collection, Document
 from knowledge.services.collections import chunk_profile_get, collection_create
 from knowledge.services.documents import document_upload
@@ -34,6 +35,12 @@ class Command(BaseCommand):
             "--owner", metavar="USERNAME", help="The collection's owner (default: admin-owned)."
         )
         parser.add_argument("--profile", metavar="CHUNK_PROFILE", help="Chunk profile of a new collection.")
+        parser.add_argument(
+            "--embedding-model",
+            metavar="MODEL",
+            choices=list(EMBEDDING_MODELS),
+            help="Embedding model of a new collection (default: KNOWLEDGE_EMBEDDING_MODEL).",
+        )
         parser.add_argument("--wait", action="store_true", help="Process now; return when all are done.")
         parser.add_argument("--json", action="store_true", help="One JSON object per document.")
 
@@ -57,6 +64,12 @@ class Command(BaseCommand):
         existing = Collection.objects.filter(name=name, owner=owner).first()
         profile = chunk_profile_get(name=options["profile"]) if options["profile"] else None
         if existing:
+            model = options.get("embedding_model")
+            if model and model != existing.embedding_model:
+                raise KnowledgeError(
+                    f"collection {name!r} uses embedding model {existing.embedding_model!r}; "
+                    "re-index it to change models"
+                )
             if profile and profile.pk != existing.chunk_profile_id:
                 raise KnowledgeError(
                     f"collection {name!r} uses chunk profile {existing.chunk_profile.name!r}; "
@@ -66,7 +79,9 @@ class Command(BaseCommand):
         if not options["create"]:
             whose = f"owned by {owner.username}" if owner else "admin-owned"
             raise KnowledgeError(f"no {whose} collection named {name!r}; pass --create to create it")
-        return collection_create(name=name, owner=owner, chunk_profile=profile)
+        return collection_create(
+            name=name, owner=owner, chunk_profile=profile, embedding_model=options.get("embedding_model")
+        )
 
     def _upload(self, collection, path: Path, owner, sync):
         try:
@@ -135,7 +150,12 @@ def _report(entry) -> dict:
             "chunks": 0,
             "error": "replaced by a later file of the same name",
         }
-    chunks = Chunk.objects.filter(document=document, chunk_profile_id=document.collection.chunk_profile_id)
+    collection = document.collection
+    chunks = Chunk.objects.filter(
+        document=document,
+        chunk_profile_id=collection.chunk_profile_id,
+        embedding_model=collection.embedding_model,
+    )
     return {
         "filename": document.filename,
         "document_id": document.pk,
