@@ -171,9 +171,9 @@ PARAMETERS: dict[str, Parameter] = {
         Parameter(
             "scoreFusion",
             bool,
-            False,
-            "Fuse the two searches by their scores, each scaled to 0-1, weighted by semanticWeight; "
-            "off = by rank (Reciprocal Rank Fusion with rrfK).",
+            True,
+            "Fuse the two searches by their scores, each divided by its best hit's, weighted by "
+            "semanticWeight; off = by rank (Reciprocal Rank Fusion with rrfK).",
         ),
         Parameter(
             "rrfK", int, 60, "Smoothing constant k of Reciprocal Rank Fusion (scoreFusion off).", 1, 1000

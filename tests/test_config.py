@@ -26,7 +26,7 @@ SEED_DEFAULTS = {
     # Chosen by leave-one-set-out over three question sets (README, evaluation).
     "semanticWeight": 0.65,
     # Better held-out retrieval, but off until extractive answers read a cited page's other chunks.
-    "scoreFusion": False,
+    "scoreFusion": True,
     "rrfK": 60,
     "spreadSources": True,
     "queryIntent": False,

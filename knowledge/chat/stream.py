@@ -276,7 +276,9 @@ class ChatStream:
     def _extractive(self, context: KnowledgeContext, resolution: Resolution, label: str) -> Answer:
         extracted = extractive_answer(
             question=resolution.question,
-            sources=with_continuations(context.sources, says_nothing=says_nothing),
+            sources=with_continuations(
+                context.sources, says_nothing=says_nothing, runners_up=context.runners_up
+            ),
             label=label,
             cover_documents=context.cover_documents,
         )

@@ -1,4 +1,5 @@
-"""A passage with no sentence of its own is read on into the next chunk of its section.
+"""A passage is read on: into the next chunk of its section when it has no sentence of its own,
+and into the page's next-best retrieved chunk.
 
 A paper's first chunk is often only its title block (title, authors, e-mail
 addresses) and a section's first chunk only its heading: they rank high, being
@@ -19,24 +20,33 @@ from knowledge.retrieval.service import RetrievedChunk
 
 
 def with_continuations(
-    sources: list[RetrievedChunk], *, says_nothing: Callable[[Chunk], bool]
+    sources: list[RetrievedChunk],
+    *,
+    says_nothing: Callable[[Chunk], bool],
+    runners_up: list[RetrievedChunk] = (),
 ) -> list[RetrievedChunk]:
-    """``sources`` followed by the next chunk of each primary source for which ``says_nothing``."""
-    silent = [s for s in sources if s.role == "primary" and s.source_number and says_nothing(s.chunk)]
-    if not silent:
-        return sources
+    """``sources`` followed by what continues their primary chunks: the next chunk of each one for
+    which ``says_nothing``, and each one's page's next-best retrieved chunk (``runners_up``, see
+    knowledge.retrieval.scoring.same_source_runners_up), numbered after the sources."""
+    primary = [s for s in sources if s.role == "primary" and s.source_number]
+    following = [(s, _next_chunk(s.chunk)) for s in primary if says_nothing(s.chunk)]
+    by_page = {(s.chunk.document_id, s.chunk.source_ref): s for s in primary}
+    following += [(by_page[_page(r.chunk)], r.chunk) for r in runners_up if _page(r.chunk) in by_page]
     present = {s.chunk.pk for s in sources}
-    number = max(s.source_number or 0 for s in sources)
+    number = max((s.source_number or 0 for s in sources), default=0)
     added = []
-    for source in silent:
-        following = _next_chunk(source.chunk)
-        if following is None or following.pk in present:
+    for source, chunk in following:
+        if chunk is None or chunk.pk in present:
             continue
         number += 1
-        present.add(following.pk)
+        present.add(chunk.pk)
         scores = {"continues": source.source_number}
-        added.append(RetrievedChunk(following, scores, role="continuation", source_number=number))
+        added.append(RetrievedChunk(chunk, scores, role="continuation", source_number=number))
     return sources + added
+
+
+def _page(chunk: Chunk) -> tuple[int, str]:
+    return chunk.document_id, chunk.source_ref
 
 
 def _next_chunk(chunk: Chunk) -> Chunk | None:

@@ -47,7 +47,7 @@ from knowledge.retrieval.models_in_scope import (
 )
 from knowledge.retrieval.rerank import rerank
 from knowledge.retrieval.scope import Scope, search_scope
-from knowledge.retrieval.scoring import Candidate, select
+from knowledge.retrieval.scoring import Candidate, same_source_runners_up, select
 from knowledge.retrieval.sources import RETRIEVED_FIELDS, source_fields
 from knowledge.retrieval.typical import typical_similarity
 
@@ -85,6 +85,9 @@ class KnowledgeContext:
     answerability: Verdict | None = None
     # The nearest passages when the verdict refuses: shown as "closest matches", never quoted.
     closest: list[RetrievedChunk] = field(default_factory=list)
+    # Each primary chunk's page's or section's next-best chunk, for an extracted answer to read the
+    # page on (knowledge.retrieval.continuation); never a source of the context.
+    runners_up: list[RetrievedChunk] = field(default_factory=list)
 
     @property
     def answerable(self) -> bool:
@@ -167,6 +170,7 @@ def retrieve(
         with timer.stage("rerank"):
             primary, context.stats["rerank"] = rerank(question, primary, collection_ids=rerank_ids)
     context.primary_chunks = primary[: config["maxDocs"]]
+    context.runners_up = _runners_up(context.primary_chunks, candidates)
     with timer.stage("expand"):
         expansion = expand_references([c.chunk for c in primary], scope=scope)
     context.referenced_chunks = [RetrievedChunk(c, {}, role="reference") for c in expansion.chunks]
@@ -176,6 +180,15 @@ def retrieve(
     # Wall time: the embedding overlaps the statistics and lexical stages.
     context.timings_ms = {**timer.timings, "total": round((time.perf_counter() - started) * 1000, 2)}
     return context
+
+
+def _runners_up(primary: list[RetrievedChunk], candidates: list[Candidate]) -> list[RetrievedChunk]:
+    pages = [(r.chunk.document_id, r.chunk.source_ref) for r in primary]
+    shown = {r.chunk.pk for r in primary}
+    return [
+        RetrievedChunk(r.chunk, r.scores, role="runner_up")
+        for r in _load(same_source_runners_up(pages, candidates, exclude=shown))
+    ]
 
 
 def _search_scope(user, collection_ids, chunk_profile_id) -> Scope:

@@ -13,6 +13,7 @@ from knowledge.retrieval.scoring import (
     freshness_score,
     limit_per_document,
     rrf_scores,
+    same_source_runners_up,
     score_candidates,
     score_fusion,
     select,
@@ -186,21 +187,36 @@ def test_semantic_weight_zero_is_lexical_only_and_one_is_semantic_only():
     assert [c.chunk_id for c in semantic_only] == [1, 2]
 
 
-def test_score_fusion_scales_each_search_over_its_own_hits_and_weighs_them():
+def test_score_fusion_divides_each_search_by_its_best_hit_and_weighs_them():
     candidates = [
         Candidate(1, 1, 1, similarity=0.80, dense_rank=1, lexical_rank=2, lexical_score=4.0),
         Candidate(2, 2, 1, similarity=0.60, dense_rank=2, lexical_rank=1, lexical_score=10.0),
         Candidate(3, 3, 1, similarity=0.40, dense_rank=3),
         Candidate(4, 4, 1, similarity=0.30, lexical_rank=3, lexical_score=1.0),
+        Candidate(5, 5, 1, similarity=-0.10, dense_rank=4),
     ]
     for c in candidates:
         c.adjusted = c.similarity
     fused = score_fusion(candidates, weight=0.6)
-    # Dense scaled over its hits 0.8/0.6/0.4 -> 1/0.5/0; BM25 over its hits 4/10/1 -> 1/3, 1, 0.
-    assert fused[1] == pytest.approx(0.6 * 1.0 + 0.4 * (3 / 9))
-    assert fused[2] == pytest.approx(0.6 * 0.5 + 0.4 * 1.0)
-    assert fused[3] == pytest.approx(0.0)
-    assert fused[4] == pytest.approx(0.0)  # the lexical side's weakest hit, not a dense hit
+    # Dense over its best hit 0.8/0.6/0.4 -> 1/0.75/0.5; BM25 over its best 4/10/1 -> 0.4/1/0.1.
+    assert fused[1] == pytest.approx(0.6 * 1.0 + 0.4 * 0.4)
+    assert fused[2] == pytest.approx(0.6 * 0.75 + 0.4 * 1.0)
+    assert fused[3] == pytest.approx(0.6 * 0.5)
+    assert fused[4] == pytest.approx(0.4 * 0.1)  # a lexical hit alone: the dense side adds nothing
+    assert fused[5] == pytest.approx(0.0)  # a cosine under 0 is as unlike as it gets
+
+
+def test_score_fusion_does_not_hang_on_the_weakest_hit():
+    """A min-max scale would move every score when a weaker hit joins; the best hit's does not."""
+    pair = [
+        Candidate(1, 1, 1, similarity=0.70, dense_rank=1, lexical_rank=2, lexical_score=5.0),
+        Candidate(2, 2, 1, similarity=0.65, dense_rank=2, lexical_rank=1, lexical_score=6.0),
+    ]
+    weak = Candidate(3, 3, 1, similarity=0.20, dense_rank=3, lexical_rank=3, lexical_score=0.5)
+    for c in [*pair, weak]:
+        c.adjusted = c.similarity
+    alone, joined = score_fusion(pair, weight=0.65), score_fusion([*pair, weak], weight=0.65)
+    assert alone[1] == pytest.approx(joined[1]) and alone[2] == pytest.approx(joined[2])
 
 
 def test_score_fusion_keeps_the_margin_that_ranks_forget():
@@ -249,3 +265,22 @@ def test_candidates_of_two_embedding_models_are_ranked_per_model_and_interleaved
     # One model (no model recorded): the adjusted score alone, as always.
     plain = [Candidate(i, 1, 1, s, adjusted=s) for i, s in ((1, 0.2), (2, 0.9), (3, 0.5))]
     assert [c.chunk_id for c in semantic_ranking(plain)] == [2, 3, 1]
+
+
+def test_each_chosen_page_gets_back_its_best_other_scored_chunk():
+    def scored(chunk_id, document_id, ref, fused):
+        c = Candidate(chunk_id, document_id, 1, similarity=0.5, source_ref=ref)
+        c.fused = fused
+        return c
+
+    candidates = [
+        scored(1, 1, "page=8", 0.9),  # chosen
+        scored(2, 1, "page=8", 0.4),  # the page's table, ranked after every other page's first chunk
+        scored(3, 1, "page=8", 0.6),
+        scored(4, 1, "page=2", 0.8),  # chosen, alone on its page
+        scored(5, 2, "page=8", 0.7),  # another document's page 8
+        scored(6, 1, "page=3", 0.5),  # a page not chosen
+        scored(7, 1, "page=8", 0.0),  # dropped by the relevance threshold (never scored)
+    ]
+    runners_up = same_source_runners_up([(1, "page=8"), (1, "page=2")], candidates, exclude={1, 4})
+    assert [c.chunk_id for c in runners_up] == [3]
