@@ -42,6 +42,7 @@ def stages_on(pipeline: str) -> int:
     return (
         (s.get("spreadSources") == "true")
         + (s.get("queryIntent") == "true")
+        + (s.get("scoreFusion") == "true")
         + (s.get("semanticWeight") not in ("1.0", "0.0"))
     )
 
@@ -74,6 +75,7 @@ def main(paths):
         "lexical side (hybrid, semanticWeight < 1)": lambda p: settings_of(p).get("semanticWeight") != "1.0",
         "dense side (semanticWeight > 0)": lambda p: settings_of(p).get("semanticWeight") != "0.0",
         "spreadSources": lambda p: settings_of(p).get("spreadSources") == "true",
+        "scoreFusion (scores, not ranks)": lambda p: settings_of(p).get("scoreFusion") == "true",
         "queryIntent": lambda p: settings_of(p).get("queryIntent") == "true",
     }
     print(
