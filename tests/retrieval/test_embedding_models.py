@@ -26,6 +26,7 @@ CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 DOCX = CORPUS / "office" / "dummy.docx"
 JAPANESE_DOCX = CORPUS / "office" / "dummy_jap.docx"
 GRAVITY_HILL = CORPUS / "text" / "gravity_hill.md"
+WORKBOOK = CORPUS / "office" / "dummy.xlsx"  # a Japanese sales workbook
 HYBRID_SECTION = "heading=ハイブリッド検索の重要性"  # "The importance of hybrid search"
 
 
@@ -122,6 +123,23 @@ def test_a_japanese_document_is_found_by_an_english_paraphrase_in_an_e5_collecti
     assert by_dense_rank, "the dense search found nothing"
     assert by_dense_rank[0].chunk.source_ref == HYBRID_SECTION
     assert by_dense_rank[0].chunk.embedding_model == E5_SMALL
+
+
+def test_a_japanese_sheet_row_is_found_by_its_own_words_and_by_an_english_question_in_an_e5_collection(alice):
+    collection = collection_create(name="sales", owner=alice, embedding_model=E5_SMALL)
+    ingest(collection, WORKBOOK)
+    # Its own words: the row's date and product name, as the sheet writes them.
+    context = retrieve(user=alice, question="2024-01-03 モニター", collection_ids=[collection.pk], k=3)
+    first = context.primary_chunks[0].chunk
+    assert "2024-01-03" in first.content and "モニター" in first.content, first.content
+    # In English: "monitor" is モニター only to a multilingual model (MiniLM ranks this sheet's rows by
+    # the date alone, and the row of 2024-01-03 is not its first chunk).
+    context = retrieve(
+        user=alice, question="monitor sales on 2024-01-03", collection_ids=[collection.pk], k=3
+    )
+    first = context.primary_chunks[0].chunk
+    assert first.source_ref == "sheet=2024年売上" and first.embedding_model == E5_SMALL
+    assert "2024-01-03" in first.content and "モニター" in first.content, first.content
 
 
 def test_a_question_over_two_models_fuses_both_and_never_reads_another_users_collection(alice, bob):
