@@ -84,12 +84,23 @@ def score_fusion(candidates: list[Candidate], *, weight: float) -> dict[int, flo
     Retrieval", 2023: the theoretical minimum made the convex combination the more robust one).
     Chosen leave-one-set-out over four question sets (README, Evaluation).
     """
-    dense = _scaled({c.chunk_id: c.adjusted for c in candidates if c.dense_rank is not None})
+    dense: dict[int, float] = {}
+    for model_candidates in _by_model(c for c in candidates if c.dense_rank is not None).values():
+        # Two models' cosines are not on one scale (e5's run higher): each is divided by its own best.
+        dense.update(_scaled({c.chunk_id: c.adjusted for c in model_candidates}))
     lexical = _scaled({c.chunk_id: c.lexical_score for c in candidates if c.lexical_score is not None})
     return {
         c.chunk_id: weight * dense.get(c.chunk_id, 0.0) + (1 - weight) * lexical.get(c.chunk_id, 0.0)
         for c in candidates
     }
+
+
+def _by_model(candidates: Iterable[Candidate]) -> dict[str | None, list[Candidate]]:
+    """Candidates per embedding model (``extra["embedding_model"]`` is set only when several are searched)."""
+    groups: dict[str | None, list[Candidate]] = {}
+    for c in candidates:
+        groups.setdefault(c.extra.get("embedding_model"), []).append(c)
+    return groups
 
 
 def _scaled(scores: dict[int, float]) -> dict[int, float]:
@@ -135,9 +146,7 @@ def semantic_ranking(candidates: list[Candidate]) -> list[Candidate]:
     only then), each model's ranking by adjusted score, interleaved by rank: every model's best
     candidate, then every second best, and so on (the closer first within a rank)."""
     ranked = sorted(candidates, key=lambda c: (-c.adjusted, c.chunk_id))
-    by_model: dict[str | None, list[Candidate]] = {}
-    for c in ranked:
-        by_model.setdefault(c.extra.get("embedding_model"), []).append(c)
+    by_model = _by_model(ranked)
     if len(by_model) <= 1:
         return ranked
     keyed = [(r, -c.adjusted, c.chunk_id, c) for group in by_model.values() for r, c in enumerate(group)]

@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from config.errors import KnowledgeError, NotFoundError
 from config.validation import text_clean
 from knowledge.clients.embedding import EMBEDDING_MODELS
-from knowledge.models import ChunkProfile, Collection, Document
+from knowledge.models import Chunk, ChunkProfile, Collection, Document
 from knowledge.services.documents import (
     document_files_delete_on_commit,
     document_reindex,
@@ -133,7 +133,8 @@ def collection_reindex(
     *, collection: Collection, chunk_profile: ChunkProfile | None = None, embedding_model: str | None = None
 ) -> int:
     """Re-chunk and re-embed every document under ``chunk_profile`` and ``embedding_model`` (each
-    defaults to the collection's current one).
+    defaults to the one a re-index in progress targets, else the collection's current one: a
+    re-index of the profile keeps a model change going, and the other way round).
 
     The current chunks stay searchable until every document has its new set;
     then the collection switches profile and model in one step (see the pipeline).
@@ -141,13 +142,19 @@ def collection_reindex(
     Returns the number of documents queued.
     """
     collection = Collection.objects.select_for_update().get(pk=collection.pk)
-    profile_id = chunk_profile.pk if chunk_profile else collection.chunk_profile_id
-    model = embedding_model_checked(embedding_model) if embedding_model else collection.embedding_model
+    profile_id = chunk_profile.pk if chunk_profile else _pending_or_current_profile(collection)
+    model = (
+        embedding_model_checked(embedding_model) if embedding_model else _pending_or_current_model(collection)
+    )
     collection.pending_chunk_profile_id = profile_id if profile_id != collection.chunk_profile_id else None
     collection.pending_embedding_model = model if model != collection.embedding_model else ""
     collection.save(update_fields=_PENDING_FIELDS)
     if collection.reindex_target is None:
         return 0
+    # A set this collection served before (A -> B, then back to A) or a cancelled re-index left
+    # behind: it holds replaced or deleted versions' text, and a document holding it would count as
+    # done, so the switch would come before its new chunks. Every document writes the set afresh.
+    Chunk.objects.filter(collection=collection, chunk_profile_id=profile_id, embedding_model=model).delete()
     document_ids = list(
         Document.objects.filter(collection=collection)
         .exclude(status=Document.Status.FAILED)
@@ -197,3 +204,11 @@ def collection_find(name: str, *, owner=None, any_owner: bool = False) -> Collec
         owners = ", ".join(c.owner.username if c.owner else "admin" for c in found)
         raise KnowledgeError(f"several collections are named {name!r} (owners: {owners}); pass --user")
     return found[0]
+
+
+def _pending_or_current_profile(collection: Collection) -> int:
+    return collection.pending_chunk_profile_id or collection.chunk_profile_id
+
+
+def _pending_or_current_model(collection: Collection) -> str:
+    return collection.pending_embedding_model or collection.embedding_model

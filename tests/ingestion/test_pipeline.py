@@ -25,7 +25,7 @@ from django.db.models import F
 from pypdf import PdfReader, PdfWriter
 
 from config.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
-from knowledge.clients.embedding import MAX_CONTENT_TOKENS, count_tokens
+from knowledge.clients.embedding import E5_SMALL, MAX_CONTENT_TOKENS, count_tokens
 from knowledge.models import Chunk, ChunkProfile, Document
 from knowledge.services.collections import collection_create, collection_reindex
 from knowledge.services.documents import PROCESSING_INTERRUPTED, document_retry, document_upload
@@ -340,6 +340,37 @@ def test_reindex_keeps_old_chunks_searchable_until_the_new_set_is_complete(colle
     assert all(c.token_count <= MAX_CONTENT_TOKENS for c in new_chunks)
     # Chunks record the profile that made them; the old set is kept for comparison.
     assert Chunk.objects.filter(collection=collection, chunk_profile=old_profile).exists()
+
+
+def test_a_collection_goes_back_to_an_earlier_profile_with_fresh_chunks(collection, corpus):
+    upload(collection, corpus / "text" / "gravity_hill.md")
+    earlier = collection.chunk_profile
+    earlier_ids = set(
+        Chunk.objects.filter(collection=collection, chunk_profile=earlier).values_list("pk", flat=True)
+    )
+    small = ChunkProfile.objects.create(name="small", strategy="sentence", chunk_size=300, chunk_overlap=50)
+    collection_reindex(collection=collection, chunk_profile=small)
+    collection.refresh_from_db()
+    assert collection.chunk_profile == small
+    # Back again: the set left from before must not count as done (it may hold replaced text).
+    collection_reindex(collection=collection, chunk_profile=earlier)
+    collection.refresh_from_db()
+    assert collection.chunk_profile == earlier
+    again = set(
+        Chunk.objects.filter(collection=collection, chunk_profile=earlier).values_list("pk", flat=True)
+    )
+    assert again and not again & earlier_ids
+    assert_lexical_copy_is_exact()
+
+
+def test_a_profile_reindex_keeps_a_model_change_in_progress(collection, corpus):
+    upload(collection, corpus / "text" / "gravity_hill.md")
+    # A model change under way (queued, not yet run), then a re-index asked with the current profile only.
+    collection.pending_embedding_model = E5_SMALL
+    collection.save()
+    collection_reindex(collection=collection, chunk_profile=collection.chunk_profile)
+    collection.refresh_from_db()
+    assert collection.embedding_model == E5_SMALL and collection.pending_embedding_model == ""
 
 
 def _ingest_json(*args, failed: str | None = None) -> list[dict]:

@@ -284,3 +284,18 @@ def test_each_chosen_page_gets_back_its_best_other_scored_chunk():
     ]
     runners_up = same_source_runners_up([(1, "page=8"), (1, "page=2")], candidates, exclude={1, 4})
     assert [c.chunk_id for c in runners_up] == [3]
+
+
+def test_score_fusion_divides_each_embedding_models_cosines_by_that_models_best():
+    """One scale for both would put every e5 hit (cosines about 0.8 even for unrelated text) first."""
+
+    def candidate(chunk_id: int, cosine: float, model: str) -> Candidate:
+        c = Candidate(chunk_id, chunk_id, 1, cosine, dense_rank=chunk_id, extra={"embedding_model": model})
+        c.adjusted = cosine
+        return c
+
+    e5 = [candidate(1, 0.90, "e5"), candidate(2, 0.80, "e5")]
+    minilm = [candidate(3, 0.60, "minilm"), candidate(4, 0.30, "minilm")]
+    fused = score_fusion(e5 + minilm, weight=1.0)
+    assert fused[1] == pytest.approx(1.0) and fused[3] == pytest.approx(1.0)
+    assert fused[2] == pytest.approx(0.80 / 0.90) and fused[4] == pytest.approx(0.5)
