@@ -30,7 +30,7 @@ def test_chunk_embedding_has_an_hnsw_cosine_index_per_embedding_model(db):
         [definition] = [d for d in hnsw if f"'{model}'" in d]
         assert "(embedding vector_cosine_ops)" in definition
         assert f"WHERE ((embedding_model)::text = '{model}'::text)" in definition
-        # Built at 64 the graph left near-identical chunks' regions unreachable (migration 0023).
+        # Built at 64 the graph left near-identical chunks' regions unreachable (migration 0021).
         assert "ef_construction='200'" in definition
 
 

@@ -124,8 +124,8 @@ HNSW_INDEXED_MODELS = {
 # ef_construction 200, not pgvector's default 64: documentation sets hold many near-identical chunks
 # (an API spec's examples, a guideline's repeated page furniture), and a graph built at 64 left
 # whole regions unreachable. Over 25,500 corpus chunks some questions' 50 nearest chunks were all
-# missed at ef_search 400 (recall 0.000 against an exact scan); at 200 the worst question kept 0.96
-# (README, Evaluation). The build took 7.8 s for those chunks.
+# missed at ef_search 400 (recall 0.000 against an exact scan); at 200 the worst question kept 0.92
+# (README, Evaluation; migration 0021). The build took 7.8 s for those chunks.
 HNSW_EF_CONSTRUCTION = 200
 
 
