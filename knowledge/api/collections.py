@@ -205,11 +205,14 @@ class CollectionDetailView(ApiView):
     @extend_schema(
         summary="Change a collection you own",
         request=CollectionUpdateSerializer,
-        responses={200: CollectionSerializer, **errors(400, 403, 404)},
+        responses={200: CollectionSerializer, **errors(400, 403, 404, 429)},
     )
     def patch(self, request, collection_id: int):
         collection = collection_for_writer(user=request.user, collection_id=collection_id)
         changes = validated(CollectionUpdateSerializer, request.data)
+        if changes.get("embedding_model"):
+            # A model change re-embeds every document, as a re-index does: it counts as a write.
+            user_throttle_charge(user=request.user, scope="writes")
         collection_update(collection=collection, **changes)
         fresh = collection_for_api_reader(user=request.user, collection_id=collection.pk)
         return Response(CollectionSerializer(fresh, context={"request": request}).data)

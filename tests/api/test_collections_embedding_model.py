@@ -8,6 +8,7 @@ from knowledge.clients.embedding import E5_SMALL, MINILM
 from knowledge.models import Collection
 from knowledge.services.collections import collection_create
 from tests.api.conftest import assert_error
+from tests.conftest import throttle_rates
 
 pytestmark = pytest.mark.django_db
 
@@ -59,3 +60,20 @@ def test_only_the_owner_chooses_the_model(bearer, alice, bob, charlie):
     assert_error(bearer(charlie).patch(f"{URL}{private.pk}/", body, format="json"), 404)
     assert_error(bearer(bob).patch(f"{URL}{public.pk}/", body, format="json"), 403)
     assert set(Collection.objects.values_list("embedding_model", flat=True)) == {MINILM}
+
+
+@pytest.mark.security
+def test_model_changes_count_as_writes(bearer, alice, settings):
+    """Each change re-embeds every document: switching back and forth is held to the writes rate."""
+    throttle_rates(settings, writes="2/minute")
+    collection = collection_create(name="flip", owner=alice)
+    client = bearer(alice)
+    for model in (E5_SMALL, MINILM):
+        response = client.patch(f"{URL}{collection.pk}/", {"embedding_model": model}, format="json")
+        assert response.status_code == 200, response.content
+    response = client.patch(f"{URL}{collection.pk}/", {"embedding_model": E5_SMALL}, format="json")
+    assert response.status_code == 429, response.content
+    assert Collection.objects.get(pk=collection.pk).embedding_model == MINILM
+    # A change of anything else is not a write of that kind.
+    response = client.patch(f"{URL}{collection.pk}/", {"description": "notes"}, format="json")
+    assert response.status_code == 200, response.content
