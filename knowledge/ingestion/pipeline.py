@@ -444,6 +444,16 @@ def _retire_replaced_version(document: Document) -> None:
     transaction.on_commit(lambda: storage.delete(name) if name else None)
 
 
+def pending_reindex_check(collection_id: int) -> None:
+    """Switch the collection if a re-index in progress lacks nothing any more (after a delete: the
+    last document without the new set may be the one deleted, and no run would check again)."""
+    collection = Collection.objects.filter(pk=collection_id).first()
+    target = collection.reindex_target if collection else None
+    if target is not None:
+        profile_id, model = target
+        _finish_pending_reindex(collection_id, ChunkSet(ChunkProfile.objects.get(pk=profile_id), model))
+
+
 def _finish_pending_reindex(collection_id: int, chunk_set: ChunkSet) -> None:
     """Switch the collection to its pending profile and model once no document lacks the new chunks.
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from config.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.ingestion.extract import detect_format
+from knowledge.ingestion.pipeline import pending_reindex_check
 from knowledge.ingestion.types import ExtractionError, UnsupportedFormat
 from knowledge.models import Collection, Document
 from knowledge.processing_jobs import PROCESSING_INTERRUPTED, job_enqueue, jobs_recover_stale
@@ -196,10 +197,13 @@ def document_reindex(*, document: Document, sync: bool | None = None) -> Documen
 
 
 def document_delete(*, document: Document) -> None:
-    """Delete the row (its chunks cascade) and then the stored original."""
+    """Delete the row (its chunks cascade) and then the stored original; a re-index in progress that
+    waited only for this document switches now."""
     with transaction.atomic():
         document_files_delete_on_commit(documents=[document])
+        collection_id = document.collection_id
         document.delete()
+        pending_reindex_check(collection_id)
 
 
 def document_files_delete_on_commit(*, documents: Iterable[Document]) -> None:

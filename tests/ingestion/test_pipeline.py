@@ -28,7 +28,12 @@ from config.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeE
 from knowledge.clients.embedding import E5_SMALL, MAX_CONTENT_TOKENS, count_tokens
 from knowledge.models import Chunk, ChunkProfile, Document
 from knowledge.services.collections import collection_create, collection_reindex
-from knowledge.services.documents import PROCESSING_INTERRUPTED, document_retry, document_upload
+from knowledge.services.documents import (
+    PROCESSING_INTERRUPTED,
+    document_delete,
+    document_retry,
+    document_upload,
+)
 from knowledge.tasks import process_document
 from tests.conftest import REPO_ROOT, test_database_url
 from tests.retrieval.test_lexical import assert_lexical_copy_is_exact
@@ -340,6 +345,21 @@ def test_reindex_keeps_old_chunks_searchable_until_the_new_set_is_complete(colle
     assert all(c.token_count <= MAX_CONTENT_TOKENS for c in new_chunks)
     # Chunks record the profile that made them; the old set is kept for comparison.
     assert Chunk.objects.filter(collection=collection, chunk_profile=old_profile).exists()
+
+
+def test_a_reindex_waiting_only_for_a_deleted_document_switches_at_the_delete(collection, corpus):
+    first = upload(collection, corpus / "text" / "gravity_hill.md")
+    second = upload(collection, corpus / "office" / "dummy.docx")
+    small = ChunkProfile.objects.create(name="small", strategy="sentence", chunk_size=300, chunk_overlap=50)
+    # A re-index that has finished one document; the other is deleted before its run.
+    collection.pending_chunk_profile = small
+    collection.save()
+    process_document(first.pk, small.pk)
+    collection.refresh_from_db()
+    assert collection.pending_chunk_profile == small
+    document_delete(document=Document.objects.get(pk=second.pk))
+    collection.refresh_from_db()
+    assert collection.chunk_profile == small and collection.pending_chunk_profile is None
 
 
 def test_a_collection_goes_back_to_an_earlier_profile_with_fresh_chunks(collection, corpus):
