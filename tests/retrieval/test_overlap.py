@@ -72,7 +72,9 @@ def test_the_embedding_threads_open_no_database_connection(alice, collection, mo
     before = _connections()
     for question in QUESTIONS * 3:
         _run(alice, collection, question, alongside=True, monkeypatch=monkeypatch)
-    assert _connections() == before
+    # At most as many: a connection an earlier test's thread still held may close meanwhile (a full
+    # run once counted 1 after 2), but a thread that opened one would keep it and raise the count.
+    assert _connections() <= before
 
 
 def test_a_retrieval_inside_a_transaction_sees_its_uncommitted_rows(db, alice, corpus, monkeypatch):
