@@ -13,7 +13,7 @@ scope did not already hold.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from knowledge.models import Chunk
 from knowledge.retrieval.service import RetrievedChunk
@@ -23,14 +23,14 @@ def with_continuations(
     sources: list[RetrievedChunk],
     *,
     says_nothing: Callable[[Chunk], bool],
-    runners_up: list[RetrievedChunk] = (),
+    runners_up: Sequence[RetrievedChunk] = (),
 ) -> list[RetrievedChunk]:
     """``sources`` followed by what continues their primary chunks: the next chunk of each one for
     which ``says_nothing``, and each one's page's next-best retrieved chunk (``runners_up``, see
     knowledge.retrieval.scoring.same_source_runners_up), numbered after the sources."""
     primary = [s for s in sources if s.role == "primary" and s.source_number]
     following = [(s, _next_chunk(s.chunk)) for s in primary if says_nothing(s.chunk)]
-    by_page = {(s.chunk.document_id, s.chunk.source_ref): s for s in primary}
+    by_page = {_page(s.chunk): s for s in primary}
     following += [(by_page[_page(r.chunk)], r.chunk) for r in runners_up if _page(r.chunk) in by_page]
     present = {s.chunk.pk for s in sources}
     number = max((s.source_number or 0 for s in sources), default=0)
