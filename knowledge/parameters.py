@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,6 +188,110 @@ PARAMETERS: dict[str, Parameter] = {
         *AGENTIC_PARAMETERS,
     )
 }
+
+
+# The parameters in words, for the profile page and the admin alike: groups, each with a name, and per
+# parameter a label and one sentence a user understands. Groups marked advanced sit behind a
+# disclosure; a parameter missing here lands in OTHER_GROUP under its key in words and its help text.
+PARAMETER_GROUPS = [
+    (
+        "What an answer draws on",
+        False,
+        {
+            "maxDocs": ("Passages per answer", "How many passages, at most, an answer is built from."),
+            "maxChunksPerDocument": (
+                "Passages from one document",
+                "Stops one long document from crowding out the others (0: no limit).",
+            ),
+            "minRelevanceScore": (
+                "Minimum relevance",
+                "Passages less similar to the question than this (0 to 1) are left out.",
+            ),
+            "minAnswerability": (
+                "When to say “nothing on this”",
+                "Below this confidence (0 to 1) the answer says the documents do not cover the question "
+                "instead of guessing (0: never).",
+            ),
+            "hybrid": ("Match exact words too", "Combine word matching with meaning-based search."),
+        },
+    ),
+    (
+        "Newer documents first",
+        False,
+        {
+            "freshnessWeight": (
+                "Weight of freshness",
+                "0 ranks by relevance only; towards 1, newer documents rank higher.",
+            ),
+            "freshnessDecayRate": (
+                "How fast documents age",
+                "How quickly a document's freshness fades per day.",
+            ),
+        },
+    ),
+    (
+        "The language model",
+        True,
+        {
+            "maxTokens": ("Context size", "How much text (in tokens) from your documents the model reads."),
+            "synthesisPromptOverride": (
+                "Instructions to the model",
+                "Replaces the default instructions for writing answers; leave empty for the default.",
+            ),
+            "agentic.enabled": (
+                "Multi-step answering",
+                "The model plans searches, checks passages and verifies its answer (slower, needs a model).",
+            ),
+        },
+    ),
+    (
+        "Search ranking",
+        True,
+        {
+            "semanticWeight": (
+                "Weight of meaning-based search",
+                "How much meaning counts against exact words.",
+            ),
+            "rrfK": (
+                "Rank fusion smoothing",
+                "Higher values flatten the difference between top and lower ranks.",
+            ),
+            "spreadSources": (
+                "One passage per page first",
+                "Show the best passage of each page or section before a second passage of any.",
+            ),
+            "queryIntent": (
+                "Guess API questions' target",
+                "Search only an API spec's operations, or only its schemas, when the question asks for one.",
+            ),
+        },
+    ),
+]
+OTHER_GROUP = "Multi-step answering in detail"
+
+
+def parameter_words(key: str) -> tuple[str, str, str]:
+    """(group, label, sentence) of a parameter, as pages and the admin show it."""
+    for group, _, described in PARAMETER_GROUPS:
+        if key in described:
+            label, text = described[key]
+            return group, label, text
+    return OTHER_GROUP, _humanised(key), parameter(key).help_text
+
+
+def value_in_words(key: str, value: Any) -> str:
+    """A value as pages and the admin show it: switches as on/off, empty text as "(empty)"."""
+    if parameter(key).kind is bool and isinstance(value, bool):
+        return "on" if value else "off"
+    if value == "":
+        return "(empty)"
+    return str(value)
+
+
+def _humanised(key: str) -> str:
+    """'agentic.timeBudgetSeconds' -> 'Time budget seconds'."""
+    words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", key.rpartition(".")[2]).lower()
+    return words[:1].upper() + words[1:]
 
 
 def parameter(key: str) -> Parameter:

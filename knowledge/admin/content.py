@@ -3,8 +3,6 @@ call the same services as pages and API."""
 
 from __future__ import annotations
 
-import json
-
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import OuterRef
@@ -28,7 +26,7 @@ from knowledge.models import (
     ProfileCollection,
     Subscription,
 )
-from knowledge.parameters import ConfigError, validate_value
+from knowledge.parameters import ConfigError, parameter, parameter_words, validate_value, value_in_words
 from knowledge.services.collections import chunk_profile_default, collection_reindex
 from knowledge.services.documents import document_delete, document_reindex, document_retry, document_upload
 from knowledge.services.marketplace import (
@@ -50,19 +48,43 @@ def _charged(model_admin, request, scope: str, amount: int = 1) -> bool:
     return True
 
 
-class KnowledgeSettingForm(forms.ModelForm):
-    """Edits the value as plain text and parses it with the parameter's own rules."""
+def _typed_value_field(spec) -> forms.Field:
+    """The form field a parameter's type asks for: a checkbox for a switch, a number box with the
+    parameter's range for a number, a text area for text."""
+    if spec.kind is bool:
+        return forms.BooleanField(required=False)
+    if spec.kind is int:
+        return forms.IntegerField(min_value=spec.minimum, max_value=spec.maximum)
+    if spec.kind is float:
+        return forms.FloatField(
+            min_value=spec.minimum, max_value=spec.maximum, widget=forms.NumberInput(attrs={"step": "any"})
+        )
+    return forms.CharField(
+        required=False, strip=False, max_length=spec.max_length, widget=forms.Textarea(attrs={"rows": 6})
+    )
 
-    value = forms.CharField(widget=forms.TextInput(attrs={"size": 40}), required=False, strip=False)
+
+class KnowledgeSettingForm(forms.ModelForm):
+    """The value in the input its type asks for, labelled in words, checked by the parameter's own rules."""
 
     class Meta:
         model = KnowledgeSetting
         fields = ["value", "is_locked"]
+        labels = {"is_locked": "Lock for everyone"}
+        help_texts = {
+            "is_locked": "Locked, this value applies to every user and profile; their own values are "
+            "not used (each user's profile page says so)."
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        if self.instance.pk and not isinstance(self.instance.value, str):
-            self.initial["value"] = json.dumps(self.instance.value)
+        spec = parameter(self.instance.key)
+        _, label, text = parameter_words(spec.key)
+        field = _typed_value_field(spec)
+        field.label = label
+        field.help_text = text if text == spec.help_text else f"{text} ({spec.help_text})"
+        self.fields["value"] = field
+        self.initial["value"] = self.instance.value
 
     def clean_value(self):
         try:
@@ -73,27 +95,38 @@ class KnowledgeSettingForm(forms.ModelForm):
 
 @admin.register(KnowledgeSetting)
 class KnowledgeSettingAdmin(admin.ModelAdmin):
-    """A locked value wins over every profile: the badge makes locked rows visible at a glance."""
+    """The settings by name in words, their value, whether the operator locked them and what they do;
+    each opens a form with the input its type asks for. A locked value wins over every profile."""
 
-    list_display = ["key", "lock_badge", "value", "is_locked", "help_text", "updated_at"]
-    list_editable = ["value", "is_locked"]
-    list_filter = ["is_locked"]
-    readonly_fields = ["key", "help_text", "updated_at"]
-    fields = ["key", "value", "is_locked", "help_text", "updated_at"]
+    list_display = ["setting", "value_shown", "lock_badge", "description"]
+    list_display_links = ["setting"]
+    list_filter = [("is_locked", admin.BooleanFieldListFilter)]
+    fields = ["value", "is_locked", "key", "updated_at"]
+    readonly_fields = ["key", "updated_at"]
     form = KnowledgeSettingForm
     search_fields = ["key"]
 
     class Media:
         css = {"all": ["css/admin_knowledge.css"]}
 
+    @admin.display(description="setting", ordering="key")
+    def setting(self, obj):
+        group, label, _ = parameter_words(obj.key)
+        return format_html('{}<div class="setting-group">{}</div>', label, group)
+
+    @admin.display(description="value")
+    def value_shown(self, obj):
+        return value_in_words(obj.key, obj.value)
+
     @admin.display(description="lock", ordering="is_locked")
     def lock_badge(self, obj):
         if not obj.is_locked:
-            return format_html('<span class="lock-badge unlocked">{}</span>', "profiles may override")
-        return format_html('<span class="lock-badge locked">{}</span>', "locked")
+            return format_html('<span class="lock-badge unlocked">{}</span>', "users may change it")
+        return format_html('<span class="lock-badge locked">{}</span>', "locked for everyone")
 
-    def get_changelist_form(self, request, **kwargs):
-        return KnowledgeSettingForm
+    @admin.display(description="what it does")
+    def description(self, obj):
+        return parameter_words(obj.key)[2]
 
     def has_add_permission(self, request):
         return False  # the parameters are declared in code; rows exist for each
@@ -448,7 +481,7 @@ class ChatSessionAdmin(admin.ModelAdmin):
 @admin.register(ChatTurn)
 class ChatTurnAdmin(admin.ModelAdmin):
     list_display = ["__str__", "session", "mode", "input_tokens", "output_tokens", "created_at"]
-    list_filter = ["mode"]
+    list_filter = ["mode", "created_at"]
     list_select_related = ["session"]
     raw_id_fields = ["session"]
     search_fields = ["question", "answer"]

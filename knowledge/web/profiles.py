@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from django.contrib import messages
 from django.shortcuts import redirect, render
 
@@ -16,7 +14,15 @@ from knowledge.access import (
     readable_collection_ids_checked,
 )
 from knowledge.config import global_settings
-from knowledge.parameters import PARAMETERS, ConfigError, validate_overrides
+from knowledge.parameters import (
+    OTHER_GROUP,
+    PARAMETER_GROUPS,
+    PARAMETERS,
+    ConfigError,
+    parameter_words,
+    validate_overrides,
+    value_in_words,
+)
 from knowledge.services.profiles import profile_create, profile_update
 from knowledge.web.pages import form_ids, knowledge_page
 
@@ -42,118 +48,30 @@ def profiles_page(request, profile_id: int | None = None):
     )
 
 
-# The profile form's parameters in groups, each with a name and one sentence a user understands.
-# Groups marked advanced sit behind a disclosure; a parameter missing here lands in "Other".
-PARAMETER_GROUPS = [
-    (
-        "What an answer draws on",
-        False,
-        {
-            "maxDocs": ("Passages per answer", "How many passages, at most, an answer is built from."),
-            "maxChunksPerDocument": (
-                "Passages from one document",
-                "Stops one long document from crowding out the others (0: no limit).",
-            ),
-            "minRelevanceScore": (
-                "Minimum relevance",
-                "Passages less similar to the question than this (0 to 1) are left out.",
-            ),
-            "minAnswerability": (
-                "When to say “nothing on this”",
-                "Below this confidence (0 to 1) the answer says the documents do not cover the question "
-                "instead of guessing (0: never).",
-            ),
-            "hybrid": ("Match exact words too", "Combine word matching with meaning-based search."),
-        },
-    ),
-    (
-        "Newer documents first",
-        False,
-        {
-            "freshnessWeight": (
-                "Weight of freshness",
-                "0 ranks by relevance only; towards 1, newer documents rank higher.",
-            ),
-            "freshnessDecayRate": (
-                "How fast documents age",
-                "How quickly a document's freshness fades per day.",
-            ),
-        },
-    ),
-    (
-        "The language model",
-        True,
-        {
-            "maxTokens": ("Context size", "How much text (in tokens) from your documents the model reads."),
-            "synthesisPromptOverride": (
-                "Instructions to the model",
-                "Replaces the default instructions for writing answers; leave empty for the default.",
-            ),
-            "agentic.enabled": (
-                "Multi-step answering",
-                "The model plans searches, checks passages and verifies its answer (slower, needs a model).",
-            ),
-        },
-    ),
-    (
-        "Search ranking",
-        True,
-        {
-            "semanticWeight": (
-                "Weight of meaning-based search",
-                "How much meaning counts against exact words.",
-            ),
-            "rrfK": (
-                "Rank fusion smoothing",
-                "Higher values flatten the difference between top and lower ranks.",
-            ),
-            "spreadSources": (
-                "One passage per page first",
-                "Show the best passage of each page or section before a second passage of any.",
-            ),
-            "queryIntent": (
-                "Guess API questions' target",
-                "Search only an API spec's operations, or only its schemas, when the question asks for one.",
-            ),
-        },
-    ),
-]
-OTHER_GROUP = "Multi-step answering in detail"
-
-
 def _parameter_groups(profile) -> list[dict]:
     """The parameters in groups, each with its global value, lock and this profile's override."""
     overrides = profile.knowledge_overrides if profile else {}
     values = global_settings()
-    described = {
-        key: (group, label, text)
-        for group, _, keys in PARAMETER_GROUPS
-        for key, (label, text) in keys.items()
-    }
     groups = {
         name: {"name": name, "advanced": advanced, "rows": []} for name, advanced, _ in PARAMETER_GROUPS
     }
     groups[OTHER_GROUP] = {"name": OTHER_GROUP, "advanced": True, "rows": []}
     for key, (value, locked) in values.items():
-        group, label, text = described.get(key, (OTHER_GROUP, _humanised(key), PARAMETERS[key].help_text))
+        group, label, text = parameter_words(key)
         override = overrides.get(key)
         groups[group]["rows"].append(
             {
                 "key": key,
                 "label": label,
                 "text": text,
-                "global": value,
+                "global": value_in_words(key, value),
                 "locked": locked,
                 "override": "" if override is None else override,
+                # The user's own value, set before the operator locked the parameter: it is not used.
+                "ignored_override": None if override is None or not locked else value_in_words(key, override),
             }
         )
     return [g for g in groups.values() if g["rows"]]
-
-
-def _humanised(key: str) -> str:
-    """'agentic.timeBudgetSeconds' -> 'Time budget seconds'."""
-    words = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", key.rpartition(".")[2]).lower()
-    return words[:1].upper() + words[1:]
 
 
 def _save(request, profile):

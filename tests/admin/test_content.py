@@ -41,33 +41,43 @@ def _collection_with_content(owner, name: str, documents: int, chunks_each: int)
     return collection
 
 
-def test_settings_changelist_edits_value_and_lock_in_the_list(admin_client):
-    rows = list(KnowledgeSetting.objects.order_by("key"))
-    response = admin_client.get("/admin/knowledge/knowledgesetting/")
-    assert response.status_code == 200
-    assert b'name="form-0-is_locked"' in response.content
+def test_settings_list_shows_names_in_words_values_locks_and_what_they_do(admin_client):
+    KnowledgeSetting.objects.filter(key="hybrid").update(is_locked=True, value=False)
+    page = admin_client.get("/admin/knowledge/knowledgesetting/").content.decode()
+    assert "Match exact words too" in page and "Combine word matching with meaning-based search." in page
+    assert "locked for everyone" in page and "users may change it" in page
+    assert ">off<" in page  # a switch's value in words, not "False"
+    assert 'name="form-0-value"' not in page  # rows open a form; no unlabelled inputs in the list
 
-    data = {"form-TOTAL_FORMS": len(rows), "form-INITIAL_FORMS": len(rows), "_save": "Save"}
-    for i, row in enumerate(rows):
-        data[f"form-{i}-id"] = row.pk
-        data[f"form-{i}-value"] = row.value if isinstance(row.value, str) else str(row.value).lower()
-        if row.key == "maxDocs":
-            data[f"form-{i}-value"] = "8"
-            data[f"form-{i}-is_locked"] = "on"
-    response = admin_client.post("/admin/knowledge/knowledgesetting/", data)
+
+def test_a_setting_is_edited_with_the_input_its_type_asks_for(admin_client):
+    switch = KnowledgeSetting.objects.get(key="hybrid")
+    page = admin_client.get(f"/admin/knowledge/knowledgesetting/{switch.pk}/change/").content.decode()
+    assert 'type="checkbox" name="value"' in page and "Match exact words too" in page
+    number = KnowledgeSetting.objects.get(key="maxDocs")
+    page = admin_client.get(f"/admin/knowledge/knowledgesetting/{number.pk}/change/").content.decode()
+    assert 'type="number" name="value"' in page and 'min="1"' in page and 'max="100"' in page
+
+    response = admin_client.post(
+        f"/admin/knowledge/knowledgesetting/{number.pk}/change/", {"value": "8", "is_locked": "on"}
+    )
     assert response.status_code == 302, response.content[:2000]
-    max_docs = KnowledgeSetting.objects.get(key="maxDocs")
-    assert (max_docs.value, max_docs.is_locked) == (8, True)
+    number.refresh_from_db()
+    assert (number.value, number.is_locked) == (8, True)
+    response = admin_client.post(f"/admin/knowledge/knowledgesetting/{switch.pk}/change/", {})
+    assert response.status_code == 302
+    switch.refresh_from_db()
+    assert switch.value is False  # an unticked checkbox is off, stored as JSON false
 
 
-def test_settings_changelist_refuses_out_of_range_values(admin_client):
+def test_settings_form_refuses_out_of_range_values(admin_client):
     row = KnowledgeSetting.objects.get(key="minRelevanceScore")
     stored = row.value
     response = admin_client.post(
         f"/admin/knowledge/knowledgesetting/{row.pk}/change/", {"value": "1.7", "is_locked": ""}
     )
     assert response.status_code == 200
-    assert b"minRelevanceScore must be at most 1.0" in response.content
+    assert b"less than or equal to 1.0" in response.content
     row.refresh_from_db()
     assert row.value == stored  # the refused value was not saved
 

@@ -51,4 +51,4 @@ def test_locked_settings_carry_a_badge_and_can_be_filtered(operator):
     page = operator.get("/admin/knowledge/knowledgesetting/").content.decode()
     assert page.count('class="lock-badge locked"') == 1
     locked = operator.get("/admin/knowledge/knowledgesetting/?is_locked__exact=1").content.decode()
-    assert "rrfK" in locked and "maxDocs" not in locked
+    assert "Rank fusion smoothing" in locked and "Passages per answer" not in locked
