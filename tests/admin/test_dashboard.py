@@ -29,7 +29,8 @@ def test_the_landing_page_counts_what_needs_attention_and_links_to_it(admin_clie
     collection = collection_create(name="Papers", owner=alice)
     broken = (CORPUS / "pdf" / "pasa.pdf").read_bytes()[:4000]
     document_upload(collection=collection, filename="broken.pdf", data=broken)
-    document_upload(collection=collection, filename="notes.md", data=b"# Notes\n\nGravity hills fool the eye.")
+    notes = b"# Notes\n\nGravity hills fool the eye."
+    document_upload(collection=collection, filename="notes.md", data=notes)
     answered(alice, feedback_rating="up")
     answered(bob, "What is flag day?", feedback_rating="down")
     answered(alice, "Refund policy for pets?", mode="no_results", answer="")

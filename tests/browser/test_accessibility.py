@@ -16,13 +16,15 @@ from knowledge.chat import chat_ask
 from knowledge.config import global_settings_ensure
 from knowledge.models import Collection, EvalRun, KnowledgeSetting
 from knowledge.services.collections import collection_create
-from tests.browser.test_pages_ux import DESKTOP, chromium, upload  # noqa: F401
+from tests.browser import test_pages_ux
+from tests.browser.test_pages_ux import DESKTOP, upload
 from tests.conftest import CORPUS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 SCHEMES = ("light", "dark")
+chromium = test_pages_ux.chromium  # one Chromium for the module
 
 
 @pytest.fixture
@@ -115,7 +117,11 @@ def test_signed_in_pages_have_no_wcag_violations(chromium, live_server, site):
 
 
 def test_public_pages_have_no_wcag_violations(chromium, live_server, site):
-    pages = {"log-in": "/accounts/login/", "sign-up": "/accounts/signup/", "password reset": "/accounts/password/reset/"}
+    pages = {
+        "log-in": "/accounts/login/",
+        "sign-up": "/accounts/signup/",
+        "password reset": "/accounts/password/reset/",
+    }
     found = check_pages(chromium, live_server.url, None, pages)
     if found:
         pytest.fail(report(found), pytrace=False)
