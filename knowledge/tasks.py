@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import logging
 
+from django.contrib.auth import get_user_model
+
+from knowledge.evaluation.store import eval_run_collection
 from knowledge.ingestion.pipeline import document_process
-from knowledge.models import Document
+from knowledge.models import Collection, Document, EvalSet
 from knowledge.processing_jobs import job_claim, job_claim_next
 from knowledge.services.documents import documents_fail_stale
 from knowledge.worker_probes import probe_answer
@@ -40,3 +43,14 @@ def process_document(
 def worker_probe(cluster: str, sent_at: str) -> None:
     """The round trip that proves a cluster takes queued tasks (knowledge.worker_probes)."""
     probe_answer(cluster=cluster, sent_at=sent_at)
+
+
+def run_evaluation(eval_set_id: int, collection_id: int, k: int, user_id: int | None) -> int:
+    """One evaluation run started from the admin; returns the recorded run's id. A set or collection
+    deleted meanwhile fails the task with that reason (django-q keeps it under failed tasks)."""
+    eval_set = EvalSet.objects.get(pk=eval_set_id)
+    collection = Collection.objects.select_related("owner").get(pk=collection_id)
+    created_by = get_user_model().objects.filter(pk=user_id).first() if user_id else None
+    run = eval_run_collection(eval_set=eval_set, collection=collection, k=k, created_by=created_by)
+    logger.info("Evaluation run %s recorded: %s on %s", run.pk, eval_set.name, collection.name)
+    return run.pk

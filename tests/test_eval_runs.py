@@ -215,3 +215,40 @@ def test_comparing_two_chunk_profiles_records_a_run_per_profile(hills, alice, ad
     assert [r.pk for r in response.context["runs"]] == [r.pk for r in runs]
     page = response.content.decode()
     assert runs[0].label in page and runs[1].label in page
+
+
+@pytest.mark.django_db(transaction=True)  # the upload is processed when its transaction commits
+def test_an_evaluation_run_is_started_from_the_admin_and_recorded(
+    hills, admin_client, admin_user, tmp_path, no_llm
+):
+    eval_set, _ = eval_set_import(name="hills-set", path=_jsonl(tmp_path / "s.jsonl", GRAVITY_Q, NO_ANSWER_Q))
+    listing = admin_client.get("/admin/knowledge/evalrun/").content.decode()
+    assert "/admin/knowledge/evalrun/start/" in listing and "Run an evaluation" in listing
+    form = admin_client.get("/admin/knowledge/evalrun/start/")
+    assert form.status_code == 200 and b"Start the run" in form.content
+
+    # A bad value is refused with a message and queues nothing.
+    refused = admin_client.post(
+        "/admin/knowledge/evalrun/start/", {"eval_set": eval_set.pk, "collection": hills.pk, "k": 0}
+    )
+    assert refused.status_code == 200 and b"greater than or equal to 1" in refused.content
+    assert not EvalRun.objects.exists()
+
+    # The test settings run tasks inline: the worker's task records the run before the redirect.
+    response = admin_client.post(
+        "/admin/knowledge/evalrun/start/",
+        {"eval_set": eval_set.pk, "collection": hills.pk, "k": 5},
+        follow=True,
+    )
+    assert response.redirect_chain[-1][0] == "/admin/knowledge/evalrun/"
+    assert "Evaluation of hills-set on hills started" in response.content.decode()
+    [run] = EvalRun.objects.all()
+    assert (run.eval_set, run.collection, run.k, run.created_by) == (eval_set, hills, 5, admin_user)
+    assert run.metrics["recall@5"] == 1.0 and run.metrics["questions"] == 2, run.metrics
+
+
+@pytest.mark.django_db
+def test_starting_an_evaluation_needs_an_operator(client, alice):
+    client.force_login(alice)
+    response = client.get("/admin/knowledge/evalrun/start/")
+    assert response.status_code == 302 and "/admin/login/" in response.url

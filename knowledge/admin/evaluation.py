@@ -12,14 +12,16 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
+from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from config.validation import id_or_none
-from knowledge.evaluation.store import eval_chunk_profiles_compare, eval_runs_chart_svg
+from knowledge.evaluation.store import eval_chunk_profiles_compare, eval_run_start, eval_runs_chart_svg
 from knowledge.models import ChunkProfile, Collection, EvalQuestion, EvalRun, EvalSet
 
 COMPARE_TEMPLATE = "admin/knowledge/evalrun_compare.html"
+START_TEMPLATE = "admin/knowledge/evalrun_start.html"
 
 
 class EvalQuestionInline(admin.TabularInline):
@@ -61,6 +63,20 @@ class CompareProfilesForm(forms.Form):
         if data.get("chunk_profile_a") and data.get("chunk_profile_a") == data.get("chunk_profile_b"):
             raise forms.ValidationError("Choose two different chunk profiles.")
         return data
+
+
+class StartRunForm(forms.Form):
+    eval_set = forms.ModelChoiceField(EvalSet.objects.all(), label="Evaluation set")
+    collection = forms.ModelChoiceField(
+        Collection.objects.select_related("owner"), help_text="Searched as its owner sees it."
+    )
+    k = forms.IntegerField(
+        min_value=1,
+        max_value=100,
+        initial=10,
+        label="Passages per question (k)",
+        help_text="recall@k and nDCG@k",
+    )
 
 
 @admin.register(EvalRun)
@@ -118,7 +134,34 @@ class EvalRunAdmin(admin.ModelAdmin):
         compare = path(
             "compare/", self.admin_site.admin_view(self.compare_view), name="knowledge_evalrun_compare"
         )
-        return [compare, *super().get_urls()]
+        start = path("start/", self.admin_site.admin_view(self.start_view), name="knowledge_evalrun_start")
+        return [compare, start, *super().get_urls()]
+
+    def start_view(self, request):
+        """GET shows the form; POST queues the run for a worker and returns to the list."""
+        if not self.has_change_permission(request):
+            raise PermissionDenied
+        form = StartRunForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            eval_run_start(
+                eval_set=data["eval_set"], collection=data["collection"], k=data["k"], created_by=request.user
+            )
+            self.message_user(
+                request,
+                f"Evaluation of {data['eval_set'].name} on {data['collection'].name} started. It "
+                "appears in this list when it finishes; if it fails, the reason is under "
+                "Background tasks › Failed tasks.",
+                messages.SUCCESS,
+            )
+            return HttpResponseRedirect(reverse("admin:knowledge_evalrun_changelist"))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Run an evaluation",
+            "form": form,
+        }
+        return TemplateResponse(request, START_TEMPLATE, context)
 
     def compare_view(self, request):
         """GET ?ids=1,2 shows stored runs; POST runs the two-profile comparison and shows its runs."""

@@ -267,6 +267,40 @@ def eval_runs_chart_svg(runs) -> str:
     return buffer.getvalue()
 
 
+EVALUATION_TASK = "knowledge.tasks.run_evaluation"
+
+
+def eval_run_start(*, eval_set: EvalSet, collection, k: int, created_by) -> str:
+    """Queue one evaluation of ``eval_set`` on ``collection`` for a worker (it can take minutes);
+    returns the task id. The run is recorded when it finishes (``eval_run_collection``)."""
+    from django_q.tasks import async_task
+
+    return async_task(
+        EVALUATION_TASK,
+        eval_set.pk,
+        collection.pk,
+        k,
+        getattr(created_by, "pk", None),
+        task_name=f"evaluate {eval_set.name} on {collection.name}"[:100],
+        q_options={"group": "evaluation"},
+    )
+
+
+def eval_run_collection(*, eval_set: EvalSet, collection, k: int, created_by=None) -> EvalRun:
+    """Evaluate ``eval_set`` on ``collection`` as its owner sees it (access rules apply); record the run."""
+    questions = eval_set_questions(eval_set=eval_set)
+    if not questions:
+        raise ValueError(f"the evaluation set {eval_set.name!r} has no questions")
+    results = run_retrieval(questions, user=collection.owner, collection_ids=[collection.pk], k=k)
+    return eval_run_record(
+        eval_set=eval_set,
+        metrics=summarise(results, k=k),
+        k=k,
+        collection=collection,
+        created_by=created_by,
+    )
+
+
 def eval_chunk_profiles_compare(
     *, eval_set: EvalSet, collection, chunk_profiles, user, k: int = 10, created_by=None
 ) -> list[EvalRun]:
