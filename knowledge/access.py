@@ -340,7 +340,24 @@ def question_scope_checked(*, user, profile=None, collection_ids=None, session=N
     profile = _usable_profile(user, profile)
     if collection_ids is not None:
         collection_ids = readable_collection_ids_checked(user=user, collection_ids=list(collection_ids))
-    return _question_scope(user, profile, collection_ids, session)
+    scope = _question_scope(user, profile, collection_ids, session)
+    # Named collections were checked above; a resumed session's own may have become unreadable since.
+    if collection_ids is None and scope.profile is None and not _readable_among(user, scope.search_ids):
+        raise KnowledgeError(SESSION_SCOPE_LOST)
+    return scope
+
+
+# A resumed conversation whose collections were all unsubscribed, unshared or deleted since.
+SESSION_SCOPE_LOST = (
+    "you can no longer read the collections this conversation searched; choose other collections to go on"
+)
+
+
+def session_scope_readable(*, user, session: ChatSession) -> list[Collection]:
+    """The collections a resumed session searches that ``user`` may still read (its profile's, or its own)."""
+    if session.profile_id:
+        return []
+    return list(listed_collections(user).filter(pk__in=session.collection_ids).order_by("name"))
 
 
 def _usable_profile(user, profile) -> Profile | None:

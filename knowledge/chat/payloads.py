@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from knowledge.clients.llm import TOKEN_SOURCE_ESTIMATE
 from knowledge.models import ChatTurn
-from knowledge.retrieval.sources import source_fields, source_label
+from knowledge.retrieval.sources import source_fields, source_label, source_place
 from knowledge.synthesis.citations import answer_html
 
 
@@ -31,7 +31,10 @@ def final_payload(answer: Answer) -> dict:
         "text": answer.text,
         "mode": answer.mode,
         "label": answer.label,
-        "sources": [{**c.as_dict(), "label": source_label(c.source_ref)} for c in answer.citations],
+        "sources": [
+            {**c.as_dict(), "label": source_label(c.source_ref), "place": source_place(c.source_ref)}
+            for c in answer.citations
+        ],
         "dropped_citations": answer.dropped,
     }
 
@@ -49,6 +52,7 @@ SOURCE_EVENT_FIELDS = (
     "role",
     "url",
     "scores",
+    "match",
 )
 
 

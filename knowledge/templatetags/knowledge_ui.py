@@ -2,11 +2,12 @@
 
 from django import template
 
-from knowledge.retrieval.sources import source_label
+from knowledge.retrieval.sources import source_label, source_place
 
 register = template.Library()
 
 register.filter("source_label", source_label)
+register.filter("source_place", source_place)
 
 
 _SPLITS = {

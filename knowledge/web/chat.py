@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from django.http import FileResponse
+from django.db.models import Exists, OuterRef, Q
+from django.http import FileResponse, JsonResponse
 from django.shortcuts import render
 from django.templatetags.static import static
 from django.urls import reverse
@@ -17,15 +18,20 @@ from knowledge.access import (
     profiles_for_user,
     question_scope_checked,
     readable_collection_ids_checked,
+    session_scope_readable,
 )
 from knowledge.chat import chat_stream, event_stream_response, sse_stream
 from knowledge.clients.llm import llm_config
-from knowledge.models import ChatSession, Chunk, DocumentSummary
+from knowledge.models import ChatSession, ChatTurn, Chunk, DocumentSummary
+from knowledge.retrieval.sources import by_relevance, match_words, source_place
 from knowledge.services.documents import SERVED_CONTENT_TYPES
 from knowledge.synthesis.citations import saved_answer_html
 from knowledge.synthesis.quotes import quote_range_parse
-from knowledge.web.pages import form_ids, knowledge_page
+from knowledge.web.pages import CHAT_PRESELECT_KEY, form_ids, knowledge_page
 from knowledge.web.passages import section_parts
+
+# Sessions listed beside the chat (the newest first); a search looks through all of them.
+SESSIONS_SHOWN = 50
 
 
 @require_GET
@@ -34,9 +40,12 @@ def chat_page(request):
     session = None
     if request.GET.get("session"):
         session = chat_session_for_owner(user=request.user, session_id=request.GET["session"])
-    sessions = list(ChatSession.objects.filter(user=request.user)[:50])
+    search = request.GET.get("q", "").strip()[:200]
+    sessions = list(_sessions(request.user, search)[:SESSIONS_SHOWN])
     collections = listed_collections(request.user).order_by("name")
     profile_id, collection_ids = _preselected(request, sessions, collections)
+    still_readable = session_scope_readable(user=request.user, session=session) if session else []
+    turns = list(session.turns.all()) if session else []
     return render(
         request,
         "knowledge/chat.html",
@@ -46,24 +55,53 @@ def chat_page(request):
             "chosen_profile": profile_id,
             "chosen_collections": collection_ids,
             "sessions": sessions,
+            "search": search,
             "session": session,
-            "scope": _session_scope(request.user, session) if session else "",
-            "turns": [_turn_row(turn) for turn in session.turns.all()] if session else [],
+            # Every collection the session searched is gone from the user's library: say so, offer others.
+            "scope_lost": bool(session and not session.profile_id and not still_readable),
+            "scope": _session_scope(session, still_readable) if session else "",
+            "turns": [_turn_row(turn) for turn in turns],
+            "cited_sources": {turn.index: [_cited_preview(c) for c in turn.cited_sources] for turn in turns},
             "llm": llm_config(),
         },
     )
 
 
+def _cited_preview(cited: dict) -> dict:
+    """What a citation chip previews (static/js/chat.js): the source, its place and its passage."""
+    return {
+        "n": cited.get("n"),
+        "title": cited.get("title") or cited.get("document") or "",
+        "place": source_place(cited.get("source_ref")),
+        "text": cited.get("text") or "",
+    }
+
+
+def _sessions(user, search: str):
+    """The user's sessions, newest first; with ``search``, those whose title, questions or answers hold it."""
+    sessions = ChatSession.objects.filter(user=user)
+    if not search:
+        return sessions
+    matching_turns = ChatTurn.objects.filter(session=OuterRef("pk")).filter(
+        Q(question__icontains=search) | Q(answer__icontains=search)
+    )
+    return sessions.filter(Q(title__icontains=search) | Exists(matching_turns))
+
+
 def _preselected(request, sessions, collections) -> tuple[int | None, set[int]]:
     """What a new question searches unless the user changes it.
 
-    ``?collection=ID`` (the collection page's "Ask about this collection") first; then what the
-    last session searched, if still readable; then the user's own collections.
+    ``?collection=ID`` (the collection page's "Ask about this collection") first; then the collection
+    just subscribed to; then what the last session searched, if still readable; then the user's own
+    collections.
     """
     readable = {c.pk: c for c in collections}
     asked = form_ids(request.GET.getlist("collection"), field="collection")
     if asked:
         return None, set(readable_collection_ids_checked(user=request.user, collection_ids=asked))
+    subscribed = request.session.pop(CHAT_PRESELECT_KEY, None)
+    if subscribed in readable:
+        return None, {subscribed}
     if sessions:
         last = sessions[0]
         if last.profile_id and profiles_for_user(request.user).filter(pk=last.profile_id).exists():
@@ -74,18 +112,11 @@ def _preselected(request, sessions, collections) -> tuple[int | None, set[int]]:
     return None, {c.pk for c in collections if c.owner_id == request.user.pk}
 
 
-def _session_scope(user, session) -> str:
+def _session_scope(session, still_readable) -> str:
     """What a resumed session searches, in words."""
     if session.profile_id:
         return f"the profile {session.profile.name}"
-    names = list(
-        listed_collections(user)
-        .filter(pk__in=session.collection_ids)
-        .order_by("name")
-        .values_list("name", flat=True)
-    )
-    if not names:
-        return "collections you can no longer read"
+    names = [c.name for c in still_readable]
     return ("the collection " if len(names) == 1 else "the collections ") + ", ".join(names)
 
 
@@ -96,7 +127,10 @@ def _turn_row(turn) -> dict:
     rules of its day (earlier ones made document links live).
     """
     html = saved_answer_html(turn.answer, turn.cited_sources) if turn.answer else ""
-    return {"turn": turn, "html": html, "sources": turn.retrieved}
+    sources = [
+        {**s, "match": s.get("match") or match_words(s.get("scores"), s.get("role"))} for s in turn.retrieved
+    ]
+    return {"turn": turn, "html": html, "sources": by_relevance(sources), "cited": turn.cited_sources}
 
 
 @require_POST
@@ -137,6 +171,32 @@ def document_view(request, document_id: int):
             "pdf_viewer": _pdf_viewer_data(document, chunk, quote) if is_pdf else None,
             "summary": DocumentSummary.objects.filter(document=document).first(),
         },
+    )
+
+
+@require_GET
+@knowledge_page
+def document_passage(request, document_id: int):
+    """The cited passage as JSON for the chat's side panel: the section's text, each overlap once, the
+    quoted sentence marked; and the address of the full view. Text only: the panel renders it as text."""
+    document = document_for_reader(user=request.user, document_id=document_id)
+    chunk = _cited_chunk(document, request.GET.get("chunk"))
+    if chunk is None:
+        raise NotFoundError("name the passage: ?chunk=ID")
+    quote = quote_range_parse(request.GET.get("quote"), chunk.content)
+    parts = _section_parts(document, chunk, quote)
+    return JsonResponse(
+        {
+            "title": document.display_title,
+            "filename": document.filename,
+            "place": source_place(chunk.source_ref),
+            "parts": [
+                {"cited": p.cited, "before": p.before, "quote": p.quote, "after": p.after}
+                for p in parts
+                if p.before or p.quote or p.after
+            ],
+            "url": request.get_full_path().replace("/passage/", "/view/", 1),
+        }
     )
 
 

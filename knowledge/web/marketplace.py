@@ -20,7 +20,7 @@ from knowledge.services.marketplace import (
     subscription_revoke,
 )
 from knowledge.web.collections import collection_settings_redirect
-from knowledge.web.pages import knowledge_page
+from knowledge.web.pages import CHAT_PRESELECT_KEY, knowledge_page
 
 
 def _back(request, default: str):
@@ -52,7 +52,11 @@ def subscribe_view(request, collection_id: int):
     collection = marketplace_listing_for(user=request.user, collection_id=collection_id)
     _, changed = subscription_create(user=request.user, collection=collection)
     if changed:
-        messages.success(request, f"Subscribed to {collection.name}; it is now in your library.")
+        messages.success(
+            request,
+            f"Subscribed to {collection.name}; it is now in your library, and your next chat searches it.",
+        )
+    request.session[CHAT_PRESELECT_KEY] = collection.pk
     return _back(request, "knowledge:marketplace")
 
 

@@ -20,6 +20,9 @@ from config.errors import (
 )
 from config.validation import id_or_none
 
+# The collection a user just subscribed to: their next chat preselects it (knowledge.web.chat).
+CHAT_PRESELECT_KEY = "chat_preselect_collection"
+
 
 def knowledge_page(view):
     """Login required; unknown or unreadable objects are a 404, refused actions a clear message."""

@@ -25,6 +25,7 @@ urlpatterns = [
     path("documents/<int:document_id>/retry/", collections.document_retry_view, name="document_retry"),
     path("documents/<int:document_id>/delete/", collections.document_delete_view, name="document_delete"),
     path("documents/<int:document_id>/view/", chat.document_view, name="document_view"),
+    path("documents/<int:document_id>/passage/", chat.document_passage, name="document_passage"),
     path("documents/<int:document_id>/file/", chat.document_file, name="document_file"),
     path("chat/", chat.chat_page, name="chat"),
     path("profiles/", profiles.profiles_page, name="profiles"),

@@ -1,6 +1,8 @@
 // Chat: POST the question, read the Server-Sent Events as they arrive, show each step and a typing
 // indicator, stream the answer text, then render the cited answer. Enter sends, Shift+Enter adds a
-// line, Stop ends a running answer. Answers can be copied and rated; sessions renamed and deleted.
+// line, Stop ends a running answer. Answers can be copied and rated, questions edited and asked
+// again; sessions renamed and deleted. Citations preview their passage on hover or focus and open
+// it in a side panel. A resumed conversation opens at its newest turn.
 (function () {
   "use strict";
   const el = window.KnowledgeDom.el;
@@ -18,6 +20,12 @@
   const scopeHint = document.getElementById("scope-hint");
   const llmConfigured = root.dataset.llm === "1";
   const SESSIONS_API = root.dataset.apiSessions;
+
+  // The same words as the saved turns (templates/knowledge/chat.html).
+  const MODE_WORDS = { llm: "Written by the language model", extractive: "Quoted from your documents", no_results: "Not covered by your documents" };
+  // Each turn's cited sources by turn index: the saved ones from the page, live ones as they finish.
+  const citedData = document.getElementById("cited-sources");
+  const citedSources = citedData ? JSON.parse(citedData.textContent) : {};
 
   const STEP = {
     execution_start: "Starting…",
@@ -76,7 +84,8 @@
   // -- what to search: Ask stays disabled until a profile or a collection is chosen ------------------
 
   function scopeChosen() {
-    if (form.querySelector("input[name=session]")) return true;
+    // A resumed conversation searches what it searched, unless all of that is gone (#scope-lost).
+    if (form.querySelector("input[name=session]") && !document.getElementById("scope-lost")) return true;
     const profile = form.querySelector("select[name=profile]");
     const collections = form.querySelector("select[name=collections]");
     return Boolean((profile && profile.value) || (collections && collections.selectedOptions.length));
@@ -96,34 +105,44 @@
 
   // -- sources and sessions --------------------------------------------------------------------
 
+  // One group per turn, headed by its question; its list is filled when retrieval completes.
   function sourcesGroup(index, question) {
     const placeholder = sourcesPanel.querySelector(".placeholder");
     if (placeholder) placeholder.remove();
     let group = sourcesPanel.querySelector('.sources-turn[data-index="' + index + '"]');
     if (!group) {
-      group = el("div", "sources-turn");
+      group = el("section", "sources-turn");
       group.dataset.index = index;
       sourcesPanel.appendChild(group);
     }
     group.textContent = "";
-    const number = sourcesPanel.querySelectorAll(".sources-turn").length;
-    group.appendChild(el("div", "sources-question", number + ". " + question.slice(0, 80)));
-    return group;
+    const flat = question.split(/\s+/).join(" ");
+    group.appendChild(el("h3", "sources-question", flat.length <= 80 ? flat : flat.slice(0, 79) + "…"));
+    group.appendChild(el("ol", "source-list"));
+    return group.querySelector(".source-list");
   }
 
-  function showSources(group, sources) {
-    if (!sources.length) { group.appendChild(el("div", "muted", "Nothing relevant enough was found.")); return; }
-    sources.forEach(function (s) {
-      const item = el("div", "source-item");
+  function fused(s) { return s.scores && s.scores.fused !== undefined && s.scores.fused !== null ? s.scores.fused : -1; }
+
+  // Best first (the server's order is [Source N] order); the scores in words, the numbers on demand.
+  function showSources(list, sources) {
+    list.textContent = "";
+    if (!sources.length) { list.appendChild(el("li", "muted", "Nothing relevant enough was found.")); return; }
+    sources.slice().sort(function (a, b) { return fused(b) - fused(a); }).forEach(function (s) {
+      const item = el("li", "source-item");
       const link = el("a", null, "[" + s.n + "] " + s.title + " — " + (s.label || s.source_ref));
       link.href = s.url;
-      item.appendChild(link);
-      if (s.scores && s.scores.similarity !== undefined) {
-        item.appendChild(el("div", "muted", "similarity " + s.scores.similarity + " · fused " + s.scores.fused));
-      } else if (s.role === "reference") {
-        item.appendChild(el("div", "muted", "referenced by a result"));
+      item.append(link, " ");
+      if (s.match) item.appendChild(el("span", "match", s.match));
+      if (s.scores && s.scores.similarity !== undefined && s.scores.similarity !== null) {
+        const details = el("details", "scores");
+        details.appendChild(el("summary", null, "Scores"));
+        let numbers = "similarity " + s.scores.similarity + " · fused " + s.scores.fused;
+        if (s.scores.lexical_rank) numbers += " · word-match rank " + s.scores.lexical_rank;
+        details.append(numbers);
+        item.appendChild(details);
       }
-      group.appendChild(item);
+      list.appendChild(item);
     });
   }
 
@@ -157,9 +176,25 @@
 
   // -- a turn: question, steps, typing indicator, answer, actions -------------------------------------
 
+  function questionRow(question) {
+    const row = el("div", "question-row");
+    const actions = el("span", "question-actions");
+    [["edit", "Edit", "Put this question in the box to change it and ask again"],
+      ["regenerate", "Ask again", "Ask this question again"]].forEach(function (a) {
+      const b = el("button", "icon-button", a[1]);
+      b.type = "button"; b.dataset.action = a[0]; b.title = a[2];
+      actions.appendChild(b);
+    });
+    row.append(el("p", "question", question), actions);
+    return row;
+  }
+
   function turnCard(question) {
+    const empty = document.getElementById("empty-conversation");
+    if (empty) empty.remove();
     const card = el("article", "card turn pending");
-    card.appendChild(el("div", "question", question));
+    card.setAttribute("aria-label", "Question " + (turns.querySelectorAll(".turn").length + 1));
+    card.appendChild(questionRow(question));
     const progress = el("div", "progress-steps");
     const status = el("div", "status-line");
     status.setAttribute("role", "status");
@@ -217,12 +252,13 @@
         history.replaceState(null, "", "?session=" + payload.session_id);
       }
     } else if (name === "knowledge_retrieval_start") {
+      // A follow-up is searched together with the conversation before it; the rewritten query is internal.
       addStep(view, "Searching " + payload.collection_count + (payload.collection_count === 1 ? " collection" : " collections") +
-        (payload.resolved_question && payload.resolved_question !== payload.question ? " for “" + payload.resolved_question + "”" : ""));
+        (payload.resolved_question && payload.resolved_question !== payload.question ? ", reading your question with the conversation before it" : ""));
     } else if (name === "knowledge_retrieval_complete") {
       const titles = payload.documents.map(function (d) { return d.title; });
       addStep(view, payload.results_count ? "Found " + payload.results_count + " passages in " + titles.join(", ") : "Found nothing relevant enough");
-      if (state.sources) { state.sources.textContent = ""; showSources(state.sources, payload.sources); }
+      if (state.sources) showSources(state.sources, payload.sources);
     } else if (name === "answer_delta") {
       view.card.classList.add("writing");
       state.streamed += payload.text;
@@ -240,7 +276,8 @@
       }
     } else if (name === "final_answer") {
       view.answer.innerHTML = payload.html;
-      view.meta.textContent = payload.mode === "llm" ? "Written by the language model" : payload.mode === "extractive" ? "Quoted from your documents" : "Nothing found";
+      citedSources[String(state.index)] = payload.sources || [];
+      view.meta.textContent = MODE_WORDS[payload.mode] || "";
     } else if (name === "execution_complete") {
       state.complete = true;
       finishTurn(view, payload.session_id, state.index);
@@ -289,7 +326,7 @@
     running = new AbortController();
     updateAskButton();
     stopButton.hidden = false;
-    view.card.scrollIntoView({ block: "nearest" });
+    view.card.scrollIntoView({ block: "start" });
     let keepQuestion = true;
     try {
       const response = await fetch(form.action, {
@@ -417,11 +454,135 @@
       copyText(answer.innerText.trim()).then(function () { flash(button, "Copied"); }, function (err) { flash(button, "Copy failed"); button.title = err.message; });
     } else if (action === "rate") {
       rate(button);
+    } else if (action === "edit" || action === "regenerate") {
+      reuseQuestion(button.closest(".turn").querySelector(".question").textContent, action === "regenerate");
     } else if (action === "rename-session") {
       renameSession(button.closest("li"));
     } else if (action === "delete-session") {
       deleteSession(button.closest("li"));
     }
+  });
+
+  // -- edit and ask again ----------------------------------------------------------------------
+
+  function reuseQuestion(question, askNow) {
+    if (running) return;
+    textarea.value = question;
+    updateAskButton();
+    if (askNow && !askButton.disabled) { form.requestSubmit(); return; }
+    textarea.focus();
+    textarea.setSelectionRange(question.length, question.length);
+  }
+
+  // -- citations: preview on hover or focus, open beside the chat ------------------------------------
+
+  const panel = document.getElementById("source-panel");
+  let preview = null;
+  let panelOpener = null;
+
+  function citationSource(link) {
+    const card = link.closest(".turn");
+    const sources = card ? citedSources[card.dataset.index] || [] : [];
+    return sources.find(function (s) { return String(s.n) === link.dataset.source; }) || null;
+  }
+
+  function quotedText(link, source) {
+    const range = new URL(link.href, window.location.href).searchParams.get("quote");
+    const text = (source && source.text) || "";
+    const match = /^(\d+)-(\d+)$/.exec(range || "");
+    if (match && Number(match[2]) <= text.length) return text.slice(Number(match[1]), Number(match[2]));
+    return text.length > 280 ? text.slice(0, 279) + "…" : text;
+  }
+
+  function showPreview(link) {
+    hidePreview();
+    const source = citationSource(link);
+    if (!source) return;
+    preview = el("div", "cite-preview");
+    preview.id = "cite-preview";
+    preview.setAttribute("role", "tooltip");
+    const head = el("div");
+    head.append(el("strong", null, source.title), " ", el("span", "place", source.place || source.label || ""));
+    preview.append(head, el("div", null, quotedText(link, source)));
+    document.body.appendChild(preview);
+    link.setAttribute("aria-describedby", "cite-preview");
+    const box = link.getBoundingClientRect();
+    const left = Math.max(8, Math.min(window.scrollX + box.left, window.scrollX + document.documentElement.clientWidth - preview.offsetWidth - 8));
+    preview.style.left = left + "px";
+    preview.style.top = (window.scrollY + box.bottom + 6) + "px";
+  }
+
+  function hidePreview() {
+    if (!preview) return;
+    document.querySelectorAll("[aria-describedby=cite-preview]").forEach(function (a) { a.removeAttribute("aria-describedby"); });
+    preview.remove();
+    preview = null;
+  }
+
+  function partNode(part) {
+    const node = el("div", "chunk" + (part.cited ? " cited" : ""), part.before);
+    if (part.quote) {
+      node.appendChild(el("mark", "quote", part.quote));
+      node.append(part.after);
+    }
+    return node;
+  }
+
+  async function openPanel(link) {
+    hidePreview();
+    panelOpener = link;
+    const url = new URL(link.href, window.location.href);
+    const passageUrl = url.pathname.replace(/\/view\/$/, "/passage/") + url.search;
+    const body = document.getElementById("source-panel-body");
+    document.getElementById("source-panel-title").textContent = "Loading the source…";
+    document.getElementById("source-panel-place").textContent = "";
+    body.textContent = "";
+    document.getElementById("source-panel-open").href = link.href;
+    panel.hidden = false;
+    panel.focus();
+    try {
+      const data = await api(passageUrl, "GET");
+      document.getElementById("source-panel-title").textContent = data.title;
+      document.getElementById("source-panel-place").textContent = data.place + " · " + data.filename;
+      data.parts.forEach(function (part) { body.appendChild(partNode(part)); });
+      const cited = body.querySelector(".quote") || body.querySelector(".cited");
+      if (cited) cited.scrollIntoView({ block: "center" });
+    } catch (err) {
+      document.getElementById("source-panel-title").textContent = "Source";
+      body.appendChild(el("p", "error", "The source could not be opened: " + err.message));
+    }
+  }
+
+  function closePanel() {
+    if (panel.hidden) return;
+    panel.hidden = true;
+    if (panelOpener && document.body.contains(panelOpener)) panelOpener.focus();
+    panelOpener = null;
+  }
+
+  turns.addEventListener("mouseover", function (event) {
+    const link = event.target.closest("a.citation");
+    if (link) showPreview(link);
+  });
+  turns.addEventListener("mouseout", function (event) {
+    if (event.target.closest("a.citation")) hidePreview();
+  });
+  turns.addEventListener("focusin", function (event) {
+    const link = event.target.closest("a.citation");
+    if (link) showPreview(link); else hidePreview();
+  });
+  turns.addEventListener("focusout", hidePreview);
+  turns.addEventListener("click", function (event) {
+    const link = event.target.closest("a.citation");
+    // A modified click (new tab) keeps the link's own behaviour: the full document view.
+    if (!link || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
+    event.preventDefault();
+    openPanel(link);
+  });
+  document.getElementById("source-panel-close").addEventListener("click", closePanel);
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") return;
+    if (preview) hidePreview(); else closePanel();
   });
 
   textarea.addEventListener("keydown", function (event) {
@@ -435,4 +596,7 @@
   form.addEventListener("change", updateAskButton);
   form.addEventListener("submit", ask);
   updateAskButton();
+  // A resumed conversation opens at its newest turn, the question box below it.
+  const latest = turns.querySelector(".turn:last-of-type");
+  if (latest) latest.scrollIntoView({ block: "start" });
 })();

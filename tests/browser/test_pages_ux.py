@@ -379,7 +379,7 @@ def test_10_locked_settings_stand_out_in_the_admin_and_can_be_filtered(
     def check(page, size):
         page.goto(f"{live_server.url}/admin/knowledge/knowledgesetting/")
         locked_row = page.locator("#result_list tr:has(.lock-badge.locked)")
-        assert locked_row.count() == 1 and "maxDocs" in locked_row.inner_text()
+        assert locked_row.count() == 1 and "Passages per answer" in locked_row.inner_text()
         page.goto(f"{live_server.url}/admin/knowledge/knowledgesetting/?is_locked__exact=1")
         assert page.locator("#result_list tbody tr").count() == 1
 
