@@ -83,7 +83,7 @@ def collection_create(
 
 
 def collection_update(*, collection: Collection, **changes) -> Collection:
-    """Set the given fields (description, tags, visibility, listed) and save only those.
+    """Set the given fields (name, description, tags, visibility, listed) and save only those.
 
     Unlisting ends the active subscriptions, so relisting later does not quietly restore them.
     A new ``embedding_model`` is not set here: it starts a re-embed (``collection_reindex``), and
@@ -92,6 +92,10 @@ def collection_update(*, collection: Collection, **changes) -> Collection:
     model = changes.pop("embedding_model", None)
     if model is not None:
         embedding_model_checked(model)
+    if "name" in changes:
+        changes["name"] = text_clean(changes["name"], field="a collection's name", max_length=200)
+        if not changes["name"]:
+            raise KnowledgeError("a collection needs a name")
     if "visibility" in changes and changes["visibility"] not in Collection.Visibility.values:
         raise KnowledgeError(f"visibility must be one of {', '.join(Collection.Visibility.values)}")
     if "description" in changes:
@@ -102,14 +106,25 @@ def collection_update(*, collection: Collection, **changes) -> Collection:
         changes["tags"] = _tags_clean(changes["tags"])
     for field, value in changes.items():
         setattr(collection, field, value)
-    with transaction.atomic():
-        collection.save(update_fields=[*changes, "updated_at"])
-        if "listed" in changes and not changes["listed"]:
-            subscriptions_end_all(collection=collection)
-        if model is not None:
-            collection_reindex(collection=collection, embedding_model=model)
-            collection.refresh_from_db()
+    try:
+        with transaction.atomic():
+            _save_changes(collection, changes, model)
+    except IntegrityError:
+        if "name" not in changes:
+            raise
+        collection.refresh_from_db()
+        raise KnowledgeError(f"a collection named {changes['name']!r} already exists") from None
     return collection
+
+
+def _save_changes(collection: Collection, changes: dict, model: str | None) -> None:
+    """Save ``changes``; a duplicate name raises IntegrityError (the owner's names are unique)."""
+    collection.save(update_fields=[*changes, "updated_at"])
+    if "listed" in changes and not changes["listed"]:
+        subscriptions_end_all(collection=collection)
+    if model is not None:
+        collection_reindex(collection=collection, embedding_model=model)
+        collection.refresh_from_db()
 
 
 def _tags_clean(tags) -> list[str]:

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from config.errors import NotFoundError
-from config.validation import id_parse
+from config.validation import id_or_none, id_parse
 from knowledge.access import (
     chat_session_for_owner,
     document_for_reader,
@@ -29,6 +29,7 @@ from knowledge.synthesis.citations import saved_answer_html
 from knowledge.synthesis.quotes import quote_range_parse
 from knowledge.web.pages import CHAT_PRESELECT_KEY, form_ids, knowledge_page
 from knowledge.web.passages import section_parts
+from knowledge.web.reader import document_reader
 
 # Sessions listed beside the chat (the newest first); a search looks through all of them.
 SESSIONS_SHOWN = 50
@@ -160,17 +161,39 @@ def document_view(request, document_id: int):
     # A quote that is not a range of the passage is left out: the viewer then shows the passage.
     quote = quote_range_parse(request.GET.get("quote"), chunk.content) if chunk else None
     is_pdf = document.content_type == "application/pdf"
+    search = request.GET.get("q", "").strip()[:200]
+    reader = document_reader(
+        _reader_chunks(document, chunk),
+        cited=chunk,
+        quote=quote,
+        search=search,
+        part=id_or_none(request.GET.get("part")),
+    )
     return render(
         request,
         "knowledge/document_view.html",
         {
             "document": document,
             "chunk": chunk,
-            "parts": _section_parts(document, chunk, quote),
+            "reader": reader,
+            "search": search,
             "is_pdf": is_pdf,
             "pdf_viewer": _pdf_viewer_data(document, chunk, quote) if is_pdf else None,
             "summary": DocumentSummary.objects.filter(document=document).first(),
         },
+    )
+
+
+def _reader_chunks(document, cited: Chunk | None) -> list[Chunk]:
+    """The document's passages in order: the cited passage's set, else the collection's active one."""
+    if cited is not None:
+        profile_id, model = cited.chunk_profile_id, cited.embedding_model
+    else:
+        profile_id, model = document.collection.chunk_profile_id, document.collection.embedding_model
+    return list(
+        Chunk.objects.filter(document=document, chunk_profile_id=profile_id, embedding_model=model)
+        .only("pk", "index", "content", "source_ref", "page")
+        .order_by("index")
     )
 
 

@@ -19,6 +19,8 @@ from knowledge.access import (
     listed_collections,
 )
 from knowledge.models import ChunkProfile, Collection, Document
+from knowledge.retrieval.service import retrieve
+from knowledge.retrieval.sources import source_place, source_url
 from knowledge.services.collections import (
     collection_create,
     collection_delete,
@@ -42,6 +44,7 @@ from knowledge.services.sharing import (
     collection_share_path,
 )
 from knowledge.web.pages import knowledge_page, wants_json
+from knowledge.web.snippets import snippet
 
 
 def collection_settings_redirect(collection):
@@ -87,11 +90,14 @@ def collection_detail(request, collection_id: int):
             "share_url": request.build_absolute_uri(collection_share_path(collection=collection)),
             "subscriptions": collection_subscriptions(collection=collection),
         }
+    search = request.GET.get("q", "").strip()[:500]
     return render(
         request,
         "knowledge/collection.html",
         {
             "collection": collection,
+            "search": search,
+            "results": _search_results(request.user, collection, search) if search else [],
             "documents": documents,
             "has_ready": documents.filter(status=Document.Status.READY).exists(),
             "can_write": can_write,
@@ -123,9 +129,19 @@ def collection_link_view(request, share_token: str):
 @require_POST
 @knowledge_page
 def collection_settings(request, collection_id: int):
-    """Owner actions from the collection page: visibility, a new share link, re-index, delete."""
+    """Owner actions from the collection page: name, description and tags, visibility, a new share link,
+    re-index, delete."""
     collection = collection_for_writer(user=request.user, collection_id=collection_id)
     action = request.POST.get("action")
+    if action == "details":
+        collection_update(
+            collection=collection,
+            name=request.POST.get("name", ""),
+            description=request.POST.get("description", ""),
+            tags=_tags_from_text(request.POST.get("tags", "")),
+        )
+        messages.success(request, f"Saved the name, description and tags of {collection.name}.")
+        return redirect("knowledge:collection", collection_id=collection.pk)
     if action == "visibility":
         collection_update(collection=collection, visibility=request.POST.get("visibility", ""))
         messages.success(request, f"{collection.name} is now {collection.get_visibility_display().lower()}.")
@@ -154,6 +170,40 @@ def collection_settings(request, collection_id: int):
     else:
         raise KnowledgeError("unknown action")
     return collection_settings_redirect(collection)
+
+
+# Passages a search within a collection shows, best first.
+SEARCH_RESULTS = 10
+
+
+def _search_results(user, collection, search: str) -> list[dict]:
+    """The collection's passages for ``search`` (the answers' own hybrid retrieval), each with how it
+    matched and a snippet around the searched words."""
+    context = retrieve(
+        user=user, question=search, collection_ids=[collection.pk], k=SEARCH_RESULTS, rerank_enabled=False
+    )
+    return [
+        {
+            "title": r.chunk.document.display_title,
+            "place": source_place(r.chunk.source_ref),
+            "url": source_url(r.chunk),
+            "how": _how_it_matched(r.scores),
+            "snippet": snippet(r.chunk.content, search),
+        }
+        for r in context.primary_chunks
+    ]
+
+
+def _how_it_matched(scores: dict) -> str:
+    words, meaning = scores.get("lexical_rank") is not None, scores.get("dense_rank") is not None
+    if words and meaning:
+        return "your words, and close in meaning"
+    return "your words" if words else "close in meaning"
+
+
+def _tags_from_text(text: str) -> list[str]:
+    """Tags typed as one comma-separated line ("geology, travel")."""
+    return [tag.strip() for tag in text.split(",") if tag.strip()]
 
 
 @require_GET

@@ -73,13 +73,16 @@ def background_alpha(page, selector: str) -> float:
 
 
 def ask_and_follow(page, base: str, collection_id: int) -> tuple[str, str]:
-    """Ask in the chat page, follow the first citation; the citation's href and the answer's text."""
+    """Ask in the chat page, open the first citation in the side panel and follow its link to the full
+    view; the citation's href and the answer's text."""
     page.goto(f"{base}/chat/?collection={collection_id}")
     page.fill("textarea[name=question]", QUESTION)
     page.press("textarea[name=question]", "Enter")
     citation = page.wait_for_selector(".turn .answer a.citation", timeout=120_000)
     href, answer = citation.get_attribute("href"), page.inner_text(".turn .answer")
     citation.click()
+    page.wait_for_selector("#source-panel .chunk.cited")
+    page.click("#source-panel-open")
     page.wait_for_url(re.compile(r".*/documents/\d+/view/.*"))
     page.wait_for_selector("#pdf-view[data-highlight]", timeout=60_000)
     return href, answer
