@@ -166,7 +166,9 @@ def extractive_summary(
     real_title = title if title and title.lower() != title_from_filename(filename).lower() else ""
     topics = key_topics(drafts, title=real_title)
     name = title or title_from_filename(filename)
-    sentences = central_sentences(drafts, vectors, model=model)
+    # What the document says it is (its abstract or first paragraph); the most central sentences only
+    # when its opening says nothing usable.
+    sentences = lead_sentences(drafts) or central_sentences(drafts, vectors, model=model)
     body = " ".join(sentences) if sentences else _opening(drafts[central_chunk_order(vectors)[0]].content)
     summary = f"{real_title}. {body}" if real_title and not body.startswith(real_title) else body
     return SummaryDraft(
@@ -175,6 +177,91 @@ def extractive_summary(
         key_topics=topics,
         use_for=f"Questions about {', '.join(topics[:5])}" if topics else f"Questions about {name}",
     )
+
+
+# Where a paper's abstract starts ("Abstract", "ABSTRACT:", "Abstract —"), in its first passages.
+_ABSTRACT = re.compile(r"\b(?:Abstract|ABSTRACT)\b\s*[:.—–-]?\s*")
+LEAD_CHUNKS = 3
+# Latin filler ("Lorem ipsum dolor sit amet…"): a sentence holding several of these words is not the
+# document speaking. Common Latin words only; English never holds two of them.
+_PLACEHOLDER_WORDS = frozenset(
+    (
+        "lorem", "ipsum", "dolor", "amet", "consectetur", "adipiscing", "elit", "aenean", "curabitur",
+        "phasellus", "pellentesque", "vestibulum", "fusce", "nunc", "eget", "duis", "turpis", "pulvinar",
+        "nisl", "mauris", "morbi", "nulla", "donec", "quisque", "tempor", "sollicitudin", "lectus",
+    )
+)  # fmt: skip
+
+
+def is_placeholder(sentence: str) -> bool:
+    """Lorem-ipsum filler rather than the document's own words."""
+    words = {word.lower() for word in WORD.findall(sentence)}
+    return len(words & _PLACEHOLDER_WORDS) >= 2
+
+
+def lead_sentences(drafts: Sequence[ChunkDraft]) -> list[str]:
+    """What a document says it is: its abstract when its first passages have one, else the first
+    paragraph that reads as prose (no quotation, markup or filler), up to SUMMARY_SENTENCES."""
+    if document_type("", drafts) == OPENAPI_TYPE:
+        return api_outline(drafts)
+    opening = [plain_text(draft.content) for draft in drafts[:LEAD_CHUNKS]]
+    for text in opening:
+        abstract = _ABSTRACT.search(text)
+        if abstract:
+            sentences = _describing(text[abstract.end() :])
+            if sentences:
+                return sentences
+    for text in opening:
+        sentences = _describing(text)
+        if sentences:
+            return sentences
+    return []
+
+
+# Operations and schemas an API spec's summary names before "and N more".
+OUTLINE_NAMES = 5
+
+
+def api_outline(drafts: Sequence[ChunkDraft]) -> list[str]:
+    """An API spec said in two sentences: its operations and its schemas, the first few by name.
+    (Operation descriptions are often filler; the spec's shape is what it is.)"""
+    operations = _named(drafts, "operation=")
+    schemas = [name.partition("/")[2] for name in _named(drafts, "component=schemas/")]
+    sentences = []
+    if operations:
+        sentences.append(f"An API of {_counted(operations, 'operation')}.")
+    if schemas:
+        sentences.append(f"It defines {_counted(schemas, 'schema')}.")
+    return sentences
+
+
+def _named(drafts: Sequence[ChunkDraft], prefix: str) -> list[str]:
+    refs = (d.section.source_ref for d in drafts)
+    return list(dict.fromkeys(ref.partition("=")[2] for ref in refs if ref.startswith(prefix)))
+
+
+def _counted(names: list[str], noun: str) -> str:
+    shown = ", ".join(names[:OUTLINE_NAMES])
+    more = f" and {len(names) - OUTLINE_NAMES} more" if len(names) > OUTLINE_NAMES else ""
+    return f"{len(names)} {noun}{'s' if len(names) != 1 else ''}: {shown}{more}"
+
+
+def _describing(text: str) -> list[str]:
+    """The first sentences of ``text`` that describe something, up to SUMMARY_SENTENCES."""
+    sentences = []
+    for sentence in split_sentences(" ".join(text.split())):
+        usable = (
+            len(sentence.split()) >= MIN_SUMMARY_WORDS
+            and not _NOT_SUMMARY.search(sentence)
+            and not is_placeholder(sentence)
+        )
+        if usable:
+            sentences.append(sentence)
+        elif sentences:
+            break  # the paragraph ended (a heading, a list, a quotation)
+        if len(sentences) == SUMMARY_SENTENCES:
+            break
+    return sentences
 
 
 def document_type(filename: str, drafts: Sequence[ChunkDraft]) -> str:

@@ -116,3 +116,26 @@ def test_another_users_summary_is_not_visible(kb, client, charlie):
     client.force_login(charlie)
     assert client.get(f"/documents/{document.pk}/view/").status_code == 404
     assert client.get(f"/api/v1/documents/{document.pk}/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("relative", "opening"),
+    [
+        # A paper: its abstract, not its most "central" sentences.
+        ("pdf/pasa.pdf", "We introduce PaSa, an advanced Paper Search agent powered by large language"),
+        # An API spec whose operations are described in Latin filler: its shape, no filler.
+        ("openapi/petstore-expanded-3.0.json", "An API of 4 operations: GET /pets, POST /pets"),
+    ],
+)
+def test_an_extracted_summary_says_what_the_document_is(upload, relative, opening):
+    summary = DocumentSummary.objects.get(document=upload(relative))
+    assert opening in summary.summary, summary.summary
+    assert "lorem" not in summary.summary.lower() and "dolor sit" not in summary.summary.lower()
+
+
+def test_lorem_ipsum_is_recognised_and_english_is_not():
+    from knowledge.ingestion.summary import is_placeholder
+
+    assert is_placeholder("Curabitur odio lorem, ornare eget elementum nec, cursus id lectus.")
+    assert not is_placeholder("A gravity hill is a place where the land produces an illusion of slope.")
+    assert not is_placeholder("Nulla is a Latin word some English texts quote once.")
