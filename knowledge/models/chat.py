@@ -31,9 +31,10 @@ class ChatSession(models.Model):
 
 class ChatTurn(models.Model):
     class Mode(models.TextChoices):
-        LLM = "llm", "LLM synthesis"
-        EXTRACTIVE = "extractive", "Extracted from sources"
-        NO_RESULTS = "no_results", "Nothing found"
+        # The words pages show for each (templates/knowledge/chat.html and static/js/chat.js read them).
+        LLM = "llm", "Written by the language model"
+        EXTRACTIVE = "extractive", "Quoted from your documents"
+        NO_RESULTS = "no_results", "Not covered by your documents"
 
     session = models.ForeignKey(ChatSession, on_delete=models.CASCADE, related_name="turns")
     index = models.PositiveIntegerField()

@@ -61,9 +61,10 @@ class Collection(models.Model):
     """A named set of documents. No owner means admin-owned (readable by all users)."""
 
     class Visibility(models.TextChoices):
-        PRIVATE = "private", "Private (owner only)"
-        UNLISTED = "unlisted", "Unlisted (anyone with the share link)"
-        PUBLIC = "public", "Public (all signed-in users)"
+        # Who can read it, in words ("unlisted" would be confused with a marketplace listing).
+        PRIVATE = "private", "Only you (and subscribers, if listed)"
+        UNLISTED = "unlisted", "Anyone with the share link"
+        PUBLIC = "public", "Everyone signed in"
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -49,11 +49,13 @@ __all__ = [
     "split_sentences",
 ]
 
-LABEL_NO_LLM = "Extracted from your documents (no language model configured):"
-LABEL_LLM_FAILED = "Extracted from your documents (the language model was unavailable):"
-LABEL_BUDGET = "Extracted from your documents (the answer's time or token budget was spent):"
+# The words every page uses for an answer made of quotes (templates/knowledge/chat.html, chat.js);
+# why there was no written answer is said only when something failed.
+LABEL_NO_LLM = "Quoted from your documents:"
+LABEL_LLM_FAILED = "Quoted from your documents (the language model was unavailable):"
+LABEL_BUDGET = "Quoted from your documents (the answer's time or token budget was spent):"
 LABEL_UNSUPPORTED = (
-    "Extracted from your documents (the language model's answer made claims its sources do not support):"
+    "Quoted from your documents (the language model's answer made claims its sources do not support):"
 )
 MAX_SOURCES = 5
 MAX_SENTENCES = 4

@@ -63,6 +63,7 @@ def chat_page(request):
             "scope": _session_scope(session, still_readable) if session else "",
             "turns": [_turn_row(turn) for turn in turns],
             "cited_sources": {turn.index: [_cited_preview(c) for c in turn.cited_sources] for turn in turns},
+            "mode_words": dict(ChatTurn.Mode.choices),
             "llm": llm_config(),
         },
     )

@@ -144,7 +144,8 @@ def collection_settings(request, collection_id: int):
         return redirect("knowledge:collection", collection_id=collection.pk)
     if action == "visibility":
         collection_update(collection=collection, visibility=request.POST.get("visibility", ""))
-        messages.success(request, f"{collection.name} is now {collection.get_visibility_display().lower()}.")
+        readers = collection.get_visibility_display().lower()
+        messages.success(request, f"Who can read {collection.name}: {readers}.")
     elif action == "rotate_link":
         collection_link_rotate(collection=collection)
         messages.success(request, "A new share link is in place; the old one and everyone it let in are out.")

@@ -21,8 +21,8 @@
   const llmConfigured = root.dataset.llm === "1";
   const SESSIONS_API = root.dataset.apiSessions;
 
-  // The same words as the saved turns (templates/knowledge/chat.html).
-  const MODE_WORDS = { llm: "Written by the language model", extractive: "Quoted from your documents", no_results: "Not covered by your documents" };
+  // The words the saved turns show for each kind of answer (ChatTurn.Mode, given by the page).
+  const MODE_WORDS = JSON.parse(document.getElementById("mode-words").textContent);
   // Each turn's cited sources by turn index: the saved ones from the page, live ones as they finish.
   const citedData = document.getElementById("cited-sources");
   const citedSources = citedData ? JSON.parse(citedData.textContent) : {};
