@@ -270,6 +270,12 @@ PARAMETER_GROUPS = [
 OTHER_GROUP = "Multi-step answering in detail"
 
 
+def parameter_order() -> list[str]:
+    """Every parameter key in the order pages show them: by group, as declared; the others last."""
+    grouped = [key for _, _, described in PARAMETER_GROUPS for key in described]
+    return grouped + [key for key in PARAMETERS if key not in grouped]
+
+
 def parameter_words(key: str) -> tuple[str, str, str]:
     """(group, label, sentence) of a parameter, as pages and the admin show it."""
     for group, _, described in PARAMETER_GROUPS:

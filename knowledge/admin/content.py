@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import OuterRef
+from django.db.models import Case, OuterRef, Value, When
 from django.utils.html import format_html
 
 from accounts.throttles import user_throttle_charge
@@ -26,7 +26,14 @@ from knowledge.models import (
     ProfileCollection,
     Subscription,
 )
-from knowledge.parameters import ConfigError, parameter, parameter_words, validate_value, value_in_words
+from knowledge.parameters import (
+    ConfigError,
+    parameter,
+    parameter_order,
+    parameter_words,
+    validate_value,
+    value_in_words,
+)
 from knowledge.services.collections import chunk_profile_default, collection_reindex
 from knowledge.services.documents import document_delete, document_reindex, document_retry, document_upload
 from knowledge.services.marketplace import (
@@ -93,6 +100,19 @@ class KnowledgeSettingForm(forms.ModelForm):
             raise forms.ValidationError(str(exc)) from exc
 
 
+class LockFilter(admin.SimpleListFilter):
+    title = "lock"
+    parameter_name = "is_locked__exact"
+
+    def lookups(self, request, model_admin):
+        return [("1", "locked for everyone"), ("0", "users may change it")]
+
+    def queryset(self, request, queryset):
+        if self.value() in ("0", "1"):
+            return queryset.filter(is_locked=self.value() == "1")
+        return queryset
+
+
 @admin.register(KnowledgeSetting)
 class KnowledgeSettingAdmin(admin.ModelAdmin):
     """The settings by name in words, their value, whether the operator locked them and what they do;
@@ -100,7 +120,7 @@ class KnowledgeSettingAdmin(admin.ModelAdmin):
 
     list_display = ["setting", "value_shown", "lock_badge", "description"]
     list_display_links = ["setting"]
-    list_filter = [("is_locked", admin.BooleanFieldListFilter)]
+    list_filter = [LockFilter]
     fields = ["value", "is_locked", "key", "updated_at"]
     readonly_fields = ["key", "updated_at"]
     form = KnowledgeSettingForm
@@ -109,7 +129,15 @@ class KnowledgeSettingAdmin(admin.ModelAdmin):
     class Media:
         css = {"all": ["css/admin_knowledge.css"]}
 
-    @admin.display(description="setting", ordering="key")
+    def get_queryset(self, request):
+        """In the profile page's order: by group (what an answer draws on first), then as declared."""
+        order = {key: position for position, key in enumerate(parameter_order())}
+        position = Case(
+            *(When(key=key, then=Value(n)) for key, n in order.items()), default=Value(len(order))
+        )
+        return super().get_queryset(request).annotate(_position=position).order_by("_position", "key")
+
+    @admin.display(description="setting", ordering="_position")
     def setting(self, obj):
         group, label, _ = parameter_words(obj.key)
         return format_html('{}<div class="setting-group">{}</div>', label, group)

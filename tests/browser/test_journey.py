@@ -111,12 +111,14 @@ def test_upload_ask_and_follow_a_citation_to_the_pdf_page(browser, live_server, 
 
     href = citation.get_attribute("href")
     cited_page = int(re.search(r"#page=(\d+)", href).group(1))
-    citation.click()
+    citation.click()  # opens beside the chat; its link opens the full view
+    page.wait_for_selector("#source-panel .chunk.cited")
+    page.click("#source-panel-open")
     page.wait_for_url(re.compile(r".*/documents/\d+/view/.*"))
     page.wait_for_selector("#pdf-view[data-highlight]", timeout=60_000)
     assert page.inner_text("#pdf-page-label").startswith(f"Page {cited_page} of ")
     assert page.get_attribute("#pdf-view", "data-highlight") == "passage"  # the model quoted nothing
-    assert page.inner_text(".passage h2") == f"Page {cited_page}"
+    assert page.inner_text(".passage .cited-section h2") == f"Page {cited_page}"
     assert page.query_selector(".chunk.cited") is not None
     assert "PaSa, an LLM agent for academic paper search." in page.inner_text("#summary")
     assert "Summary written by test-model" in page.inner_text("#summary")

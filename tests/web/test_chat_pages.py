@@ -155,3 +155,38 @@ def test_bad_questions_get_a_clear_error(client, alice, pasa):
     assert response.status_code == 400
     response = client.post("/chat/ask/", {"question": "hi", "profile": "999"}, HTTP_ACCEPT="application/json")
     assert response.status_code == 404
+
+
+def test_a_conversation_whose_collections_are_gone_is_refused_in_words_on_the_page_and_the_api(
+    alice, bob, no_llm
+):
+    """Resuming a session after losing access to everything it searched used to answer "nothing on this,
+    add documents that cover it"; now the page, the API and MCP's path say what happened."""
+    from knowledge.access import SESSION_SCOPE_LOST
+    from knowledge.chat import chat_ask
+
+    hills = collection_create(name="hills", owner=alice)
+    turn = chat_ask(user=alice, question="What is a gravity hill?", collection_ids=[hills.pk])
+    hills.owner = bob
+    hills.save(update_fields=["owner"])
+    page = Client()
+    page.force_login(alice)
+    html = page.get(f"/chat/?session={turn.session_id}").content.decode()
+    assert 'id="scope-lost"' in html and "no longer read the collections this conversation searched" in html
+    response = page.post(
+        "/chat/ask/",
+        {"question": "And in Canada?", "session": turn.session_id},
+        HTTP_ACCEPT="application/json",
+    )
+    assert response.status_code == 400 and response.json() == {"error": SESSION_SCOPE_LOST}
+    api = APIClient()
+    api.force_authenticate(alice)
+    from_api = api.post(
+        "/api/v1/query/", {"question": "And in Canada?", "session": turn.session_id}, format="json"
+    )
+    assert from_api.status_code == 400 and from_api.json()["error"]["message"] == SESSION_SCOPE_LOST
+    # Choosing another collection goes on with the same conversation.
+    other = collection_create(name="others", owner=alice)
+    events = _ask(page, question="And in Canada?", session=turn.session_id, collections=[other.pk])
+    assert events[-1].name == "execution_complete"
+    assert ChatSession.objects.get(pk=turn.session_id).turns.count() == 2
