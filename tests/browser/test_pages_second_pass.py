@@ -279,7 +279,7 @@ def test_5_a_skip_link_leads_to_the_question_box_and_the_file_chooser_is_reachab
         assert page.evaluate("document.activeElement.textContent") == "Skip to the question box"
         assert in_viewport(page, ".skip-link")
         page.keyboard.press("Enter")
-        page.keyboard.press("Tab") if page.evaluate("document.activeElement.id") != "question" else None
+        assert page.evaluate("document.activeElement.id") == "question"
         page.keyboard.type("Why do cars roll uphill?")
         assert page.input_value("#question") == "Why do cars roll uphill?"
 
@@ -406,3 +406,65 @@ def test_screenshots_of_chat_reader_dashboard_and_settings(
         page.screenshot(path=str(artifacts / f"admin-settings-{name}.png"))
         context.close()
     assert (artifacts / "chat-desktop.png").stat().st_size > 10_000
+
+
+# -- the keyboard alone: sign up, create a collection, upload, ask, open a citation ---------------------
+
+
+def tab_to(page, selector: str, *, limit: int = 80) -> None:
+    """Press Tab until the focused element matches ``selector`` (as a keyboard user would)."""
+    for _ in range(limit):
+        if page.evaluate("s => document.activeElement && document.activeElement.matches(s)", selector):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"Tab never reached {selector}")
+
+
+def test_the_keyboard_alone_signs_up_creates_uploads_asks_and_opens_a_citation(chromium, live_server, no_llm):
+    for name, size in SIZES.items():
+        context = chromium.new_context(viewport=size)
+        page = context.new_page()
+        page.goto(f"{live_server.url}/accounts/signup/")
+        tab_to(page, "input[name=username]")
+        page.keyboard.type(f"keys-{name}")
+        tab_to(page, "input[name=email]")
+        page.keyboard.type(f"keys-{name}@example.com")
+        tab_to(page, "input[name=password1]")
+        page.keyboard.type("a-Long-pass-123")
+        tab_to(page, "input[name=password2]")
+        page.keyboard.type("a-Long-pass-123")
+        page.keyboard.press("Enter")
+        page.wait_for_url(re.compile(r".*/collections/$"))
+
+        tab_to(page, "#new-collection input[name=name]")
+        page.keyboard.type("Hills")
+        page.keyboard.press("Enter")
+        page.wait_for_url(re.compile(r".*/collections/\d+/$"))
+
+        tab_to(page, "#file-input")
+        with page.expect_file_chooser() as chooser:
+            page.keyboard.press("Space")
+        chooser.value.set_files(str(CORPUS / "text" / "gravity_hill.md"))
+        page.wait_for_selector("#documents .badge.status-ready", timeout=120_000)
+
+        page.goto(page.url)  # the "Ask about this collection" link shows once a document is ready
+        tab_to(page, "#ask-collection")
+        page.keyboard.press("Enter")
+        page.wait_for_url(re.compile(r".*/chat/\?collection=\d+$"))
+        page.keyboard.press("Tab")  # the skip link comes first
+        page.keyboard.press("Enter")
+        assert page.evaluate("document.activeElement.id") == "question"
+        page.keyboard.type(QUESTION)
+        page.keyboard.press("Enter")
+        answered(page, 1)
+
+        tab_to(page, "#turns a.citation")
+        page.wait_for_selector("#cite-preview")  # focus previews the passage
+        page.keyboard.press("Enter")
+        page.wait_for_selector("#source-panel .chunk.cited")
+        assert page.evaluate("document.activeElement.id") == "source-panel"
+        tab_to(page, "#source-panel-open")
+        page.keyboard.press("Enter")
+        page.wait_for_url(re.compile(r".*/documents/\d+/view/\?chunk=\d+.*"))
+        page.wait_for_selector(".reader .chunk.cited")
+        context.close()
