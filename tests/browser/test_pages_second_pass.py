@@ -18,7 +18,17 @@ from knowledge.models import ChatSession, Collection, KnowledgeSetting
 from knowledge.services.collections import collection_create
 from knowledge.services.profiles import profile_create
 from tests.browser import test_pages_ux
-from tests.browser.test_pages_ux import DESKTOP, PHONE, QUESTION, SIZES, ask, each_size, signed_in, upload
+from tests.browser.test_pages_ux import (
+    DESKTOP,
+    PHONE,
+    QUESTION,
+    SIZES,
+    ask,
+    each_size,
+    operator_signed_in,
+    signed_in,
+    upload,
+)
 from tests.conftest import CORPUS, REPO_ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -316,13 +326,7 @@ def test_6_a_locked_setting_is_noted_on_the_users_profile_and_the_admin_speaks_i
 
     each_size(chromium, live_server.url, "alice", check)
     for size in SIZES.values():
-        context = chromium.new_context(viewport=size)
-        page = context.new_page()
-        page.goto(f"{live_server.url}/admin/login/")
-        page.fill("input[name=username]", "operator")
-        page.fill("input[name=password]", "pw-operator")
-        page.click("input[type=submit]")
-        page.wait_for_url(f"{live_server.url}/admin/")
+        page = operator_signed_in(chromium, live_server.url, size)
         assert "What needs attention" in page.inner_text("#content")
         page.goto(f"{live_server.url}/admin/knowledge/knowledgesetting/")
         names = page.locator("#result_list .field-setting").all_inner_texts()
@@ -335,7 +339,7 @@ def test_6_a_locked_setting_is_noted_on_the_users_profile_and_the_admin_speaks_i
         assert page.get_attribute("#id_value", "type") == "checkbox"
         page.goto(f"{live_server.url}/admin/knowledge/evalrun/")
         assert page.is_visible("a:text-is('Run an evaluation')")
-        context.close()
+        page.context.close()
 
 
 # -- 7. one vocabulary, no jargon ---------------------------------------------------------------------------
@@ -394,17 +398,11 @@ def test_screenshots_of_chat_reader_dashboard_and_settings(
         page.wait_for_selector("#pdf-view[data-highlight]", timeout=60_000)
         page.screenshot(path=str(artifacts / f"reader-{name}.png"))
         page.context.close()
-        context = chromium.new_context(viewport=size)
-        page = context.new_page()
-        page.goto(f"{live_server.url}/admin/login/")
-        page.fill("input[name=username]", "operator")
-        page.fill("input[name=password]", "pw-operator")
-        page.click("input[type=submit]")
-        page.wait_for_url(f"{live_server.url}/admin/")
+        page = operator_signed_in(chromium, live_server.url, size)
         page.screenshot(path=str(artifacts / f"admin-dashboard-{name}.png"))
         page.goto(f"{live_server.url}/admin/knowledge/knowledgesetting/")
         page.screenshot(path=str(artifacts / f"admin-settings-{name}.png"))
-        context.close()
+        page.context.close()
     assert (artifacts / "chat-desktop.png").stat().st_size > 10_000
 
 

@@ -58,6 +58,17 @@ def signed_in(chromium, base: str, username: str, size: dict, **context_options)
     return page
 
 
+def operator_signed_in(chromium, base: str, size: dict):
+    """An admin page of a fresh context at ``size``, signed in as the operator (password pw-operator)."""
+    page = chromium.new_context(viewport=size).new_page()
+    page.goto(f"{base}/admin/login/")
+    page.fill("input[name=username]", "operator")
+    page.fill("input[name=password]", "pw-operator")
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{base}/admin/")
+    return page
+
+
 def upload(collection: Collection, path, data: bytes | None = None) -> Document:
     """Upload (and, with the test settings' synchronous tasks, process) a file; its row, reloaded."""
     data = path.read_bytes() if data is None else data
@@ -384,15 +395,9 @@ def test_10_locked_settings_stand_out_in_the_admin_and_can_be_filtered(
         assert page.locator("#result_list tbody tr").count() == 1
 
     for size in SIZES.values():
-        context = chromium.new_context(viewport=size)
-        page = context.new_page()
-        page.goto(f"{live_server.url}/admin/login/")
-        page.fill("input[name=username]", "operator")
-        page.fill("input[name=password]", "pw-operator")
-        page.click("input[type=submit]")
-        page.wait_for_url(f"{live_server.url}/admin/")
+        page = operator_signed_in(chromium, live_server.url, size)
         check(page, size)
-        context.close()
+        page.context.close()
 
 
 # -- copy, rate, rename and delete --------------------------------------------------------------------------
