@@ -64,6 +64,9 @@ class IngestLimits:
     max_docx_paragraphs: int = 100_000
     max_office_xml_elements: int = 2_000_000
     max_openapi_nodes: int = 1_000_000
+    # OCR (knowledge.ingestion.ocr): pages read by OCR per document, and pixels per image or page drawn.
+    max_ocr_pages: int = 200
+    max_image_pixels: int = 60_000_000
 
 
 # Field -> environment variable, for settings and for the messages users see.
@@ -86,6 +89,8 @@ SETTINGS = {
     "max_docx_paragraphs": "KNOWLEDGE_MAX_DOCX_PARAGRAPHS",
     "max_office_xml_elements": "KNOWLEDGE_MAX_OFFICE_XML_ELEMENTS",
     "max_openapi_nodes": "KNOWLEDGE_MAX_OPENAPI_NODES",
+    "max_ocr_pages": "KNOWLEDGE_MAX_OCR_PAGES",
+    "max_image_pixels": "KNOWLEDGE_MAX_IMAGE_PIXELS",
 }
 
 # Fields whose setting is in megabytes (the field itself is in bytes).

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from config.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.ingestion.extract import detect_format
+from knowledge.ingestion.formats.image import image_kind
 from knowledge.ingestion.pipeline import pending_reindex_check
 from knowledge.ingestion.types import ExtractionError, UnsupportedFormat
 from knowledge.models import Collection, Document
@@ -31,9 +32,16 @@ FORMAT_CONTENT_TYPES = {
     "markdown": "text/markdown",
     "text": "text/plain",
 }
+IMAGE_CONTENT_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "TIFF": "image/tiff", "WebP": "image/webp"}
 # Every type format_content_type can give: the only ones a stored original is ever served with.
 SERVED_CONTENT_TYPES = frozenset(
-    [*FORMAT_CONTENT_TYPES.values(), "application/json", "application/yaml", "text/tab-separated-values"]
+    [
+        *FORMAT_CONTENT_TYPES.values(),
+        *IMAGE_CONTENT_TYPES.values(),
+        "application/json",
+        "application/yaml",
+        "text/tab-separated-values",
+    ]
 )
 
 
@@ -86,7 +94,7 @@ def document_upload(
                 category=category.strip(),
                 tags=tags or [],
                 source_date=source_date,
-                content_type=format_content_type(detected, filename=filename),
+                content_type=format_content_type(detected, filename=filename, data=data),
             )
             _enqueue_for_collection(document, sync=sync)
     except IntegrityError:
@@ -121,8 +129,11 @@ def upload_size_check(*, filename: str, size: int) -> None:
         )
 
 
-def format_content_type(fmt: str, *, filename: str) -> str:
-    """The content type of a detected format; JSON/YAML and CSV/TSV differ only by extension."""
+def format_content_type(fmt: str, *, filename: str, data: bytes = b"") -> str:
+    """The content type of a detected format; JSON/YAML and CSV/TSV differ only by extension, an
+    image's kind is read from its bytes."""
+    if fmt == "image":
+        return IMAGE_CONTENT_TYPES[image_kind(data)]
     suffix = PurePath(filename).suffix.lower()
     if fmt == "openapi":
         return "application/json" if suffix == ".json" else "application/yaml"

@@ -11,6 +11,7 @@ readable format whose file is empty, encrypted or damaged raises
 from __future__ import annotations
 
 from knowledge.ingestion.formats.html import extract_html
+from knowledge.ingestion.formats.image import extract_image
 from knowledge.ingestion.formats.markdown import extract_markdown
 from knowledge.ingestion.formats.openapi import extract_openapi_sections
 from knowledge.ingestion.formats.pdf import extract_pdf
@@ -29,4 +30,5 @@ EXTRACTORS = {
     "markdown": extract_markdown,
     "text": extract_text,
     "openapi": extract_openapi_sections,
+    "image": extract_image,
 }

@@ -7,16 +7,17 @@ import zipfile
 from pathlib import PurePath
 
 from knowledge.ingestion.formats.common import UTF16_BOMS, decode_text, strip_bom
+from knowledge.ingestion.formats.image import image_kind, image_size_check
 from knowledge.ingestion.limits import DEFAULT_LIMITS, IngestLimits, zip_members_checked
 from knowledge.ingestion.structure_scan import json_scan_bounded, yaml_scan_bounded
 from knowledge.ingestion.types import UnreadableDocument, UnsupportedFormat
 
-FORMATS = ("pdf", "docx", "pptx", "xlsx", "csv", "html", "markdown", "text", "openapi")
+FORMATS = ("pdf", "docx", "pptx", "xlsx", "csv", "html", "markdown", "text", "openapi", "image")
 
 SUPPORTED_DESCRIPTION = (
     "PDF (.pdf), Word (.docx), PowerPoint (.pptx), Excel (.xlsx), CSV (.csv, .tsv), "
-    "HTML (.html, .htm), Markdown (.md, .markdown), plain text (.txt, .rst) and "
-    "OpenAPI 3.x / Swagger 2 (.json, .yaml, .yml)"
+    "HTML (.html, .htm), Markdown (.md, .markdown), plain text (.txt, .rst), "
+    "OpenAPI 3.x / Swagger 2 (.json, .yaml, .yml) and images read by OCR (.png, .jpg, .tif, .webp)"
 )
 
 
@@ -62,6 +63,9 @@ def detect_format(filename: str, data: bytes, *, limits: IngestLimits = DEFAULT_
 
     if b"%PDF-" in data[:1024]:
         return "pdf"
+    if image_kind(data):
+        image_size_check(filename, data, limits)
+        return "image"
     if data.startswith(b"PK\x03\x04"):
         return _detect_zip(filename, data, hinted, limits)
     if data.startswith(_OLE_MAGIC):

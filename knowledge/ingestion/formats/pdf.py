@@ -1,16 +1,27 @@
-"""PDF: one section per page (``page=N``), lines reflowed into paragraphs."""
+"""PDF: one section per page (``page=N``), lines reflowed into paragraphs; a page without a usable
+text layer (a scan) is drawn and read by OCR (knowledge.ingestion.ocr)."""
 
 from __future__ import annotations
 
 import io
+import logging
 import re
 import time
 from collections.abc import Iterator
 
 from knowledge.ingestion.formats.common import clean_text
 from knowledge.ingestion.formats.pdf_content import pdf_content_check
-from knowledge.ingestion.limits import TextBudget, page_cpu_check, pdf_pages_check
+from knowledge.ingestion.limits import (
+    IngestLimits,
+    LimitExceeded,
+    TextBudget,
+    page_cpu_check,
+    pdf_pages_check,
+)
+from knowledge.ingestion.ocr import OCR_DPI, image_pixels_check, needs_ocr, ocr_image, ocr_pages_check
 from knowledge.ingestion.types import ExtractionError, Section, UnreadableDocument
+
+logger = logging.getLogger(__name__)
 
 _BULLET_START = re.compile(r"^(?:[•●○◦▪▫■□‣–]\s|-\s)")
 _SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*$")
@@ -30,19 +41,64 @@ def extract_pdf(filename: str, data: bytes, budget: TextBudget) -> Iterator[Sect
             _decrypt_pdf(reader)
         pdf_pages_check(len(reader.pages), budget.limits)
         pdf_content_check(reader.pages, budget.limits)
+        scans = _ScannedPages(data, budget.limits)
         for number, page in enumerate(reader.pages, start=1):
             # This thread's CPU time: in a worker, the encoder's threads share the process.
             started = time.thread_time()
             raw = page.extract_text() or ""
             page_cpu_check(f"page {number}", time.thread_time() - started, budget.limits)
+            metadata = {}
+            if needs_ocr(raw):
+                raw, metadata = scans.read(number)
             text = _pdf_page_text(budget.charge(raw))
             if text:
                 budget.add_section()
-                yield Section(source_ref=f"page={number}", text=text, page=number)
+                yield Section(source_ref=f"page={number}", text=text, page=number, metadata=metadata)
     except ExtractionError:
         raise
     except Exception as exc:  # corrupt PDFs raise anything from KeyError to PdfStreamError
         raise UnreadableDocument(f"the PDF is damaged or incomplete ({exc})") from exc
+
+
+class _ScannedPages:
+    """The pages without a usable text layer, drawn with PDFium and read by OCR, one at a time.
+
+    The PDF is opened for drawing only when the first such page is met, so text PDFs never pay for
+    it. A page that cannot be drawn or read is left out (logged), not fatal to the document.
+    """
+
+    def __init__(self, data: bytes, limits: IngestLimits) -> None:
+        self.data, self.limits = data, limits
+        self.document = None
+        self.read_pages = 0
+
+    def read(self, number: int) -> tuple[str, dict]:
+        self.read_pages += 1
+        ocr_pages_check(self.read_pages, self.limits)
+        try:
+            image = self._drawn(number)
+            started = time.thread_time()
+            result = ocr_image(image)
+            page_cpu_check(f"page {number} (OCR)", time.thread_time() - started, self.limits)
+        except LimitExceeded:
+            raise
+        except Exception as exc:  # a page PDFium cannot draw, or an image Tesseract cannot read
+            logger.warning("OCR of page %s failed: %s", number, exc)
+            return "", {}
+        return result.text, {"ocr": True, "ocr_confidence": round(result.confidence, 1)}
+
+    def _drawn(self, number: int):
+        import pypdfium2 as pdfium
+
+        if self.document is None:
+            self.document = pdfium.PdfDocument(self.data)
+        page = self.document[number - 1]
+        width, height = page.get_size()  # points: 1/72 inch
+        scale = OCR_DPI / 72
+        image_pixels_check(
+            int(width * scale), int(height * scale), self.limits, f"page {number} drawn for OCR"
+        )
+        return page.render(scale=scale, grayscale=True).to_pil()
 
 
 def _decrypt_pdf(reader) -> None:
