@@ -4,6 +4,7 @@ knowledge_bench ingest [--files PATH...] [--backend torch|onnx|onnx-int8] [--rou
 knowledge_bench lexical [--chunks N] [--queries N]
 knowledge_bench retrieve [--chunks N] [--scope-share P ...] [--queries N] [--warm-up N] [--drop]
 knowledge_bench load [--clients C] [--seconds S] [--url URL] [--sse N]
+knowledge_bench ocr [--files PDF...] [--dpi N ...] [--pages-per-file N]
 """
 
 from __future__ import annotations
@@ -59,6 +60,12 @@ class Command(BaseCommand):
         retrieve.add_argument(
             "--drop", action="store_true", help="Delete the benchmark collections and exit."
         )
+        ocr = benchmarks.add_parser("ocr", help="OCR of drawn PDF pages against their text layer.")
+        ocr.add_argument(
+            "--files", nargs="+", metavar="PDF", help="Default: pasa.pdf, paper.pdf, influence.pdf."
+        )
+        ocr.add_argument("--dpi", type=int, nargs="+", default=[150, 200, 300], metavar="N")
+        ocr.add_argument("--pages-per-file", type=int, default=3, metavar="N")
         load = benchmarks.add_parser("load", help="Concurrent clients against a live server.")
         load.add_argument("--url", default="http://127.0.0.1:8000")
         load.add_argument("--clients", type=int, default=20)
@@ -86,6 +93,17 @@ class Command(BaseCommand):
         if options["rounds"] < 1:
             raise CommandError("--rounds must be at least 1")
         ingest.run(self.stdout, files=files, backend=backend, rounds=options["rounds"])
+
+    def _ocr(self, options):
+        from knowledge.benchmarks import ocr
+
+        files = [Path(p) for p in options["files"]] if options["files"] else ocr.default_files()
+        missing = [str(p) for p in files if not p.is_file()]
+        if missing:
+            raise CommandError(f"not a file: {', '.join(missing)}")
+        if options["pages_per_file"] < 1 or any(not 50 <= dpi <= 600 for dpi in options["dpi"]):
+            raise CommandError("--pages-per-file must be at least 1 and --dpi between 50 and 600")
+        ocr.run(self.stdout, files=files, dpis=options["dpi"], pages_per_file=options["pages_per_file"])
 
     def _backends(self, options):
         from config.errors import KnowledgeError
