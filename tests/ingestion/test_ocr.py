@@ -180,3 +180,15 @@ def test_huge_images_and_decompression_bombs_are_refused_with_the_limit(alice, n
     assert "KNOWLEDGE_MAX_IMAGE_PIXELS" in message and "60,000,000" in message
     assert not Document.objects.filter(collection=collection).exists()
     assert len(data) < 1_000_000  # small on disk: the check is on the header, never the pixels
+
+
+@pytest.mark.django_db
+def test_a_damaged_image_is_refused_with_a_reason(alice):
+    collection = collection_create(name="images", owner=alice)
+    api = APIClient()
+    api.force_authenticate(alice)
+    url = f"/api/v1/collections/{collection.pk}/documents/"
+    damaged = b"\x89PNG\r\n\x1a\n" + bytes(range(256))
+    response = api.post(url, {"file": SimpleUploadedFile("logo.png", damaged)}, format="multipart")
+    assert response.status_code == 400
+    assert "logo.png is not a readable image" in response.json()["error"]["message"]

@@ -262,8 +262,8 @@ def test_unreadable_files_end_failed_with_a_reason_and_harm_nothing(
         ("empty.txt", b"", KnowledgeError, "the file is empty"),
         ("blank.md", b"  \n\n ", KnowledgeError, "the file is empty"),
         (
-            "logo.png",
-            b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4,
+            "logo.gif",
+            b"GIF89a\x01\x00\x01\x00\x00\x00\x00" + bytes(range(256)) * 4,
             UnsupportedMediaError,
             "unsupported file type",
         ),

@@ -70,7 +70,7 @@ def test_single_bad_file_gets_a_clear_4xx(alice_client, alice):
     collection = collection_create(name="mine", owner=alice)
     response = alice_client.post(
         f"/collections/{collection.pk}/upload/",
-        {"file": SimpleUploadedFile("logo.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)))},
+        {"file": SimpleUploadedFile("logo.gif", b"GIF89a\x01\x00\x01\x00\x00\x00\x00" + bytes(range(256)))},
         HTTP_ACCEPT="application/json",
     )
     assert response.status_code == 415

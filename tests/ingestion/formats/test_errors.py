@@ -15,7 +15,7 @@ OLE = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 64
     ("filename", "data"),
     [
         ("report.doc", OLE),  # legacy Office
-        ("image.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"),  # binary, unknown extension
+        ("image.gif", b"GIF89a\x01\x00\x01\x00\x00\x00\x00"),  # binary, unknown extension
         ("archive.zip", b"PK\x03\x04" + b"\x00" * 64),  # a zip that is no Office document
     ],
 )
