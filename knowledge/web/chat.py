@@ -132,7 +132,7 @@ def _turn_row(turn) -> dict:
     sources = [
         {**s, "match": s.get("match") or match_words(s.get("scores"), s.get("role"))} for s in turn.retrieved
     ]
-    return {"turn": turn, "html": html, "sources": by_relevance(sources), "cited": turn.cited_sources}
+    return {"turn": turn, "html": html, "sources": by_relevance(sources)}
 
 
 @require_POST
