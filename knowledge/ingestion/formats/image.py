@@ -41,6 +41,8 @@ def image_size_check(filename: str, data: bytes, limits) -> None:
     frame of a TIFF), before anything is decoded. Runs at upload, in the web process."""
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
+    # Pillow's own guard (a warning past this, an error past twice it), at the product's limit.
+    Image.MAX_IMAGE_PIXELS = limits.max_image_pixels
     try:
         with Image.open(io.BytesIO(data)) as image:
             for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
@@ -52,7 +54,7 @@ def image_size_check(filename: str, data: bytes, limits) -> None:
     except LimitExceeded:
         raise
     except Image.DecompressionBombError:
-        # Pillow's own guard refuses beyond twice its default before the size can be read.
+        # Pillow's own guard refuses past twice the limit before the size can be read.
         raise LimitExceeded(
             "the image has far more pixels than allowed",
             limits.max_image_pixels,
@@ -70,7 +72,6 @@ def extract_image(filename: str, data: bytes, budget: TextBudget) -> Iterator[Se
     from PIL import Image, ImageSequence
 
     image_size_check(filename, data, budget.limits)
-    Image.MAX_IMAGE_PIXELS = budget.limits.max_image_pixels
     with Image.open(io.BytesIO(data)) as image:
         for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
             started = time.thread_time()
