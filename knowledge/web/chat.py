@@ -193,7 +193,7 @@ def _reader_chunks(document, cited: Chunk | None) -> list[Chunk]:
         profile_id, model = document.collection.chunk_profile_id, document.collection.embedding_model
     return list(
         Chunk.objects.filter(document=document, chunk_profile_id=profile_id, embedding_model=model)
-        .only("pk", "index", "content", "source_ref", "page")
+        .only("pk", "index", "content", "source_ref", "page", "metadata")
         .order_by("index")
     )
 

@@ -21,6 +21,8 @@ class ReaderSection:
     place: str  # "Page 3", "API operation GET /pets", a heading
     anchor: str  # the fragment a citation link ends with ("page=3", a heading's slug)
     cited: bool
+    # Tesseract's mean word confidence (0-100) when the section's text was read by OCR, else None.
+    ocr_confidence: float | None = None
     # Each passage as (text, kind) segments: kind "" plain, "quote" the quoted sentence, "match" a search hit.
     parts: list[dict] = field(default_factory=list)
 
@@ -89,8 +91,16 @@ def _section(group: list, cited, quote, search: str) -> ReaderSection:
         place=source_place(first.source_ref) or "Text",
         anchor=source_fragment(first.page, first.source_ref).lstrip("#"),
         cited=cited_id is not None,
+        ocr_confidence=(first.metadata or {}).get("ocr_confidence")
+        if (first.metadata or {}).get("ocr")
+        else None,
         parts=[_segments(p, search) for p in parts if p.before or p.quote or p.after],
     )
+
+
+def _ocr_confidence(chunk) -> float | None:
+    metadata = getattr(chunk, "metadata", None) or {}
+    return metadata.get("ocr_confidence") if metadata.get("ocr") else None
 
 
 def _segments(part, search: str) -> dict:

@@ -16,6 +16,7 @@ import pypdf
 import pypdfium2 as pdfium
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 from rest_framework.test import APIClient
 
 from knowledge.ingestion.extract import extract_sections
@@ -122,6 +123,11 @@ def test_png_and_multi_page_tiff_uploads_are_read_and_answerable(papers, alice):
     document = papers("abstract.png", png.getvalue())
     assert document.content_type == "image/png"
     assert Chunk.objects.filter(document=document, source_ref="page=1").exists()
+    # The reader says the text was read by OCR, with its confidence.
+    client = Client()
+    client.force_login(alice)
+    page = client.get(f"/documents/{document.pk}/view/").content.decode()
+    assert "Read from the page's image by OCR (confidence" in page and "Page 1" in page
 
     images = page_images(PASA, [4, 5])
     tiff = io.BytesIO()
