@@ -62,7 +62,9 @@ def image_size_check(filename: str, data: bytes, limits) -> None:
             "pixels",
         ) from None
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
-        raise UnreadableDocument(f"{filename} is not a readable image ({exc})") from exc
+        # Pillow's message may name a buffer object ("cannot identify image file <_io.BytesIO …>").
+        reason = "it is damaged or incomplete" if isinstance(exc, UnidentifiedImageError) else str(exc)
+        raise UnreadableDocument(f"{filename} is not a readable image ({reason})") from exc
 
 
 def extract_image(filename: str, data: bytes, budget: TextBudget) -> Iterator[Section]:
