@@ -202,7 +202,7 @@ def _reader_chunks(document, cited: Chunk | None) -> list[Chunk]:
 @knowledge_page
 def document_passage(request, document_id: int):
     """The cited passage as JSON for the chat's side panel: the section's text, each overlap once, the
-    quoted sentence marked; and the address of the full view. Text only: the panel renders it as text."""
+    quoted sentence marked. Text only: the panel renders it as text."""
     document = document_for_reader(user=request.user, document_id=document_id)
     chunk = _cited_chunk(document, request.GET.get("chunk"))
     if chunk is None:
@@ -219,7 +219,6 @@ def document_passage(request, document_id: int):
                 for p in parts
                 if p.before or p.quote or p.after
             ],
-            "url": request.get_full_path().replace("/passage/", "/view/", 1),
         }
     )
 

@@ -41,10 +41,9 @@ def document_reader(
 ) -> Reader:
     """The page of sections to show: the one holding the cited passage unless ``part`` names another;
     with ``search``, only the sections that hold a searched word, those words marked."""
-    grouped = _sections(chunks)
+    every_section = _sections(chunks)
     words = query_words(search)
-    if words:
-        grouped = [group for group in grouped if _mentions(group, words)]
+    grouped = [group for group in every_section if _mentions(group, words)] if words else every_section
     pages = max(1, -(-len(grouped) // SECTIONS_PER_PAGE))
     page = part if part is not None else _cited_page(grouped, cited)
     page = min(max(page, 1), pages)
@@ -53,7 +52,7 @@ def document_reader(
         sections=[_section(group, cited, quote, search) for group in shown],
         page=page,
         pages=pages,
-        total_sections=len(_sections(chunks)),
+        total_sections=len(every_section),
         matching_sections=len(grouped) if words else None,
     )
 

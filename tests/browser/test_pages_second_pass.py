@@ -19,8 +19,6 @@ from knowledge.services.collections import collection_create
 from knowledge.services.profiles import profile_create
 from tests.browser import test_pages_ux
 from tests.browser.test_pages_ux import (
-    DESKTOP,
-    PHONE,
     QUESTION,
     SIZES,
     ask,
@@ -370,10 +368,6 @@ def test_7_answers_and_places_are_said_in_the_same_plain_words_everywhere(
         assert "unlisted" not in page.inner_text("#collection-settings").lower()
 
     each_size(chromium, live_server.url, "alice", check)
-
-
-def test_sizes_are_the_reviews():
-    assert (DESKTOP, PHONE) == ({"width": 1280, "height": 900}, {"width": 390, "height": 844})
 
 
 # -- screenshots for docs/screenshots/ (the same test on an older checkout, UI_ARTIFACTS_PHASE=before) -----
