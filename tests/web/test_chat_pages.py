@@ -190,3 +190,21 @@ def test_a_conversation_whose_collections_are_gone_is_refused_in_words_on_the_pa
     events = _ask(page, question="And in Canada?", session=turn.session_id, collections=[other.pk])
     assert events[-1].name == "execution_complete"
     assert ChatSession.objects.get(pk=turn.session_id).turns.count() == 2
+
+
+def test_the_side_panels_passage_is_the_readers_alone_and_bad_ids_get_a_clear_4xx(
+    alice, charlie, pasa, no_llm
+):
+    from knowledge.models import Chunk
+
+    chunk = Chunk.objects.filter(document__collection=pasa).order_by("index").first()
+    url = f"/documents/{chunk.document_id}/passage/"
+    owner, other = Client(), Client()
+    owner.force_login(alice)
+    other.force_login(charlie)
+    body = owner.get(url, {"chunk": chunk.pk}, HTTP_ACCEPT="application/json").json()
+    assert body["place"] == f"Page {chunk.page}" and any(p["cited"] for p in body["parts"])
+    assert other.get(url, {"chunk": chunk.pk}, HTTP_ACCEPT="application/json").status_code == 404
+    assert owner.get(url, HTTP_ACCEPT="application/json").status_code == 404  # no passage named
+    assert owner.get(url, {"chunk": "abc"}, HTTP_ACCEPT="application/json").status_code == 400
+    assert owner.get(url, {"chunk": 99999999}, HTTP_ACCEPT="application/json").status_code == 404
