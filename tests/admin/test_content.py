@@ -181,3 +181,17 @@ def test_changing_a_collections_model_in_the_admin_re_embeds_instead_of_relabell
     assert response.status_code == 302, response.content.decode()[:2000]
     collection.refresh_from_db()
     assert (collection.embedding_model, collection.pending_embedding_model) == (e5, "")
+
+
+def test_renaming_a_collection_to_a_name_the_owner_already_uses_is_refused_and_changes_nothing(alice):
+    from config.errors import KnowledgeError
+    from knowledge.services.collections import collection_create, collection_update
+
+    collection_create(name="Taken", owner=alice)
+    mine = collection_create(name="Mine", owner=alice, description="kept")
+    with pytest.raises(KnowledgeError, match="a collection named 'Taken' already exists"):
+        collection_update(collection=mine, name="Taken", description="changed")
+    mine.refresh_from_db()
+    assert (mine.name, mine.description) == ("Mine", "kept")
+    with pytest.raises(KnowledgeError, match="needs a name"):
+        collection_update(collection=mine, name="   ")
