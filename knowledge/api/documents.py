@@ -59,6 +59,9 @@ class ProgressSerializer(serializers.Serializer):
     chunks_done = serializers.IntegerField()
     chunks_total = serializers.IntegerField()
     percent = serializers.IntegerField(min_value=0, max_value=100)
+    stage = serializers.CharField(
+        help_text='What processing is doing now, e.g. "reading page 3 of 40 (OCR)".'
+    )
 
 
 class SummarySerializer(serializers.Serializer):
@@ -97,6 +100,7 @@ class DocumentSerializer(serializers.ModelSerializer):
             "content_hash",
             "status",
             "error",
+            "skipped",
             "progress",
             "chunk_count",
             "replaces",

@@ -11,7 +11,9 @@ the model's weights. The protocol is pickles over the child's stdin/stdout:
 
     pipeline -> child   a job: file name, bytes, title (or ""), chunking options, limits
     child -> pipeline   ("title", str), then ("drafts", [(section number, draft), ...]) in
-                        small batches, then ("done", None) | ("rejected", message) | ("crashed", text)
+                        small batches, with ("stage", "reading page 3 of 40 (OCR)") and ("skipped",
+                        reason) among them as the reader reports them (reporting.py),
+                        then ("done", None) | ("rejected", message) | ("crashed", text)
                         | ("exhausted", message) (out of memory; the child is then replaced);
                         ("done", "retire") also replaces the child (it came near its memory limit)
 
@@ -50,6 +52,7 @@ from knowledge.ingestion.limits import (
     extraction_cpu_exceeded,
     extraction_memory_exceeded,
 )
+from knowledge.ingestion.reporting import listening
 from knowledge.ingestion.titles import document_title
 from knowledge.ingestion.types import ChunkDraft, ExtractionError
 
@@ -123,13 +126,18 @@ class _Child:
 
 
 class ExtractionRun:
-    """One document's extraction in a child: its title, then its drafts as an iterator."""
+    """One document's extraction in a child: its title, then its drafts as an iterator.
+
+    While the drafts are read, ``stage`` holds what the reader last said it is doing and ``skipped``
+    what it had to leave out (reporting.py); the pipeline shows both on the document."""
 
     def __init__(self, child: _Child, filename: str, limits: IngestLimits) -> None:
         self._child = child
         self._filename = filename
         self._limits = limits
         self.finished = False  # the child reported the end of this document and waits for the next
+        self.stage = ""
+        self.skipped: list[str] = []
 
     def title(self) -> str:
         return self._expect("title")
@@ -140,6 +148,12 @@ class ExtractionRun:
             kind, value = self._child.receive(self._filename, self._limits)
             if kind == "drafts":
                 yield from value
+                continue
+            if kind == "stage":
+                self.stage = value
+                continue
+            if kind == "skipped":
+                self.skipped.append(value)
                 continue
             # A child that came near its memory limit is not kept for the next document.
             self.finished = kind == "rejected" or (kind == "done" and value != _RETIRE)
@@ -232,6 +246,11 @@ def children_stop() -> None:
 
 def _serve(jobs, replies) -> None:
     """Answer jobs until the pipeline closes the pipe."""
+
+    def send(reply: tuple[str, object]) -> None:
+        pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
+        replies.flush()
+
     warm = False
     while True:
         try:
@@ -239,9 +258,11 @@ def _serve(jobs, replies) -> None:
         except EOFError:
             return
         _limit_resources(job["limits"])
-        for reply in _replies(job):
-            pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
-            replies.flush()
+        # A reader's reports go out as they are made: "reading page 3 of 40 (OCR)" comes before
+        # the seconds that page takes, not with its drafts after them.
+        with listening(lambda kind, text: send((kind, text))):
+            for reply in _replies(job):
+                send(reply)
         if not warm:
             warm = True
             _warm_up()

@@ -45,6 +45,8 @@ logger = logging.getLogger(__name__)
 
 _WRITE_BATCH = 500
 _PROGRESS_INTERVAL_S = 0.5
+# How often an encoder waiting for the reader looks at the reader's stage.
+_IDLE_S = 0.25
 
 
 class DocumentGone(Exception):
@@ -95,6 +97,8 @@ def _process(
         document,
         status=Document.Status.PROCESSING,
         error="",
+        stage="",
+        skipped=[],
         sections_total=0,
         sections_done=0,
         chunks_total=0,
@@ -121,7 +125,7 @@ def _fail(document: Document, claim: Claim | None, error: str) -> None:
     with transaction.atomic():
         if claim is not None and not job_finish(claim=claim, failed=True):
             raise ClaimLost(document.pk)
-        _update(document, status=Document.Status.FAILED, error=error)
+        _update(document, status=Document.Status.FAILED, error=error, stage="")
 
 
 def document_chunk_drafts(document: Document, profile: ChunkProfile) -> list[ChunkDraft]:
@@ -171,7 +175,6 @@ def _drafts_and_vectors(
     drafts: list[ChunkDraft] = []
     vectors: list[np.ndarray] = []
     batch = settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE
-    progress = _Progress(document)
     sections = 0
     with (
         extraction_run(
@@ -186,11 +189,14 @@ def _drafts_and_vectors(
         title = run.title()
         if not document.title:  # a title given by the user stays; otherwise the document's own
             _update(document, title=title)
+        progress = _Progress(document, run)
         with _Producer(run.drafts(), on_stop=run.abort) as produced:
             # Start as soon as a few drafts are there (the encoder waits only for the first
             # pages), then take at least a batch, and more when the producer has run ahead.
             minimum = min(batch, _FIRST_WINDOW)
-            while window := produced.take(minimum=minimum, maximum=batch * _WINDOW_BATCHES):
+            while window := produced.take(
+                minimum=minimum, maximum=batch * _WINDOW_BATCHES, idle=progress.report_stage
+            ):
                 minimum = batch
                 sections = window[-1][0]
                 window_drafts = [draft for _, draft in window]
@@ -206,6 +212,8 @@ def _drafts_and_vectors(
         sections_done=sections,
         chunks_total=len(drafts),
         chunks_done=len(drafts),
+        stage="",
+        skipped=run.skipped,
     )
     return drafts, np.concatenate(vectors)
 
@@ -249,13 +257,19 @@ class _Producer:
                 self._queue.get(timeout=0.1)
         self._thread.join()
 
-    def take(self, *, minimum: int, maximum: int) -> list:
-        """Wait for ``minimum`` items (fewer at the end), then take what else is ready up to ``maximum``."""
+    def take(self, *, minimum: int, maximum: int, idle: Callable[[], None] = lambda: None) -> list:
+        """Wait for ``minimum`` items (fewer at the end), then take what else is ready up to ``maximum``.
+
+        ``idle`` is called about every _IDLE_S seconds of waiting (a scanned page takes seconds)."""
         items: list = []
         while len(items) < maximum and not self._finished:
+            waiting = len(items) < minimum
             try:
-                item = self._queue.get(block=len(items) < minimum)
+                item = self._queue.get(block=waiting, timeout=_IDLE_S if waiting else None)
             except queue.Empty:
+                if waiting:
+                    idle()
+                    continue
                 break
             if item is self._DONE:
                 self._finished = True
@@ -285,17 +299,32 @@ class _Producer:
 
 
 class _Progress:
-    """Writes chunks done / known at most every _PROGRESS_INTERVAL_S seconds."""
+    """Writes chunks done / known, and the reader's stage, at most every _PROGRESS_INTERVAL_S seconds."""
 
-    def __init__(self, document: Document):
+    def __init__(self, document: Document, run):
         self.document = document
+        self.run = run  # its ``stage``: what the reader last said it is doing
         self.last = 0.0
 
     def report(self, *, done: int, known: int) -> None:
+        if self._due():
+            _update(self.document, chunks_done=done, chunks_total=max(known, done), **self._stage())
+
+    def report_stage(self) -> None:
+        """While the encoder waits for the reader (a page read by OCR takes a second or more)."""
+        stage = self._stage()
+        if stage and self._due():
+            _update(self.document, **stage)
+
+    def _due(self) -> bool:
         now = time.monotonic()
-        if now - self.last >= _PROGRESS_INTERVAL_S:
-            self.last = now
-            _update(self.document, chunks_done=done, chunks_total=max(known, done))
+        if now - self.last < _PROGRESS_INTERVAL_S:
+            return False
+        self.last = now
+        return True
+
+    def _stage(self) -> dict:
+        return {"stage": self.run.stage[:200]} if self.run.stage != self.document.stage else {}
 
 
 def _embed_window(

@@ -76,6 +76,14 @@ class Document(models.Model):
     sections_done = models.PositiveIntegerField(default=0)
     chunks_total = models.PositiveIntegerField(default=0)
     chunks_done = models.PositiveIntegerField(default=0)
+    stage = models.CharField(
+        max_length=200, blank=True, help_text='What processing is doing now ("reading page 3 of 40 (OCR)").'
+    )
+    skipped = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Parts of the document that could not be read (a page OCR failed on), with reasons.",
+    )
     replaces = models.ForeignKey(
         "self",
         null=True,

@@ -245,12 +245,13 @@ def documents_fail_stale(*, documents: QuerySet[Document], now: datetime.datetim
     )
 
 
-# The processing counters, in the order the pages and the API show them.
-PROGRESS_FIELDS = ("sections_done", "sections_total", "chunks_done", "chunks_total")
+# The processing counters, in the order the pages and the API show them, and what is being done now.
+PROGRESS_FIELDS = ("sections_done", "sections_total", "chunks_done", "chunks_total", "stage")
 
 
 def document_progress(*, document: Document | Mapping) -> dict:
-    """Processing progress as the pages and the API show it: the counters and a percent (0-100).
+    """Processing progress as the pages and the API show it: the counters, a percent (0-100) and the
+    stage ("reading page 3 of 40 (OCR)"; empty unless the document is being processed).
 
     ``document`` is a Document or a ``.values()`` row holding ``status`` and the counters.
     """
@@ -262,4 +263,5 @@ def document_progress(*, document: Document | Mapping) -> dict:
         percent = 10 + int(90 * row["chunks_done"] / row["chunks_total"])
     else:
         percent = 5 if row["status"] == Document.Status.PROCESSING else 0
-    return {field: row[field] for field in PROGRESS_FIELDS} | {"percent": percent}
+    stage = row["stage"] if row["status"] == Document.Status.PROCESSING else ""
+    return {field: row[field] for field in PROGRESS_FIELDS} | {"percent": percent, "stage": stage}

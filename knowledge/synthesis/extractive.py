@@ -1,9 +1,10 @@
 """The answer without a language model: the units of the sources that best answer, quoted verbatim.
 
 Each retrieved chunk is cut into quotable units: sentences of prose; the rows of
-a spreadsheet or CSV (each row already carries its column headers); the rows of
-a table flattened out of a PDF ("PaSa-7b 0.7071 ... 0.5798", shown with its
-column line and caption); the record of an API operation or schema; the opening
+a spreadsheet or CSV, or of a table read from a PDF (each row already carries its
+column headers; a PDF table's is shown with its caption); the rows of a table
+flattened into a PDF page's text where no table was found ("PaSa-7b 0.7071 ...
+0.5798", shown with its column line and caption); the record of an API operation or schema; the opening
 of a chunk with none of these. Captions, footnotes, references, navigation and
 boilerplate are never quoted, and neither is anything from a passage under the
 relevance floor (``QUOTE_FLOOR``) or a unit that shares nothing with the
@@ -171,7 +172,8 @@ def _quotable_source(source) -> bool:
     similarity = scores.get("similarity")
     if similarity is not None and similarity < QUOTE_FLOOR and scores.get("lexical_rank") != 1:
         return False
-    return not is_reference_list(source.chunk.content)
+    # A table's rows are answers, though its caption line reads like a figure's (NOT_ANSWER).
+    return bool((source.chunk.metadata or {}).get("table")) or not is_reference_list(source.chunk.content)
 
 
 def units_of(source, rank: int) -> list[Sentence]:
@@ -181,6 +183,10 @@ def units_of(source, rank: int) -> list[Sentence]:
     if ref.startswith(_SHEET_REF):
         rows = [line for line in _lines(content) if len(line) >= MIN_CHARS]
         return [Sentence(row, number, i, rank, "row") for i, row in enumerate(rows)]
+    caption = (source.chunk.metadata or {}).get("table")
+    if caption:  # a table read from a PDF: its chunks start with the caption, then a row per line
+        rows = [line for line in _lines(content) if line != caption and len(line) >= MIN_CHARS]
+        return [Sentence(row, number, i, rank, "table", f'"{caption}"') for i, row in enumerate(rows)]
     if ref.startswith(_RECORD_REFS):
         return [Sentence(_opening(content), number, 0, rank, "record")]
     units = [
@@ -296,8 +302,20 @@ def _opening_first(candidates: list[Sentence], plain: np.ndarray, order: list[in
 
 def _cue(question: str, unit: Sentence) -> float:
     if unit.kind == "table":
-        return table_row_cue(question, unit.text.split(" ", 1)[0])
+        return table_row_cue(question, _row_label(unit.text))
     return answer_cue(question, unit.text, opening=unit.opening)
+
+
+def _row_label(row: str) -> str:
+    """What a table row is about: its first cell ("Method: PaSa-7b; Recall: 0.61" -> "PaSa-7b"), or
+    the first word of a row flattened into a page's text ("PaSa-7b 0.7931 0.1448 ...")."""
+    if _HEADED_CELL.match(row):
+        return row.split("; ", 1)[0].split(": ", 1)[1]
+    return row.split(" ", 1)[0]
+
+
+# A row rendered with its headers starts "Header: value".
+_HEADED_CELL = re.compile(r"^[^;:]{1,80}: ")
 
 
 def _scored_text(unit: Sentence) -> str:

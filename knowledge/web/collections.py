@@ -213,14 +213,11 @@ def collection_documents_status(request, collection_id: int):
     """Polled by the collection page to move progress bars."""
     collection = collection_for_reader(user=request.user, collection_id=collection_id)
     documents_fail_stale(documents=collection.documents.all())
-    rows = collection.documents.values("id", "title", "filename", "status", "error", *PROGRESS_FIELDS)
+    rows = collection.documents.values(
+        "id", "title", "filename", "status", "error", "skipped", *PROGRESS_FIELDS
+    )
     documents = [
-        {
-            **row,
-            "title": row["title"] or row["filename"],
-            "percent": document_progress(document=row)["percent"],
-        }
-        for row in rows
+        {**row, "title": row["title"] or row["filename"], **document_progress(document=row)} for row in rows
     ]
     return JsonResponse({"documents": documents})
 

@@ -53,7 +53,7 @@
       row.state.textContent = "Failed: " + (doc.error || "could not be processed");
       row.state.className = "small state error";
     } else {
-      row.state.textContent = doc.status === "uploaded" ? "uploaded, waiting to be processed…" : "uploaded, processing… " + doc.percent + "%";
+      row.state.textContent = doc.status === "uploaded" ? "uploaded, waiting to be processed…" : "uploaded, processing… " + doc.percent + "%" + (doc.stage ? " · " + doc.stage : "");
       row.state.className = "small state";
     }
   }
@@ -122,7 +122,9 @@
     badge.dataset.role = "status";
     const error = el("div", "error small");
     error.dataset.role = "error";
-    state.append(badge, error);
+    const skipped = el("div", "small warning");
+    skipped.dataset.role = "skipped";
+    state.append(badge, error, skipped);
     const progressCell = el("td", "progress-cell");
     const progress = el("div", "progress");
     const bar = el("span");
@@ -169,13 +171,16 @@
     status.textContent = LABELS[doc.status] || doc.status;
     status.className = "badge status-" + doc.status;
     tr.querySelector('[data-role="error"]').textContent = doc.error || "";
+    const skipped = tr.querySelector('[data-role="skipped"]');
+    if (skipped) skipped.textContent = doc.skipped && doc.skipped.length ? "Left out: " + doc.skipped.join("; ") : "";
     const bar = tr.querySelector('[data-role="bar"]');
     bar.style.width = doc.percent + "%";
     bar.parentNode.classList.toggle("failed", doc.status === "failed");
     const link = tr.querySelector('[data-role="link"]');
     if (link && doc.title) link.textContent = doc.title;
     const detail = tr.querySelector('[data-role="detail"]');
-    if (doc.chunks_total) detail.textContent = doc.chunks_done + "/" + doc.chunks_total + " passages";
+    if (doc.stage) detail.textContent = doc.stage;
+    else if (doc.chunks_total) detail.textContent = doc.chunks_done + "/" + doc.chunks_total + " passages";
     else if (doc.sections_total) detail.textContent = doc.sections_total + " sections";
     renderActions(tr, doc);
     if (uploadRows[doc.id]) showUploadState(uploadRows[doc.id], doc);

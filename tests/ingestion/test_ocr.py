@@ -198,3 +198,43 @@ def test_a_damaged_image_is_refused_with_a_reason(alice):
     response = api.post(url, {"file": SimpleUploadedFile("logo.png", damaged)}, format="multipart")
     assert response.status_code == 400
     assert "logo.png is not a readable image" in response.json()["error"]["message"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_page_that_fails_ocr_is_recorded_and_the_other_pages_are_read(papers, alice):
+    images = page_images(PASA, [1, 2])
+    tiff = io.BytesIO()
+    images[0].save(tiff, format="TIFF", save_all=True, append_images=images[1:])
+    # The second page's pixels are cut short: its header is whole, so the upload is accepted.
+    document = papers("two pages.tiff", tiff.getvalue()[:-5000])
+
+    assert len(document.skipped) == 1
+    assert re.fullmatch(r"page 2 could not be read by OCR \(image file is truncated.*\)", document.skipped[0])
+    assert set(Chunk.objects.filter(document=document).values_list("source_ref", flat=True)) == {"page=1"}
+    api = APIClient()
+    api.force_authenticate(alice)
+    body = api.get(f"/api/v1/documents/{document.pk}/").json()
+    assert body["status"] == "ready" and body["skipped"] == document.skipped
+    assert body["progress"]["stage"] == ""  # nothing is being done any more
+    client = Client()
+    client.force_login(alice)
+    page = client.get(f"/documents/{document.pk}/view/").content.decode()
+    assert "Left out while reading" in page and "page 2 could not be read by OCR" in page
+    listing = client.get(f"/collections/{document.collection_id}/").content.decode()
+    assert "Left out: page 2 could not be read by OCR" in listing
+
+
+def test_the_reader_says_which_page_it_reads_by_ocr_while_it_reads():
+    from knowledge.ingestion.drafts import ChunkingOptions
+    from knowledge.ingestion.extraction_process import extraction_run
+    from knowledge.ingestion.limits import DEFAULT_LIMITS
+
+    options = ChunkingOptions(strategy="paragraph", chunk_size=1000, chunk_overlap=0)
+    with extraction_run(
+        filename="scan.pdf", data=scanned_pdf(PASA, [1, 2, 3]), title="", options=options, limits=DEFAULT_LIMITS
+    ) as run:
+        run.title()
+        seen = {run.stage for _ in run.drafts()}
+    assert seen <= {f"reading page {n} of 3{ocr}" for n in (1, 2, 3) for ocr in ("", " (OCR)")}
+    assert run.stage == "reading page 3 of 3 (OCR)"
+    assert run.skipped == []

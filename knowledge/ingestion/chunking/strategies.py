@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from knowledge.ingestion.chunking.engine import (
     CHAR_LEVELS,
     CHARS,
@@ -29,10 +31,15 @@ def chunk_section(section, strategy, chunk_size, chunk_overlap, count, max_token
     if not text.strip():
         return []
     prefix, prefix_tokens = "", 0
-    if strategy == "semantic":
+    table = bool(section.metadata.get("table"))
+    # A table's caption starts each of its chunks (as its headers start each row): a passage of
+    # rows says which table it is from wherever it is cited.
+    if strategy == "semantic" or table:
         prefix, prefix_tokens = _heading_prefix(section.heading_path, count, max_tokens)
     tokens = Tokens(text, count, prefix, prefix_tokens)
-    if strategy == "paragraph":
+    if table:
+        spans = _rows(text, chunk_size, chunk_overlap, tokens, max_tokens)
+    elif strategy == "paragraph":
         spans = _paragraph(text, chunk_size, chunk_overlap, tokens, max_tokens)
     elif strategy == "sentence":
         spans = _sentence(text, chunk_size, chunk_overlap, tokens, max_tokens)
@@ -65,6 +72,16 @@ def _paragraph(text, size, overlap, tokens, max_tokens) -> list[tuple[int, int, 
 def _sentence(text, size, overlap, tokens, max_tokens) -> list[tuple[int, int, int | None]]:
     units: list[tuple[int, int]] = []
     for a, b in gap_pieces(text, 0, len(text), SENTENCE_UNIT_GAP):
+        units.extend([(a, b)] if b - a <= size else _char_units(text, a, b, size))
+    return _pack_units(text, units, size, overlap, tokens, max_tokens, tail_overlap=False)
+
+
+def _rows(text, size, overlap, tokens, max_tokens) -> list[tuple[int, int, int | None]]:
+    """A table, one row per line: whole rows packed, whole rows overlapping, whatever the strategy (a
+    row cut in two loses its headers or its values). Only a row longer than a chunk is cut."""
+    units: list[tuple[int, int]] = []
+    for row in re.finditer(r"[^\n]+", text):
+        a, b = row.span()
         units.extend([(a, b)] if b - a <= size else _char_units(text, a, b, size))
     return _pack_units(text, units, size, overlap, tokens, max_tokens, tail_overlap=False)
 

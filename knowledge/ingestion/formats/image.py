@@ -8,14 +8,12 @@ kilobytes on disk and gigabytes once decoded); Pillow's own bomb guard is set to
 from __future__ import annotations
 
 import io
-import logging
 from collections.abc import Iterator
 
 from knowledge.ingestion.limits import LimitExceeded, TextBudget, page_cpu_check
 from knowledge.ingestion.ocr import image_pixels_check, ocr_image, ocr_pages_check
+from knowledge.ingestion.reporting import page_stage, report_skipped, report_stage
 from knowledge.ingestion.types import Section, UnreadableDocument
-
-logger = logging.getLogger(__name__)
 
 # The formats read, by the magic bytes that start them.
 IMAGE_SIGNATURES = (
@@ -68,19 +66,21 @@ def image_size_check(filename: str, data: bytes, limits) -> None:
 
 
 def extract_image(filename: str, data: bytes, budget: TextBudget) -> Iterator[Section]:
-    """Each page of the image read by OCR; a page that cannot be read is left out (logged)."""
+    """Each page of the image read by OCR; a page that cannot be read is left out and reported."""
     import time
 
     from PIL import Image, ImageSequence
 
     image_size_check(filename, data, budget.limits)
     with Image.open(io.BytesIO(data)) as image:
+        total = getattr(image, "n_frames", 1)
         for number, frame in enumerate(ImageSequence.Iterator(image), start=1):
+            report_stage(page_stage(number, total, ocr=True))
             started = time.thread_time()
             try:
                 result = ocr_image(frame.convert("RGB"))
             except Exception as exc:  # a damaged frame
-                logger.warning("OCR of page %s of %s failed: %s", number, filename, exc)
+                report_skipped(f"page {number} could not be read by OCR ({exc})")
                 continue
             page_cpu_check(f"page {number} (OCR)", time.thread_time() - started, budget.limits)
             text = budget.charge(result.text).strip()

@@ -1,16 +1,17 @@
 """PDF: one section per page (``page=N``), lines reflowed into paragraphs; a page without a usable
-text layer (a scan) is drawn and read by OCR (knowledge.ingestion.ocr)."""
+text layer (a scan) is drawn and read by OCR (knowledge.ingestion.ocr); each table on a page is a
+section of its own on that page, one row per line with its headers (pdf_tables.py)."""
 
 from __future__ import annotations
 
 import io
-import logging
 import re
 import time
 from collections.abc import Iterator
 
-from knowledge.ingestion.formats.common import clean_text
+from knowledge.ingestion.formats.common import clean_text, render_rows
 from knowledge.ingestion.formats.pdf_content import pdf_content_check
+from knowledge.ingestion.formats.pdf_tables import PdfTable, line_key, page_tables, pages_with_rules
 from knowledge.ingestion.limits import (
     IngestLimits,
     LimitExceeded,
@@ -19,9 +20,8 @@ from knowledge.ingestion.limits import (
     pdf_pages_check,
 )
 from knowledge.ingestion.ocr import OCR_DPI, image_pixels_check, needs_ocr, ocr_image, ocr_pages_check
+from knowledge.ingestion.reporting import page_stage, report_skipped, report_stage
 from knowledge.ingestion.types import ExtractionError, Section, UnreadableDocument
-
-logger = logging.getLogger(__name__)
 
 _BULLET_START = re.compile(r"^(?:[•●○◦▪▫■□‣–]\s|-\s)")
 _SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*$")
@@ -42,18 +42,26 @@ def extract_pdf(filename: str, data: bytes, budget: TextBudget) -> Iterator[Sect
         pdf_pages_check(len(reader.pages), budget.limits)
         pdf_content_check(reader.pages, budget.limits)
         scans = _ScannedPages(data, budget.limits)
+        tables = _Tables(data, budget.limits)
+        total = len(reader.pages)
         for number, page in enumerate(reader.pages, start=1):
+            report_stage(page_stage(number, total))
             # This thread's CPU time: in a worker, the encoder's threads share the process.
             started = time.thread_time()
             raw = page.extract_text() or ""
             page_cpu_check(f"page {number}", time.thread_time() - started, budget.limits)
-            metadata = {}
+            metadata, found = {}, []
             if needs_ocr(raw):
+                report_stage(page_stage(number, total, ocr=True))
                 raw, metadata = scans.read(number)
+            else:
+                found = tables.read(number)
+                raw = _without_table_lines(raw, found)
             text = _pdf_page_text(budget.charge(raw))
             if text:
                 budget.add_section()
                 yield Section(source_ref=f"page={number}", text=text, page=number, metadata=metadata)
+            yield from _table_sections(number, found, budget)
     except ExtractionError:
         raise
     except Exception as exc:  # corrupt PDFs raise anything from KeyError to PdfStreamError
@@ -64,7 +72,7 @@ class _ScannedPages:
     """The pages without a usable text layer, drawn with PDFium and read by OCR, one at a time.
 
     The PDF is opened for drawing only when the first such page is met, so text PDFs never pay for
-    it. A page that cannot be drawn or read is left out (logged), not fatal to the document.
+    it. A page that cannot be drawn or read is left out and reported, not fatal to the document.
     """
 
     def __init__(self, data: bytes, limits: IngestLimits) -> None:
@@ -83,7 +91,7 @@ class _ScannedPages:
         except LimitExceeded:
             raise
         except Exception as exc:  # a page PDFium cannot draw, or an image Tesseract cannot read
-            logger.warning("OCR of page %s failed: %s", number, exc)
+            report_skipped(f"page {number} could not be read by OCR ({exc})")
             return "", {}
         return result.text, {"ocr": True, "ocr_confidence": round(result.confidence, 1)}
 
@@ -99,6 +107,67 @@ class _ScannedPages:
             int(width * scale), int(height * scale), self.limits, f"page {number} drawn for OCR"
         )
         return page.render(scale=scale, grayscale=True).to_pil()
+
+
+class _Tables:
+    """The tables of the pages that draw rules (pdf_tables.py), read with pdfplumber one page at a
+    time. A page whose tables cannot be read keeps its text layer as it is (reported)."""
+
+    def __init__(self, data: bytes, limits: IngestLimits) -> None:
+        self.data, self.limits = data, limits
+        self.pages: set[int] | None = None
+        self.document = None
+
+    def read(self, number: int) -> list[PdfTable]:
+        if self.pages is None:
+            self.pages = pages_with_rules(self.data)
+        if number not in self.pages:
+            return []
+        started = time.thread_time()
+        try:
+            page = self._document().pages[number - 1]
+            try:
+                return page_tables(page)
+            finally:
+                page.close()  # drops the page's layout: memory stays one page deep
+        except Exception as exc:  # pdfminer's errors on a damaged page are of many kinds
+            report_skipped(
+                f"the tables of page {number} could not be read, its text is kept as it is ({exc})"
+            )
+            return []
+        finally:
+            page_cpu_check(f"page {number} (tables)", time.thread_time() - started, self.limits)
+
+    def _document(self):
+        import pdfplumber
+
+        if self.document is None:
+            self.document = pdfplumber.open(io.BytesIO(self.data))
+        return self.document
+
+
+def _without_table_lines(raw: str, tables: list[PdfTable]) -> str:
+    """The page's text without the lines its tables hold: they are given row by row, with headers."""
+    if not tables:
+        return raw
+    keys = frozenset().union(*(table.lines for table in tables))
+    return "\n".join(line for line in raw.split("\n") if line_key(line) not in keys)
+
+
+def _table_sections(number: int, tables: list[PdfTable], budget: TextBudget) -> Iterator[Section]:
+    """One section per table, on its page, under its caption ("Table 5: ...") or "Table K on page N"."""
+    for index, table in enumerate(tables, start=1):
+        caption = table.caption or f"Table {index} on page {number}"
+        text = budget.charge(render_rows(table.rows, header_needs_two_cells=True))
+        if text:
+            budget.add_section()
+            yield Section(
+                source_ref=f"page={number}",
+                text=text,
+                page=number,
+                heading_path=(caption,),
+                metadata={"table": caption},
+            )
 
 
 def _decrypt_pdf(reader) -> None:
