@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,6 +34,7 @@ from knowledge.clients.embedding import embed_short_texts, embed_texts
 from knowledge.ingestion.drafts import ChunkingOptions, document_drafts
 from knowledge.ingestion.extraction_process import extraction_run
 from knowledge.ingestion.headers import embedding_text, title_from_filename
+from knowledge.ingestion.producer import Producer
 from knowledge.ingestion.summary import SummaryDraft, SummaryWriter, summary_by, summary_writer
 from knowledge.ingestion.titles import document_title
 from knowledge.ingestion.types import ChunkDraft, ExtractionError
@@ -45,8 +45,6 @@ logger = logging.getLogger(__name__)
 
 _WRITE_BATCH = 500
 _PROGRESS_INTERVAL_S = 0.5
-# How often an encoder waiting for the reader looks at the reader's stage.
-_IDLE_S = 0.25
 
 
 class DocumentGone(Exception):
@@ -190,7 +188,7 @@ def _drafts_and_vectors(
         if not document.title:  # a title given by the user stays; otherwise the document's own
             _update(document, title=title)
         progress = _Progress(document, run)
-        with _Producer(run.drafts(), on_stop=run.abort) as produced:
+        with Producer(run.drafts(), on_stop=run.abort, ahead=_PRODUCER_AHEAD) as produced:
             # Start as soon as a few drafts are there (the encoder waits only for the first
             # pages), then take at least a batch, and more when the producer has run ahead.
             minimum = min(batch, _FIRST_WINDOW)
@@ -225,77 +223,6 @@ _FIRST_WINDOW = 8
 _WINDOW_BATCHES = 4
 # Drafts the producer may run ahead of the encoder (bounds memory on a huge document).
 _PRODUCER_AHEAD = 2048
-
-
-class _Producer:
-    """Runs a draft iterator in a thread and hands its items over a bounded queue, errors included.
-
-    ``on_stop`` is called when the consumer leaves before the end (it must unblock the iterator).
-    """
-
-    _DONE = object()
-
-    def __init__(self, items: Iterator, *, on_stop=lambda: None):
-        self._items = items
-        self._on_stop = on_stop
-        self._queue: queue.Queue = queue.Queue(maxsize=_PRODUCER_AHEAD)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="ingest-producer", daemon=True)
-        self.count = 0  # items produced so far (read by the consumer for progress)
-        self._finished = False
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()  # the consumer failed or finished: let the producer end
-        if not self._finished:
-            self._on_stop()
-        while self._thread.is_alive():
-            with contextlib.suppress(queue.Empty):  # unblock a producer waiting on a full queue
-                self._queue.get(timeout=0.1)
-        self._thread.join()
-
-    def take(self, *, minimum: int, maximum: int, idle: Callable[[], None] = lambda: None) -> list:
-        """Wait for ``minimum`` items (fewer at the end), then take what else is ready up to ``maximum``.
-
-        ``idle`` is called about every _IDLE_S seconds of waiting (a scanned page takes seconds)."""
-        items: list = []
-        while len(items) < maximum and not self._finished:
-            waiting = len(items) < minimum
-            try:
-                item = self._queue.get(block=waiting, timeout=_IDLE_S if waiting else None)
-            except queue.Empty:
-                if waiting:
-                    idle()
-                    continue
-                break
-            if item is self._DONE:
-                self._finished = True
-            elif isinstance(item, BaseException):
-                self._finished = True
-                raise item
-            else:
-                items.append(item)
-        return items
-
-    def _run(self) -> None:
-        try:
-            for item in self._items:
-                if self._stop.is_set():
-                    return
-                self.count += 1
-                self._put(item)
-            self._put(self._DONE)
-        except BaseException as exc:  # handed to the consumer, which raises it in its own thread
-            self._put(exc)
-
-    def _put(self, item) -> None:
-        while not self._stop.is_set():
-            with contextlib.suppress(queue.Full):
-                self._queue.put(item, timeout=0.1)
-                return
 
 
 class _Progress:

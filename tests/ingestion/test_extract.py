@@ -229,7 +229,7 @@ def pasa_sections():
 
 
 def test_pdf_one_section_per_page_with_page_refs(pasa_sections):
-    # One section per page with text (15 pages), plus one per table found (tests/ingestion/test_pdf_tables.py).
+    # One section per page with text, plus one per table found (tests/ingestion/test_pdf_tables.py).
     pages = [s for s in pasa_sections if "table" not in s.metadata]
     assert 10 <= len(pages) <= 15
     for section in pasa_sections:

@@ -230,8 +230,9 @@ def test_the_reader_says_which_page_it_reads_by_ocr_while_it_reads():
     from knowledge.ingestion.limits import DEFAULT_LIMITS
 
     options = ChunkingOptions(strategy="paragraph", chunk_size=1000, chunk_overlap=0)
+    scan = scanned_pdf(PASA, [1, 2, 3])
     with extraction_run(
-        filename="scan.pdf", data=scanned_pdf(PASA, [1, 2, 3]), title="", options=options, limits=DEFAULT_LIMITS
+        filename="scan.pdf", data=scan, title="", options=options, limits=DEFAULT_LIMITS
     ) as run:
         run.title()
         seen = {run.stage for _ in run.drafts()}

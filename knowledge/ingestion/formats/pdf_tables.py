@@ -9,13 +9,16 @@ Two kinds of table are found, with pdfplumber (word positions and drawn lines fr
   are one table's; the band above the first inner rule is the header; the columns are the gaps
   that no word of a body row crosses.
 
-Only pages that draw two horizontal rules or more are looked at: PDFium counts them in a
-millisecond, while pdfminer's layout of a page costs two to four times pypdf's text. Pure: no Django.
+Only pages that draw three horizontal rules or more with their ends lined up are looked at: PDFium
+finds them in a millisecond, while pdfminer's layout of a page costs two to four times pypdf's text
+(README, "Tables in PDFs"). A grid drawn only as outlined cells, with no rule of its own, is not
+looked for. Pure: no Django.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -52,29 +55,32 @@ class PdfTable:
 
 
 def pages_with_rules(data: bytes) -> set[int]:
-    """The pages (1-based) that draw three horizontal rules or more (a rule table's top, middle and
-    bottom; a grid draws more): the only ones searched for tables."""
+    """The pages (1-based) that draw three horizontal rules or more with their ends lined up (a rule
+    table's top, middle and bottom; a grid's rows): the only ones searched for tables."""
     import pypdfium2 as pdfium
 
     pdf = pdfium.PdfDocument(data)
     try:
-        return {number for number in range(1, len(pdf) + 1) if _draws_rules(pdf[number - 1], pdfium)}
+        return {number for number in range(1, len(pdf) + 1) if _draws_aligned_rules(pdf[number - 1], pdfium)}
     finally:
         pdf.close()
 
 
-def _draws_rules(page, pdfium) -> bool:
-    rules = 0
+def _draws_aligned_rules(page, pdfium) -> bool:
+    # Rules counted by where their ends are, in cells of RULE_ALIGNMENT points; a rule's neighbours
+    # are in its cell or the cells around it.
+    ends: Counter[tuple[int, int]] = Counter()
     try:
         for drawn in page.get_objects(filter=[pdfium.raw.FPDF_PAGEOBJ_PATH]):
             left, bottom, right, top = drawn.get_bounds()
             if top - bottom <= RULE_MAX_HEIGHT and right - left >= RULE_MIN_WIDTH:
-                rules += 1
-                if rules >= MIN_PAGE_RULES:
-                    return True
-        return False
+                ends[round(left / RULE_ALIGNMENT), round(right / RULE_ALIGNMENT)] += 1
     finally:
         page.close()
+    return any(
+        sum(ends[left + dl, right + dr] for dl in (-1, 0, 1) for dr in (-1, 0, 1)) >= MIN_PAGE_RULES
+        for left, right in ends
+    )
 
 
 def page_tables(page) -> list[PdfTable]:
