@@ -214,6 +214,18 @@ KNOWLEDGE_WORKER_PROBE_SECONDS = env_int("KNOWLEDGE_WORKER_PROBE_SECONDS", 15, m
 # On a stop, seconds the cluster has to finish before it is killed; its running
 # jobs are queued again at once (knowledge/worker_supervisor.py).
 KNOWLEDGE_WORKER_STOP_SECONDS = env_int("KNOWLEDGE_WORKER_STOP_SECONDS", 3, minimum=1)
+# Sources a collection follows (knowledge.services.sources). A web source never reaches loopback,
+# private, link-local or metadata addresses, except in these networks (comma-separated CIDRs, e.g.
+# "127.0.0.0/8"; default none). Folder sources, and Git repositories given as local paths, are
+# read only under these folders (comma-separated; default none), and only operators may add them.
+KNOWLEDGE_SOURCES_ALLOWED_NETWORKS = env_str("KNOWLEDGE_SOURCES_ALLOWED_NETWORKS", "")
+KNOWLEDGE_SOURCES_FOLDER_ROOTS = [Path(p).resolve() for p in env_list("KNOWLEDGE_SOURCES_FOLDER_ROOTS", [])]
+# Pages read per sync of a web source, bytes per response, requests per second to one host.
+KNOWLEDGE_SOURCES_MAX_PAGES = env_int("KNOWLEDGE_SOURCES_MAX_PAGES", 500, minimum=1)
+KNOWLEDGE_SOURCES_MAX_RESPONSE_MB = env_int("KNOWLEDGE_SOURCES_MAX_RESPONSE_MB", 20, minimum=1)
+KNOWLEDGE_SOURCES_REQUESTS_PER_SECOND = env_int("KNOWLEDGE_SOURCES_REQUESTS_PER_SECOND", 5, minimum=1)
+# Git mirrors of the repositories followed.
+KNOWLEDGE_SOURCES_DIR = DATA_DIR / "sources"
 # Nesting allowed in JSON request bodies of the API and the pages.
 API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 32, minimum=2)
 

@@ -43,6 +43,7 @@ from knowledge.models import (
     Document,
     LinkGrant,
     Profile,
+    Source,
     Subscription,
 )
 
@@ -209,6 +210,18 @@ def document_for_writer(*, user, document_id) -> Document:
     document = document_for_reader(user=user, document_id=document_id)
     collection_for_writer(user=user, collection_id=document.collection_id)
     return document
+
+
+def source_for_reader(*, user, source_id) -> Source:
+    """A collection's source, if ``user`` may read the collection; otherwise NotFound."""
+    return _readable_row(Source, user, source_id, related="collection", missing="no such source")
+
+
+def source_for_writer(*, user, source_id) -> Source:
+    """A source its collection's writers may sync, change and remove."""
+    source = source_for_reader(user=user, source_id=source_id)
+    collection_for_writer(user=user, collection_id=source.collection_id)
+    return source
 
 
 def profiles_for_user(user) -> QuerySet[Profile]:

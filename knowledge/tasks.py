@@ -10,11 +10,13 @@ import logging
 
 from django.contrib.auth import get_user_model
 
+from config.errors import KnowledgeError
 from knowledge.evaluation.store import eval_run_collection
 from knowledge.ingestion.pipeline import document_process
-from knowledge.models import Collection, Document, EvalSet
+from knowledge.models import Collection, Document, EvalSet, Source
 from knowledge.processing_jobs import job_claim, job_claim_next
 from knowledge.services.documents import documents_fail_stale
+from knowledge.services.sources import source_sync, sync_report
 from knowledge.worker_probes import probe_answer
 
 logger = logging.getLogger(__name__)
@@ -53,4 +55,20 @@ def run_evaluation(eval_set_id: int, collection_id: int, k: int, user_id: int | 
     created_by = get_user_model().objects.filter(pk=user_id).first() if user_id else None
     run = eval_run_collection(eval_set=eval_set, collection=collection, k=k, created_by=created_by)
     logger.info("Evaluation run %s recorded: %s on %s", run.pk, eval_set.name, collection.name)
+    return run.pk
+
+
+def sync_source(source_id: int, trigger: str = "schedule") -> int | None:
+    """One sync of a source (knowledge.services.sources), from the schedule or a "Sync now"; returns
+    the sync's id. A source deleted meanwhile is nothing to do; one syncing already is left to it."""
+    source = Source.objects.select_related("collection").filter(pk=source_id).first()
+    if source is None:
+        logger.info("Source %s is gone; nothing to sync", source_id)
+        return None
+    try:
+        run = source_sync(source=source, trigger=trigger)
+    except KnowledgeError as exc:
+        logger.info("Source %s not synced: %s", source_id, exc)
+        return None
+    logger.info("Source %s synced (%s): %s", source_id, run.status, sync_report(run))
     return run.pk

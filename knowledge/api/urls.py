@@ -7,7 +7,7 @@ from rest_framework.permissions import AllowAny
 
 from accounts.api import urls as token_urls
 from accounts.api.errors import api_not_found
-from knowledge.api import collections, documents, feedback, marketplace, profiles, query, retrieve
+from knowledge.api import collections, documents, feedback, marketplace, profiles, query, retrieve, sources
 
 app_name = "api"
 
@@ -37,6 +37,13 @@ urlpatterns = [
         documents.DocumentReindexView.as_view(),
         name="document_reindex",
     ),
+    path(
+        "collections/<int:collection_id>/sources/",
+        sources.CollectionSourcesView.as_view(),
+        name="collection_sources",
+    ),
+    path("sources/<int:source_id>/", sources.SourceDetailView.as_view(), name="source"),
+    path("sources/<int:source_id>/sync/", sources.SourceSyncView.as_view(), name="source_sync"),
     path("retrieve/", retrieve.RetrieveView.as_view(), name="retrieve"),
     path("query/", query.QueryView.as_view(), name="query"),
     path("sessions/", query.SessionListView.as_view(), name="sessions"),

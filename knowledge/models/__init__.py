@@ -31,3 +31,7 @@ __all__ += ["EvalQuestion", "EvalRun", "EvalSet"]
 from knowledge.models.jobs import ProcessingJob, WorkerHeartbeat, WorkerProbe  # noqa: E402
 
 __all__ += ["ProcessingJob", "WorkerHeartbeat", "WorkerProbe"]
+
+from knowledge.models.sources import Source, SourceItem, SourceSync  # noqa: E402
+
+__all__ += ["Source", "SourceItem", "SourceSync"]

@@ -68,6 +68,8 @@ class Document(models.Model):
     content_hash = models.CharField(max_length=64, help_text="SHA-256 of the original bytes.")
     size = models.BigIntegerField(help_text="Bytes.")
     content_type = models.CharField(max_length=100, blank=True)
+    # Where the document lives when a source brought it: the page's URL, or the file at its commit.
+    origin_url = models.CharField(max_length=2000, blank=True)
     file = models.FileField(upload_to=document_upload_path, max_length=500)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.UPLOADED)
     error = models.TextField(blank=True)

@@ -1,0 +1,387 @@
+"""Reads a Git repository that a collection follows as a source: a bare mirror, its files and changes.
+
+Threat model: the repository, and whoever can push to it, is hostile. It may carry
+- hooks (in its own ``.git/hooks`` or via config): never run. The mirror is bare (nothing is checked
+  out), gets no hook templates (``--template=``), and every git call runs with
+  ``core.hooksPath=/dev/null``; the source's own hooks and config never reach this side of the wire.
+- submodules: never fetched (``--no-recurse-submodules``); a submodule entry is reported as skipped.
+- transports that run commands (``ext::``, ``fd::``), option injection (``--upload-pack=...``, an
+  ssh host like ``-oProxyCommand=...``) and local paths that read the server's disk: refused by
+  ``check_git_url`` before git sees the URL, and by ``GIT_ALLOW_PROTOCOL`` / ``protocol.*.allow`` in
+  case git would interpret it otherwise. A local repository is allowed only when it resolves inside
+  a root the operator allows (``GitPolicy.allowed_roots``).
+- huge files or too many files: files above ``max_file_bytes`` are skipped, more than ``max_files``
+  matching files refuse the whole listing, and every git call has a timeout (the whole process group
+  is killed, so ssh or a remote helper do not linger).
+- symlinks: a symlink is a blob whose content is a path string. Nothing is checked out, so nothing is
+  ever followed on disk; listings skip symlinks rather than ingest their target strings.
+Residual risks the caller owns: the download itself (a huge history fills the disk until the timeout),
+running two updates of one mirror at once, and credentials in an https URL (git keeps the URL in the
+mirror's config).
+
+Pure: no Django import, so it can be tested and reused without a database.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
+
+LOCAL_REFUSED = (
+    "local repositories are refused unless under a root the operator allows (KNOWLEDGE_SOURCES_FOLDER_ROOTS)"
+)
+# A remote helper ("ext::sh -c ..."): git runs the helper named before "::", so none is accepted.
+_REMOTE_HELPER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9+.-]*::")
+# scp-like ssh ("git@host:owner/repo.git"); the host must not start with "-" (ssh would read an option).
+_SCP_LIKE = re.compile(r"^(?P<user>[A-Za-z0-9._-]+)@(?P<host>[A-Za-z0-9][A-Za-z0-9.-]*):(?P<path>.+)$")
+_HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*$")
+_OBJECT_ID = re.compile(r"^[0-9a-fA-F]{4,64}$")
+_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
+# Variables from the caller's environment that would point git at another repository, config or
+# object store; only the ssh/TLS settings an operator sets on purpose are kept.
+_KEPT_GIT_VARIABLES = frozenset({"GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_SSL_CAINFO"})
+_SYMLINK_MODE = "120000"
+
+
+class GitRefused(Exception):
+    """The URL, branch or request is not allowed by the policy; ``reason`` says why, for people."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class GitFailed(Exception):
+    """git ran and failed (or timed out); ``reason`` ends with git's own last line of error."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class GitPolicy:
+    allowed_roots: tuple[Path, ...] = ()
+    timeout_s: float = 300
+    max_file_bytes: int = 50 * 1024 * 1024
+    max_files: int = 5000
+
+
+@dataclass(frozen=True)
+class GitFile:
+    path: str
+    blob_sha: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Changes:
+    added: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+
+# --- URLs -------------------------------------------------------------------------------------------
+
+
+def check_git_url(url: str, policy: GitPolicy) -> None:
+    """Raise GitRefused unless ``url`` is https, ssh (needs keys configured for the server's user), or a
+    local repository inside one of the policy's allowed roots."""
+    _git_target(url, policy)
+
+
+def _git_target(url: str, policy: GitPolicy) -> tuple[str, bool]:
+    """What to hand git for ``url`` and whether it is local (local: the resolved path, so a symlink
+    swapped after the check cannot redirect git elsewhere)."""
+    if not url or url != url.strip() or any(ch.isspace() or ord(ch) < 32 for ch in url):
+        raise GitRefused("the URL is empty or contains spaces or control characters")
+    if url.startswith("-"):
+        raise GitRefused("a URL may not start with '-' (git would read it as an option)")
+    if _REMOTE_HELPER.match(url):
+        raise GitRefused("remote helpers ('transport::address', such as ext:: or fd::) are refused")
+    if "://" in url:
+        return _checked_url_with_scheme(url, policy)
+    if match := _SCP_LIKE.match(url):
+        if match["path"].startswith("-"):
+            raise GitRefused("the repository path may not start with '-'")
+        return url, False
+    return str(_allowed_local_path(Path(url), policy)), True
+
+
+def _checked_url_with_scheme(url: str, policy: GitPolicy) -> tuple[str, bool]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise GitRefused("file:// URLs must name a path on this machine")
+        return str(_allowed_local_path(Path(unquote(parts.path)), policy)), True
+    if scheme not in ("https", "ssh"):
+        raise GitRefused(f"the {scheme or 'unknown'} transport is refused; use https:// or ssh://")
+    if not parts.hostname or not _HOSTNAME.match(parts.hostname):
+        raise GitRefused("the URL has no valid host name")
+    if (parts.username or "").startswith("-"):
+        raise GitRefused("the URL's user name may not start with '-'")
+    return url, False
+
+
+def _allowed_local_path(path: Path, policy: GitPolicy) -> Path:
+    if not path.is_absolute():
+        raise GitRefused(
+            "not a repository URL (https://, ssh:// or user@host:path) nor an absolute local path"
+        )
+    resolved = path.resolve()
+    if not any(resolved.is_relative_to(root.resolve()) for root in policy.allowed_roots):
+        raise GitRefused(LOCAL_REFUSED)
+    return resolved
+
+
+def file_url(url: str, commit: str, path: str) -> str | None:
+    """A link to ``path`` at ``commit`` on GitHub- or GitLab-like https hosts, else None. Credentials in
+    the URL are dropped: the link is shown to readers."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if parts.scheme.lower() != "https" or not _OBJECT_ID.match(commit):
+        return None
+    project = parts.path.strip("/").removesuffix(".git").strip("/")
+    base = f"https://{host}{f':{parts.port}' if parts.port else ''}/{project}"
+    quoted = quote(path.lstrip("/"), safe="/")
+    if _is_host_family(host, "github") and project.count("/") == 1:
+        return f"{base}/blob/{commit}/{quoted}"
+    if _is_host_family(host, "gitlab") and project.count("/") >= 1:  # GitLab nests groups
+        return f"{base}/-/blob/{commit}/{quoted}"
+    return None
+
+
+def _is_host_family(host: str, name: str) -> bool:
+    return host == f"{name}.com" or host.startswith(f"{name}.")
+
+
+# --- Globs ------------------------------------------------------------------------------------------
+
+
+def glob_match(path: str, pattern: str) -> bool:
+    """Whether the repository path ``path`` matches ``pattern``.
+
+    - ``*``, ``?`` and ``[...]`` match within one path segment (never across ``/``), case-sensitively.
+    - ``**`` as a whole segment matches zero or more directories (``docs/**/*.md`` matches
+      ``docs/a.md`` and ``docs/x/y.md``); a trailing ``/**`` or ``/`` matches everything below.
+    - A pattern with a ``/`` is anchored at the repository root (a leading ``/`` is ignored); one
+      without a ``/`` matches the file name at any depth, as in .gitignore (``*.md`` matches
+      ``README.md`` and ``docs/a.md``).
+    """
+    if not pattern or not path:
+        return False
+    if pattern.endswith("/"):
+        pattern += "**"
+    if "/" not in pattern:
+        pattern = "**/" + pattern
+    return _segments_match(path.split("/"), pattern.lstrip("/").split("/"))
+
+
+def _segments_match(path: list[str], pattern: list[str]) -> bool:
+    # The path positions reachable after each pattern segment: linear in their product, so patterns
+    # full of "**" cannot blow up the way naive backtracking does.
+    reachable = {0}
+    for index, segment in enumerate(pattern):
+        if not reachable:
+            return False
+        if segment == "**":
+            trailing = index == len(pattern) - 1  # "docs/**" means something inside docs/
+            reachable = set(range(min(reachable) + trailing, len(path) + 1))
+        else:
+            reachable = {i + 1 for i in reachable if i < len(path) and fnmatchcase(path[i], segment)}
+    return len(path) in reachable
+
+
+def _matches_any(path: str, globs: list[str]) -> bool:
+    return any(glob_match(path, pattern) for pattern in globs)
+
+
+# --- The mirror -------------------------------------------------------------------------------------
+
+
+class GitMirror:
+    """A bare mirror of one branch of ``url``, kept in ``path`` (a directory the caller owns)."""
+
+    def __init__(self, path: Path, url: str, branch: str, policy: GitPolicy):
+        self.path = Path(path)
+        self.url = url
+        self.branch = branch
+        self.policy = policy
+
+    def update(self) -> str:
+        """Clone (first time) or fetch the branch; return its commit SHA."""
+        target, local = _git_target(self.url, self.policy)
+        self._check_branch()
+        remote = _remote_options(local)
+        ref = f"refs/heads/{self.branch}"
+        if (self.path / "HEAD").is_file():
+            # The URL is given each time rather than read from the mirror's config, so a changed URL
+            # is followed; "+" accepts force-pushed history.
+            fetch = ["fetch", "--no-tags", "--no-recurse-submodules", "--", target, f"+{ref}:{ref}"]
+            self._git(*remote, *fetch, verb="fetch")
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            clone = [
+                "clone",
+                "--quiet",
+                "--bare",
+                "--template=",
+                "--single-branch",
+                "--no-recurse-submodules",
+            ]
+            # --no-local: a local source goes through upload-pack like a remote one, instead of
+            # hard-linking or copying its object directory (which may hold symlinks out of the root).
+            clone += ["--no-local"] if local else []
+            self._run_git(
+                *remote, *clone, "--branch", self.branch, "--", target, str(self.path), verb="clone"
+            )
+        return self._branch_commit(ref)
+
+    def files(self, commit: str, globs: list[str]) -> tuple[list[GitFile], list[tuple[str, str]]]:
+        """The blobs at ``commit`` whose paths match any of ``globs``, and the matching paths skipped,
+        each with its reason (too large, a symlink, a submodule)."""
+        listing = self._git("ls-tree", "-r", "-l", "-z", "--full-tree", _object_id(commit), verb="ls-tree")
+        files: list[GitFile] = []
+        skipped: list[tuple[str, str]] = []
+        for mode, kind, sha, size, path in _tree_entries(listing):
+            if not _matches_any(path, globs):
+                continue
+            if reason := self._skip_reason(mode, kind, size):
+                skipped.append((path, reason))
+            else:
+                files.append(GitFile(path=path, blob_sha=sha, size=int(size)))
+        if len(files) > self.policy.max_files:
+            limit = self.policy.max_files
+            raise GitRefused(f"{len(files)} files match, more than the {limit} allowed; narrow the patterns")
+        return files, skipped
+
+    def changes(self, old_commit: str, new_commit: str, globs: list[str]) -> Changes:
+        """The matching paths added, modified and deleted between two commits; a rename counts as a
+        deletion and an addition."""
+        # diff-tree, the plumbing behind "git diff", ignores diff settings from config.
+        args = ["diff-tree", "-r", "-z", "--name-status", "--no-renames", "--no-ext-diff"]
+        output = self._git(*args, _object_id(old_commit), _object_id(new_commit), "--", verb="diff")
+        changes = Changes()
+        by_status = {"A": changes.added, "D": changes.deleted, "M": changes.modified, "T": changes.modified}
+        fields = output.split("\0")
+        for status, path in zip(fields[0::2], fields[1::2], strict=False):
+            if status[:1] in by_status and _matches_any(path, globs):
+                by_status[status[:1]].append(path)
+        return changes
+
+    def read(self, blob_sha: str) -> bytes:
+        """The content of one blob (a symlink's blob is its target path, never followed)."""
+        blob = _object_id(blob_sha)
+        # Checked first because any SHA may be asked for, not only those files() listed.
+        size = int(self._git("cat-file", "-s", blob, verb="cat-file"))
+        if size > self.policy.max_file_bytes:
+            raise GitRefused(f"the file has {size} bytes, more than the {self.policy.max_file_bytes} allowed")
+        return self._run_git(f"--git-dir={self.path}", "cat-file", "blob", blob, verb="cat-file")
+
+    def _branch_commit(self, ref: str) -> str:
+        try:
+            return self._git(
+                "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", verb="rev-parse"
+            ).strip()
+        except GitFailed:
+            # clone --branch also accepts a tag, which leaves no branch behind.
+            raise GitFailed(f"branch {self.branch} not found in the mirror (is it a tag?)") from None
+
+    def _skip_reason(self, mode: str, kind: str, size: str) -> str | None:
+        if kind == "commit":
+            return "a submodule (submodules are not fetched)"
+        if kind != "blob":
+            return f"not a file ({kind})"
+        if mode == _SYMLINK_MODE:
+            return "a symbolic link (links are not followed)"
+        if int(size) > self.policy.max_file_bytes:
+            return f"{size} bytes, more than the {self.policy.max_file_bytes} allowed"
+        return None
+
+    def _check_branch(self) -> None:
+        if not self.branch or self.branch.startswith("-"):
+            raise GitRefused("the branch name is empty or starts with '-'")
+        probe = subprocess.run(
+            ["git", "check-ref-format", f"refs/heads/{self.branch}"], capture_output=True, env=_git_env()
+        )
+        if probe.returncode:
+            raise GitRefused(f"{self.branch!r} is not a valid branch name")
+
+    def _git(self, *args: str, verb: str) -> str:
+        """Run a git command on the mirror; its output as text (paths not in UTF-8 get U+FFFD)."""
+        output = self._run_git(f"--git-dir={self.path}", *args, verb=verb)
+        return output.decode("utf-8", errors="replace")
+
+    def _run_git(self, *args: str, verb: str) -> bytes:
+        hardened = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
+        return _run(["git", *hardened, *args], timeout=self.policy.timeout_s, verb=verb)
+
+
+def _remote_options(local: bool) -> list[str]:
+    # The file protocol only for a URL that passed the allowed-roots check; GIT_ALLOW_PROTOCOL
+    # (_git_env) repeats this, overriding any config that would say otherwise.
+    file_allowed = "always" if local else "never"
+    return ["-c", f"protocol.file.allow={file_allowed}", "-c", "protocol.ext.allow=never"]
+
+
+def _tree_entries(listing: str):
+    """(mode, type, sha, size, path) per entry of ``ls-tree -r -l -z``; size is "-" for submodules."""
+    for entry in filter(None, listing.split("\0")):
+        meta, path = entry.split("\t", 1)
+        mode, kind, sha, size = meta.split()
+        yield mode, kind, sha, size, path
+
+
+def _object_id(value: str) -> str:
+    # Only hex reaches git as a revision, so a stored value can never become an option or a ref name.
+    if not _OBJECT_ID.match(value or ""):
+        raise GitRefused(f"{value!r} is not a commit or blob id")
+    return value
+
+
+def _git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEPT_GIT_VARIABLES}
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",  # the system config is not ours to trust for a hostile remote
+        GIT_TERMINAL_PROMPT="0",  # never wait for a password nobody will type
+        GIT_ALLOW_PROTOCOL="https:ssh:file",  # file is further limited per call (protocol.file.allow)
+    )
+    return env
+
+
+def _run(command: list[str], *, timeout: float, verb: str) -> bytes:
+    """Run git without a shell; kill its whole process group (ssh, remote helpers) on timeout. The new
+    session also has no terminal, so ssh fails instead of asking for a password or a host key."""
+    try:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_git_env(),
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise GitFailed("git is not installed on the server") from None
+    try:
+        output, errors = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise GitFailed(f"git {verb} took longer than {timeout:g} s and was stopped") from None
+    if process.returncode:
+        raise GitFailed(f"git {verb} failed: {_last_line(errors)}")
+    return output
+
+
+def _last_line(stderr: bytes) -> str:
+    lines = [line.strip() for line in stderr.decode("utf-8", errors="replace").splitlines() if line.strip()]
+    # git may echo the URL; its credentials must not reach logs or the page.
+    return _CREDENTIALS.sub("***@", lines[-1]) if lines else "no error message"

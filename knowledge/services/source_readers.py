@@ -1,0 +1,360 @@
+"""What a source holds now: its items, each either fetched again (changed or new) or known unchanged.
+
+One reader per kind of source. A reader never fetches what it can tell is unchanged: a web page is
+asked for with its ETag and Last-Modified (a 304 is unchanged); a Git repository's changes come from
+the diff between the last synced commit and the new one; a folder's file is read again only when its
+modification time or size moved. The sync (knowledge.services.sources) then compares the content's
+hash, so a page served again with the same bytes is unchanged too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urldefrag, urljoin, urlsplit
+
+from django.conf import settings
+
+from config.errors import KnowledgeError
+from knowledge.clients.git_source import GitMirror, GitPolicy, check_git_url, file_url, glob_match
+from knowledge.clients.web_fetch import (
+    FetchFailed,
+    FetchPolicy,
+    FetchRefused,
+    RobotsRules,
+    WebFetcher,
+    parse_networks,
+)
+from knowledge.models import Source, SourceItem
+
+# A page's links are followed to this depth from the start URL unless the source says otherwise.
+DEFAULT_MAX_DEPTH = 3
+# Sitemap indexes nest; a sitemap of sitemaps of sitemaps is enough.
+MAX_SITEMAP_DEPTH = 3
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+
+@dataclass
+class Listed:
+    """One item as the source has it now. ``data`` None: unchanged since the last sync (not fetched)."""
+
+    key: str
+    origin_url: str = ""
+    filename: str = ""
+    data: bytes | None = None
+    etag: str = ""
+    last_modified: str = ""
+    error: str = ""
+
+
+class SourceReadError(KnowledgeError):
+    """The source as a whole could not be read (its start URL refused, its repository not found)."""
+
+
+def reader_for(source: Source, known: dict[str, SourceItem]):
+    return {Source.Kind.WEB: WebReader, Source.Kind.GIT: GitReader, Source.Kind.FOLDER: FolderReader}[
+        source.kind
+    ](source, known)
+
+
+# -- web ------------------------------------------------------------------------------------------
+
+
+def fetch_policy() -> FetchPolicy:
+    try:
+        networks = parse_networks(settings.KNOWLEDGE_SOURCES_ALLOWED_NETWORKS)
+    except ValueError as exc:
+        raise SourceReadError(f"KNOWLEDGE_SOURCES_ALLOWED_NETWORKS: {exc}") from exc
+    return FetchPolicy(
+        allowed_networks=networks,
+        max_bytes=settings.KNOWLEDGE_SOURCES_MAX_RESPONSE_MB * 1024 * 1024,
+        requests_per_second_per_host=float(settings.KNOWLEDGE_SOURCES_REQUESTS_PER_SECOND),
+    )
+
+
+class WebReader:
+    """A site from its start URL (links followed within its host and path prefix, to a depth) or from
+    its sitemap (the pages it lists). robots.txt is obeyed; at most KNOWLEDGE_SOURCES_MAX_PAGES."""
+
+    def __init__(self, source: Source, known: dict[str, SourceItem]) -> None:
+        self.source, self.known = source, known
+        options = source.options or {}
+        start = urlsplit(source.location)
+        self.host = start.netloc
+        self.prefix = options.get("path_prefix") or _folder_of(start.path)
+        self.max_depth = int(options.get("max_depth", DEFAULT_MAX_DEPTH))
+        self.max_pages = min(int(options.get("max_pages", settings.KNOWLEDGE_SOURCES_MAX_PAGES)),
+                             settings.KNOWLEDGE_SOURCES_MAX_PAGES)  # fmt: skip
+        self.fetcher = WebFetcher(fetch_policy())
+        self.complete = True  # every page was listed (so the known ones not listed are gone)
+        self.cursor = ""
+
+    def items(self) -> Iterator[Listed]:
+        try:
+            robots = RobotsRules.fetch(self.fetcher, self.source.location)
+            first = self.fetcher.get(self.source.location)
+        except (FetchRefused, FetchFailed) as exc:
+            raise SourceReadError(f"{self.source.location} could not be read: {exc.reason}") from exc
+        if _is_sitemap(first.body):
+            yield from self._pages(self._sitemap_urls(first.body), robots, crawl=False)
+        else:
+            yield from self._pages([self.source.location], robots, crawl=True)
+
+    def _pages(self, urls: list[str], robots: RobotsRules, *, crawl: bool) -> Iterator[Listed]:
+        queue = deque((url, 0) for url in urls)
+        seen: set[str] = set()
+        while queue:
+            url, depth = queue.popleft()
+            if url in seen or not self._inside(url) or not robots.allows(url):
+                continue
+            if len(seen) >= self.max_pages:
+                self.complete = False  # the rest was not looked at: nothing may be taken for gone
+                return
+            seen.add(url)
+            listed, html = self._page(url)
+            yield listed
+            if crawl and html and depth < self.max_depth:
+                queue.extend((link, depth + 1) for link in _links(html, url))
+
+    def _page(self, url: str) -> tuple[Listed, bytes | None]:
+        """The page as listed, and its HTML (the stored copy when unchanged) for its links."""
+        item = self.known.get(url)
+        try:
+            result = self.fetcher.get(
+                url, etag=item.etag if item else "", last_modified=item.last_modified if item else ""
+            )
+        except (FetchRefused, FetchFailed) as exc:  # this page fails; the sync goes on
+            return Listed(url, url, error=exc.reason), None
+        if result.not_modified and item is not None:
+            return Listed(url, url, etag=item.etag, last_modified=item.last_modified), _stored(item)
+        if result.status != 200:
+            return Listed(url, url, error=f"HTTP {result.status}"), None
+        html = result.content_type.split(";")[0].strip().lower() in _HTML_TYPES
+        listed = Listed(
+            key=url,
+            origin_url=result.url,
+            filename=_web_filename(url, html),
+            data=result.body,
+            etag=result.etag,
+            last_modified=result.last_modified,
+        )
+        return listed, result.body if html else None
+
+    def _inside(self, url: str) -> bool:
+        parts = urlsplit(url)
+        return (
+            parts.scheme in ("http", "https")
+            and parts.netloc == self.host
+            and parts.path.startswith(self.prefix)
+        )
+
+    def _sitemap_urls(self, body: bytes, depth: int = 0) -> list[str]:
+        locations = _sitemap_locations(body)
+        if not _is_sitemap_index(body) or depth >= MAX_SITEMAP_DEPTH:
+            return locations
+        urls: list[str] = []
+        for location in locations[: self.max_pages]:
+            try:
+                urls += self._sitemap_urls(self.fetcher.get(location).body, depth + 1)
+            except (FetchRefused, FetchFailed):
+                self.complete = False  # its pages are not listed: none may be taken for gone
+        return urls
+
+
+def _folder_of(path: str) -> str:
+    return path.rsplit("/", 1)[0] + "/" if "/" in path else "/"
+
+
+def _stored(item: SourceItem) -> bytes | None:
+    document = item.document
+    if document is None or not document.file:
+        return None
+    with document.file.open("rb") as stored:
+        return stored.read()
+
+
+def _links(html: bytes, base: str) -> list[str]:
+    import lxml.html
+
+    try:
+        tree = lxml.html.fromstring(html)
+    except (ValueError, lxml.etree.ParserError):
+        return []
+    links = []
+    for href in tree.xpath("//a/@href"):
+        url, _fragment = urldefrag(urljoin(base, href.strip()))
+        links.append(url)
+    return links
+
+
+_SITEMAP_START = re.compile(
+    rb"^\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:\w+:)?(urlset|sitemapindex)\b", re.S
+)
+
+
+def _is_sitemap(body: bytes) -> bool:
+    return bool(_SITEMAP_START.match(body[:2000]))
+
+
+def _is_sitemap_index(body: bytes) -> bool:
+    match = _SITEMAP_START.match(body[:2000])
+    return bool(match and match.group(1) == b"sitemapindex")
+
+
+def _sitemap_locations(body: bytes) -> list[str]:
+    """The <loc> of a sitemap; defusedxml refuses entities and DTDs (a billion laughs)."""
+    from defusedxml import ElementTree
+
+    try:
+        root = ElementTree.fromstring(body)
+    except Exception as exc:  # defusedxml's refusals and XML syntax errors alike
+        raise SourceReadError(f"the sitemap could not be read ({exc})") from exc
+    return [element.text.strip() for element in root.iter() if element.tag.endswith("loc") and element.text]
+
+
+def _web_filename(url: str, html: bool) -> str:
+    """A document name that says where the page is and keeps the pages of one site apart:
+    "docs.example.org_guide_install.html"."""
+    parts = urlsplit(url)
+    path = parts.path.strip("/") or "index"
+    name = f"{parts.netloc}_{path}".replace("/", "_")
+    if parts.query:
+        name += "_" + re.sub(r"[^\w.-]+", "_", parts.query)[:40]
+    if html and not name.lower().endswith((".html", ".htm")):
+        name += ".html"
+    return name
+
+
+# -- git ------------------------------------------------------------------------------------------
+
+
+def git_policy() -> GitPolicy:
+    return GitPolicy(allowed_roots=tuple(settings.KNOWLEDGE_SOURCES_FOLDER_ROOTS))
+
+
+class GitReader:
+    """A branch's files that match the source's globs; after the first sync, only the diff's."""
+
+    def __init__(self, source: Source, known: dict[str, SourceItem]) -> None:
+        self.source, self.known = source, known
+        options = source.options or {}
+        self.branch = options.get("branch") or "main"
+        self.globs = options.get("globs") or ["**/*.md"]
+        self.mirror = GitMirror(
+            Path(settings.KNOWLEDGE_SOURCES_DIR) / str(source.pk) / "repo.git",
+            source.location,
+            self.branch,
+            git_policy(),
+        )
+        self.complete = True
+        self.cursor = ""
+
+    def items(self) -> Iterator[Listed]:
+        self.cursor = self.mirror.update()
+        previous = self.source.cursor
+        if previous and previous == self.cursor:
+            yield from (self._unchanged(key) for key in self.known)
+            return
+        if previous:
+            changes = self.mirror.changes(previous, self.cursor, self.globs)
+            changed = set(changes.added) | set(changes.modified)
+            gone = set(changes.deleted)
+            yield from (self._unchanged(key) for key in self.known if key not in changed | gone)
+            files, skipped = self.mirror.files(self.cursor, self.globs)
+            files = [f for f in files if f.path in changed]
+        else:
+            files, skipped = self.mirror.files(self.cursor, self.globs)
+        for path, reason in skipped:
+            yield Listed(path, error=reason)
+        for file in files:
+            yield Listed(
+                key=file.path,
+                origin_url=self._origin(file.path),
+                filename=file.path.replace("/", "_"),
+                data=self.mirror.read(file.blob_sha),
+            )
+
+    def _unchanged(self, key: str) -> Listed:
+        return Listed(key, origin_url=self.known[key].origin_url)
+
+    def _origin(self, path: str) -> str:
+        return (
+            file_url(self.source.location, self.cursor, path)
+            or f"{self.source.location}@{self.cursor}:{path}"
+        )
+
+
+# -- folder ---------------------------------------------------------------------------------------
+
+# Files read per sync of a folder.
+MAX_FOLDER_FILES = 5000
+
+
+class FolderReader:
+    """The files under a server folder (only under KNOWLEDGE_SOURCES_FOLDER_ROOTS) that match the
+    source's globs; a file is read again only when its modification time or size moved."""
+
+    def __init__(self, source: Source, known: dict[str, SourceItem]) -> None:
+        self.source, self.known = source, known
+        self.root = folder_root_checked(source.location)
+        self.globs = (source.options or {}).get("globs") or ["**/*"]
+        self.complete = True
+        self.cursor = ""
+
+    def items(self) -> Iterator[Listed]:
+        count = 0
+        for path in self._files():
+            count += 1
+            if count > MAX_FOLDER_FILES:
+                self.complete = False
+                return
+            yield self._listed(path)
+
+    def _files(self) -> Iterator[Path]:
+        # Symbolic links are not followed: a link could lead out of the allowed root.
+        for folder, _dirs, names in os.walk(self.root, followlinks=False):
+            for name in sorted(names):
+                path = Path(folder) / name
+                relative = path.relative_to(self.root).as_posix()
+                if not path.is_symlink() and any(glob_match(relative, g) for g in self.globs):
+                    yield path
+
+    def _listed(self, path: Path) -> Listed:
+        key = path.relative_to(self.root).as_posix()
+        stat = path.stat()
+        stamp = f"{stat.st_mtime_ns}:{stat.st_size}"
+        item = self.known.get(key)
+        if item is not None and item.last_modified == stamp and not item.error:
+            return Listed(key, origin_url=item.origin_url, last_modified=stamp)
+        if stat.st_size > settings.KNOWLEDGE_MAX_UPLOAD_BYTES:
+            limit = settings.KNOWLEDGE_MAX_UPLOAD_BYTES // (1024 * 1024)
+            return Listed(key, error=f"the file is larger than {limit} MB (KNOWLEDGE_MAX_UPLOAD_MB)")
+        return Listed(
+            key, origin_url="", filename=key.replace("/", "_"), data=path.read_bytes(), last_modified=stamp
+        )
+
+
+def folder_root_checked(location: str) -> Path:
+    """The folder, if it is under one of the roots the operator allows."""
+    root = Path(location).resolve()
+    allowed = settings.KNOWLEDGE_SOURCES_FOLDER_ROOTS
+    if not any(root == base or base in root.parents for base in allowed):
+        raise SourceReadError(
+            f"{location} is not under a folder the operator allows (KNOWLEDGE_SOURCES_FOLDER_ROOTS)"
+        )
+    if not root.is_dir():
+        raise SourceReadError(f"{location} is not a folder")
+    return root
+
+
+def git_url_checked(url: str) -> None:
+    from knowledge.clients.git_source import GitRefused
+
+    try:
+        check_git_url(url, git_policy())
+    except GitRefused as exc:
+        raise SourceReadError(exc.reason) from exc

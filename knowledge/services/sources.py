@@ -1,0 +1,277 @@
+"""Sources: a collection follows a web site, a Git repository or a server folder and stays current.
+
+A sync lists what the source holds now (knowledge.services.source_readers), uploads what is new or
+changed exactly as an upload is (same limits, same type detection; a new version replaces the old
+document only once it is ready), leaves the unchanged alone (nothing fetched twice, nothing embedded
+again), and removes an item gone from the source once it has been gone for the source's grace
+period. Every failure is kept with its item and reason; the sync goes on with the other items.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from django.db import transaction
+from django.utils import timezone
+
+from config.errors import KnowledgeError
+from knowledge.models import Chunk, Collection, Document, Source, SourceItem, SourceSync
+from knowledge.services.documents import document_delete, document_upload
+from knowledge.services.source_readers import (
+    Listed,
+    SourceReadError,
+    folder_root_checked,
+    git_url_checked,
+    reader_for,
+)
+
+# A sync that has not finished after this long belongs to a process that died: another may start.
+STALE_SYNC = datetime.timedelta(hours=6)
+
+
+def source_kind_guess(location: str) -> str:
+    """web for an http(s) URL, git for a repository URL (.git, ssh, git@), folder for a path."""
+    if location.startswith(("git@", "ssh://")) or location.rstrip("/").endswith(".git"):
+        return Source.Kind.GIT
+    if location.startswith(("http://", "https://")):
+        return Source.Kind.WEB
+    return Source.Kind.FOLDER
+
+
+def source_add(
+    *,
+    collection: Collection,
+    location: str,
+    kind: str = "",
+    options: dict | None = None,
+    interval_hours: int | None = None,
+    grace_hours: int = 24,
+    user=None,
+    operator: bool = False,
+) -> Source:
+    """A new source for ``collection``; its location is checked now, not at its first sync."""
+    location = location.strip()
+    kind = kind or source_kind_guess(location)
+    _location_check(kind, location, operator=operator)
+    return Source.objects.create(
+        collection=collection,
+        kind=kind,
+        location=location,
+        options=options or {},
+        interval_hours=interval_hours,
+        grace_hours=grace_hours,
+        created_by=user,
+    )
+
+
+def _location_check(kind: str, location: str, *, operator: bool) -> None:
+    if kind not in Source.Kind.values:
+        raise KnowledgeError(f"unknown kind of source {kind!r}: choose web, git or folder")
+    if kind == Source.Kind.WEB:
+        parts = urlsplit(location)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise KnowledgeError(f"{location!r} is not an http or https URL")
+    elif kind == Source.Kind.GIT:
+        git_url_checked(location)
+    else:
+        if not operator:
+            raise KnowledgeError("only operators may add a server folder as a source")
+        folder_root_checked(location)
+
+
+def source_sync(
+    *, source: Source, trigger: str, wait: bool = False, on_stage: Callable[[str], None] | None = None
+):
+    """Sync ``source`` now; with ``wait`` its documents are processed before this returns."""
+    run = _sync_start(source, trigger)
+    counts = _Counts(run, on_stage)
+    try:
+        reader = reader_for(source, _known(source))
+        for listed in reader.items():
+            counts.seen.add(listed.key)
+            _apply(source, listed, counts, wait)
+        if reader.complete:
+            _remove_gone(source, counts)
+        if reader.cursor:
+            Source.objects.filter(pk=source.pk).update(cursor=reader.cursor)
+            source.cursor = reader.cursor
+    except (SourceReadError, KnowledgeError) as exc:
+        return _sync_finish(run, counts, error=str(exc))
+    except Exception as exc:  # a reader's failure of any kind ends this sync, recorded, not silently
+        return _sync_finish(run, counts, error=f"the sync failed: {getattr(exc, 'reason', '') or exc}")
+    return _sync_finish(run, counts, wait=wait)
+
+
+class _Counts:
+    def __init__(self, run: SourceSync, on_stage) -> None:
+        self.run, self.on_stage = run, on_stage
+        self.seen: set[str] = set()
+        self.documents: list[int] = []
+
+    def stage(self, text: str) -> None:
+        self.run.stage = text[:300]
+        SourceSync.objects.filter(pk=self.run.pk).update(stage=self.run.stage, **self.numbers())
+        if self.on_stage:
+            self.on_stage(text)
+
+    def add(self, field: str) -> None:
+        setattr(self.run, field, getattr(self.run, field) + 1)
+
+    def fail(self, key: str, reason: str) -> None:
+        self.add("failed")
+        self.run.errors.append({"item": key, "reason": reason})
+
+    def numbers(self) -> dict:
+        fields = ("added", "updated", "unchanged", "deleted", "failed")
+        return {field: getattr(self.run, field) for field in fields} | {"errors": self.run.errors}
+
+
+def _sync_start(source: Source, trigger: str) -> SourceSync:
+    with transaction.atomic():
+        Source.objects.select_for_update().get(pk=source.pk)  # one sync of a source starts at a time
+        running = source.syncs.filter(
+            status=SourceSync.Status.RUNNING, started_at__gte=timezone.now() - STALE_SYNC
+        )
+        if running.exists():
+            raise KnowledgeError("this source is being synced already; wait for that sync to end")
+        return SourceSync.objects.create(source=source, trigger=trigger)
+
+
+def _running(source: Source):
+    return source.syncs.filter(status=SourceSync.Status.RUNNING, started_at__gte=timezone.now() - STALE_SYNC)
+
+
+def _known(source: Source) -> dict[str, SourceItem]:
+    return {item.key: item for item in source.items.select_related("document")}
+
+
+def _apply(source: Source, listed: Listed, counts: _Counts, wait: bool) -> None:
+    counts.stage(f"reading {listed.key}")
+    item = SourceItem.objects.filter(source=source, key=listed.key).select_related("document").first()
+    if listed.error:
+        counts.fail(listed.key, listed.error)
+        _item_save(source, item, listed, error=listed.error)
+        return
+    unchanged = listed.data is None or (
+        item is not None and item.document_id and item.content_hash == hashlib.sha256(listed.data).hexdigest()
+    )
+    if unchanged and item is not None and not item.error:
+        counts.add("unchanged")
+        _item_save(source, item, listed)
+        return
+    if listed.data is None:  # unchanged at the source, but never read well: nothing to do until it changes
+        counts.add("unchanged")
+        return
+    _upload(source, item, listed, counts, wait)
+
+
+def _upload(source: Source, item: SourceItem | None, listed: Listed, counts: _Counts, wait: bool) -> None:
+    try:
+        result = document_upload(
+            collection=source.collection,
+            filename=listed.filename,
+            data=listed.data,
+            uploaded_by=source.created_by,
+            sync=True if wait else None,
+        )
+    except KnowledgeError as exc:
+        counts.fail(listed.key, str(exc))
+        _item_save(source, item, listed, error=str(exc))
+        return
+    document = result.document
+    Document.objects.filter(pk=document.pk).update(origin_url=listed.origin_url)
+    if wait:
+        document.refresh_from_db()
+        if document.status == Document.Status.FAILED:
+            counts.fail(listed.key, document.error)
+            _item_save(source, item, listed, error=document.error)
+            return
+    counts.add("updated" if item is not None and item.document_id else "added")
+    if result.created:  # the same bytes already in the collection were embedded before
+        counts.documents.append(document.pk)
+    _item_save(source, item, listed, document=document, content_hash=hashlib.sha256(listed.data).hexdigest())
+
+
+def _item_save(source: Source, item: SourceItem | None, listed: Listed, **fields) -> None:
+    values = {
+        "origin_url": listed.origin_url or (item.origin_url if item else ""),
+        "etag": listed.etag,
+        "last_modified": listed.last_modified,
+        "seen_at": timezone.now(),
+        "gone_since": None,
+        "error": fields.pop("error", ""),
+        **fields,
+    }
+    if item is None:
+        SourceItem.objects.create(source=source, key=listed.key, **values)
+    else:
+        SourceItem.objects.filter(pk=item.pk).update(**values)
+
+
+def _remove_gone(source: Source, counts: _Counts) -> None:
+    """Items the source no longer holds: marked gone, and removed once gone for the grace period."""
+    now = timezone.now()
+    grace = datetime.timedelta(hours=source.grace_hours)
+    for item in source.items.exclude(key__in=counts.seen).select_related("document"):
+        if item.gone_since is None:
+            item.gone_since = now
+            item.save(update_fields=["gone_since"])
+        if now - item.gone_since < grace:
+            continue
+        counts.stage(f"removing {item.key}")
+        document = item.document
+        item.delete()
+        # Two items with the same bytes share one document: it goes with the last of them.
+        if document is not None and not SourceItem.objects.filter(document=document).exists():
+            document_delete(document=document)
+        counts.add("deleted")
+
+
+def _sync_finish(run: SourceSync, counts: _Counts, *, error: str = "", wait: bool = False) -> SourceSync:
+    run.status = SourceSync.Status.FAILED if error else SourceSync.Status.SUCCEEDED
+    run.error = error
+    run.stage = ""
+    run.document_ids = counts.documents
+    run.finished_at = timezone.now()
+    if wait:
+        run.chunks_embedded = Chunk.objects.filter(document_id__in=counts.documents).count()
+    run.save()
+    return run
+
+
+def sync_report(run: SourceSync) -> dict:
+    """The one JSON object `knowledge_sync --json` prints (other tools read it: keep its keys)."""
+    return {
+        "source": run.source_id,
+        "added": run.added,
+        "updated": run.updated,
+        "unchanged": run.unchanged,
+        "deleted": run.deleted,
+        "failed": run.failed,
+        "chunks_embedded": run.chunks_embedded,
+        "errors": [f"{e['item']}: {e['reason']}" for e in run.errors] + ([run.error] if run.error else []),
+    }
+
+
+SYNC_TASK = "knowledge.tasks.sync_source"
+
+
+def source_sync_queue(*, source: Source, trigger: str) -> None:
+    """ "Sync now" from a page or the API: the sync runs on a worker (a site can take minutes)."""
+    from django_q.tasks import async_task
+
+    if source.syncs.filter(
+        status=SourceSync.Status.RUNNING, started_at__gte=timezone.now() - STALE_SYNC
+    ).exists():
+        raise KnowledgeError("this source is being synced already; wait for that sync to end")
+    transaction.on_commit(
+        lambda: async_task(SYNC_TASK, source.pk, trigger, task_name=f"sync-source-{source.pk}")
+    )
+
+
+def source_delete(*, source: Source) -> None:
+    """Stop following a source; the documents it brought stay in the collection."""
+    source.delete()

@@ -1,0 +1,108 @@
+"""A Git repository and a server folder as sources: real `git` repositories made by the test."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from config.errors import KnowledgeError
+from knowledge.models import Document, SourceItem
+from knowledge.services.collections import collection_create
+from knowledge.services.sources import source_add, source_sync
+from tests.conftest import CORPUS
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DOCS = {
+    "docs/gravity_hill.md": (CORPUS / "text" / "gravity_hill.md").read_bytes(),
+    "docs/guide/queries.md": (CORPUS / "django-docs" / "topics" / "db" / "queries.txt").read_bytes()[:6000],
+    "docs/glossary.md": (CORPUS / "django-docs" / "glossary.txt").read_bytes(),
+    "src/app.py": b"print('not documentation')\n",
+}
+
+
+def git(repo: Path, *args: str) -> str:
+    names = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org"}
+    names |= {"GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
+    env = {**names, "HOME": str(repo.parent), "PATH": "/usr/bin:/bin"}
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
+    ).stdout
+
+
+@pytest.fixture
+def repo(tmp_path, settings):
+    settings.KNOWLEDGE_SOURCES_FOLDER_ROOTS = [tmp_path.resolve()]
+    settings.KNOWLEDGE_SOURCES_DIR = tmp_path / "mirrors"
+    path = tmp_path / "handbook"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    for name, data in DOCS.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_bytes(data)
+    git(path, "add", ".")
+    git(path, "commit", "-q", "-m", "first")
+    return path
+
+
+def test_a_repository_syncs_by_its_commits_and_citations_carry_the_commit(repo, alice):
+    collection = collection_create(name="handbook", owner=alice)
+    source = source_add(
+        collection=collection, location=str(repo), kind="git",
+        options={"branch": "main", "globs": ["docs/**/*.md"]},
+        user=alice,
+    )  # fmt: skip
+    first = source_sync(source=source, trigger="test", wait=True)
+    assert first.status == "succeeded", first.error
+    assert (first.added, first.failed) == (3, 0), first.errors
+    commit = git(repo, "rev-parse", "HEAD").strip()
+    item = SourceItem.objects.get(source=source, key="docs/glossary.md")
+    assert commit in item.document.origin_url and item.document.origin_url.endswith("docs/glossary.md")
+
+    (repo / "docs" / "glossary.md").write_bytes(
+        DOCS["docs/glossary.md"] + b"\n\nsync\n    Keeping a copy current.\n"
+    )
+    git(repo, "commit", "-q", "-am", "second")
+    second = source_sync(source=source, trigger="test", wait=True)
+    assert (second.added, second.updated, second.unchanged, second.deleted) == (0, 1, 2, 0), second.errors
+    new_commit = git(repo, "rev-parse", "HEAD").strip()
+    document = SourceItem.objects.get(source=source, key="docs/glossary.md").document
+    assert document.status == Document.Status.READY and new_commit in document.origin_url
+    assert second.chunks_embedded == document.chunks.count()
+
+    third = source_sync(source=source, trigger="test", wait=True)
+    assert (third.updated, third.unchanged, third.chunks_embedded) == (0, 3, 0)
+
+
+def test_local_repositories_and_folders_outside_the_allowed_roots_are_refused(tmp_path, settings, alice):
+    settings.KNOWLEDGE_SOURCES_FOLDER_ROOTS = []
+    collection = collection_create(name="refused", owner=alice)
+    with pytest.raises(KnowledgeError, match="KNOWLEDGE_SOURCES_FOLDER_ROOTS"):
+        source_add(collection=collection, location=str(tmp_path), kind="git", user=alice)
+    with pytest.raises(KnowledgeError, match="KNOWLEDGE_SOURCES_FOLDER_ROOTS"):
+        source_add(collection=collection, location="file:///etc", kind="git", user=alice)
+    with pytest.raises(KnowledgeError, match="only operators"):
+        source_add(collection=collection, location=str(tmp_path), kind="folder", user=alice)
+    with pytest.raises(KnowledgeError, match="KNOWLEDGE_SOURCES_FOLDER_ROOTS"):
+        source_add(collection=collection, location="/etc", kind="folder", user=alice, operator=True)
+
+
+def test_a_folder_syncs_by_modification_time_then_content(tmp_path, settings, alice):
+    settings.KNOWLEDGE_SOURCES_FOLDER_ROOTS = [tmp_path.resolve()]
+    folder = tmp_path / "shared"
+    (folder / "notes").mkdir(parents=True)
+    (folder / "notes" / "gravity_hill.md").write_bytes(DOCS["docs/gravity_hill.md"])
+    (folder / "glossary.md").write_bytes(DOCS["docs/glossary.md"])
+    collection = collection_create(name="folder", owner=alice)
+    source = source_add(
+        collection=collection, location=str(folder), kind="folder", options={"globs": ["**/*.md"]},
+        user=alice, operator=True, grace_hours=0,
+    )  # fmt: skip
+    first = source_sync(source=source, trigger="test", wait=True)
+    assert (first.added, first.failed) == (2, 0), first.errors
+    (folder / "glossary.md").unlink()
+    second = source_sync(source=source, trigger="test", wait=True)
+    assert (second.unchanged, second.deleted, second.chunks_embedded) == (1, 1, 0)
+    assert not Document.objects.filter(collection=collection, filename="glossary.md").exists()
