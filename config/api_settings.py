@@ -81,4 +81,6 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # No persistAuthorization: it would keep a pasted token in the browser's localStorage.
     "SWAGGER_UI_SETTINGS": {"deepLinking": True},
+    # Several components have a field named "kind": the sources' gets a name of its own.
+    "ENUM_NAME_OVERRIDES": {"SourceKindEnum": "knowledge.models.sources.Source.Kind"},
 }

@@ -60,7 +60,7 @@ class SourceCreateSerializer(StrictSerializer):
     location = serializers.CharField(
         max_length=2000, help_text="Start URL or sitemap, repository URL, or folder."
     )
-    kind = serializers.ChoiceField(choices=Source.Kind.values, required=False, allow_blank=True, default="")
+    kind = serializers.ChoiceField(choices=Source.Kind.choices, required=False, allow_blank=True, default="")
     branch = serializers.CharField(max_length=200, required=False, default="")
     globs = serializers.ListField(child=serializers.CharField(max_length=300), required=False, max_length=50)
     path_prefix = serializers.CharField(max_length=500, required=False, default="")
