@@ -33,10 +33,11 @@ STALE_SYNC = datetime.timedelta(hours=6)
 
 
 def source_kind_guess(location: str) -> str:
-    """web for an http(s) URL, git for a repository URL (.git, ssh, git@), folder for a path."""
+    """git for a repository URL (.git, ssh, git@), folder for a path, web for any other URL (the web
+    source then refuses what is not http or https, with its reason)."""
     if location.startswith(("git@", "ssh://")) or location.rstrip("/").endswith(".git"):
         return Source.Kind.GIT
-    if location.startswith(("http://", "https://")):
+    if "://" in location and not location.startswith("file://"):
         return Source.Kind.WEB
     return Source.Kind.FOLDER
 
