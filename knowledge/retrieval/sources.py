@@ -129,6 +129,7 @@ SOURCE_FIELDS: dict[str, Callable] = {
     "label": lambda r: source_label(r.chunk.source_ref),
     "page": lambda r: r.chunk.page,
     "url": lambda r: source_url(r.chunk),
+    "origin_url": lambda r: r.chunk.document.origin_url,
     "content": lambda r: r.chunk.content,
     "text": lambda r: r.chunk.content,
     "role": lambda r: r.role,

@@ -35,6 +35,8 @@ class Citation:
     page: int | None
     url: str
     text: str  # the cited chunk, as the model saw it
+    # Where the document lives when a source brought it (the page's URL, the file at its commit); "".
+    origin_url: str = ""
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -214,6 +214,7 @@ def document_passage(request, document_id: int):
             "title": document.display_title,
             "filename": document.filename,
             "place": source_place(chunk.source_ref),
+            "origin_url": _web_link(document.origin_url),
             "parts": [
                 {"cited": p.cited, "before": p.before, "quote": p.quote, "after": p.after}
                 for p in parts
@@ -221,6 +222,12 @@ def document_passage(request, document_id: int):
             ],
         }
     )
+
+
+def _web_link(url: str) -> str:
+    """The original of a source's document (its page, its file at the synced commit), if it is a web
+    address: a local repository's "path@commit:file" is shown as text by the citation, not linked."""
+    return url if url.startswith(("https://", "http://")) else ""
 
 
 def _section_parts(document, chunk: Chunk | None, quote: tuple[int, int] | None) -> list:

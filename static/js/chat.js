@@ -544,6 +544,9 @@
       const data = await api(passageUrl, "GET");
       document.getElementById("source-panel-title").textContent = data.title;
       document.getElementById("source-panel-place").textContent = data.place + " · " + data.filename;
+      const origin = document.getElementById("source-panel-origin");
+      origin.hidden = !data.origin_url;
+      origin.querySelector("a").href = data.origin_url || "#";
       data.parts.forEach(function (part) { body.appendChild(partNode(part)); });
       const cited = body.querySelector(".quote") || body.querySelector(".cited");
       if (cited) cited.scrollIntoView({ block: "center" });

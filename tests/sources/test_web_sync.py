@@ -14,10 +14,13 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 
 from knowledge.models import Document, Source, SourceItem
+from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create
 from knowledge.services.sources import source_add, source_sync
+from knowledge.synthesis.citations import citation_for
 from tests.conftest import CORPUS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -103,6 +106,16 @@ def test_a_site_syncs_incrementally_and_respects_robots(site, alice):
     assert not SourceItem.objects.filter(key__contains="/private/").exists()
     item = SourceItem.objects.get(source=source, key=f"{base}/docs/flag_day.html")
     assert item.document.origin_url == f"{base}/docs/flag_day.html"
+    # A citation links to the original page as well as to the stored copy.
+    context = retrieve(
+        user=alice, question="When is Flag Day in Canada?", collection_ids=[collection.pk], k=3
+    )
+    cited = citation_for(context.primary_chunks[0])
+    assert cited.document_id == item.document_id and cited.origin_url == f"{base}/docs/flag_day.html"
+    client = Client()
+    client.force_login(alice)
+    passage = client.get(f"/documents/{cited.document_id}/passage/?chunk={cited.chunk_id}").json()
+    assert passage["origin_url"] == f"{base}/docs/flag_day.html"
 
     # One page changes, one is deleted (and leaves the sitemap).
     changed = root / "docs" / "gravity_hill.md"
