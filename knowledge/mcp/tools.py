@@ -29,7 +29,7 @@ from knowledge.api.retrieve import (
     scope_required,
 )
 from knowledge.chat import chat_stream
-from knowledge.models import Subscription
+from knowledge.models import Source, Subscription
 from knowledge.retrieval.compare import MAX_QUERIES, search_compare
 from knowledge.retrieval.service import MAX_QUESTION_CHARS
 from knowledge.retrieval.sources import place_url
@@ -67,8 +67,13 @@ def list_collections(*, user, base_url: str, search: str = "") -> dict:
         Subscription.objects.filter(user=user, is_active=True).values_list("collection_id", flat=True)
     )
     context = {"request": CallerRequest(user=user, base_url=base_url)}
+    sources = _sources_by_collection(user, [c.pk for c in collections[:MAX_LISTED]])
     rows = [
-        {**CollectionSerializer(c, context=context).data, "subscribed": c.pk in subscribed}
+        {
+            **CollectionSerializer(c, context=context).data,
+            "subscribed": c.pk in subscribed,
+            "sources": sources.get(c.pk, []),
+        }
         for c in collections[:MAX_LISTED]
     ]
     return {
@@ -76,6 +81,33 @@ def list_collections(*, user, base_url: str, search: str = "") -> dict:
         "truncated": len(collections) > MAX_LISTED,
         "profiles": _profiles(user),
     }
+
+
+def _sources_by_collection(user, collection_ids: list[int]) -> dict[int, list[dict]]:
+    """The sources each collection follows, and how its last sync went (collections ``user`` reads)."""
+    readable = readable_collections(user).filter(pk__in=collection_ids)
+    found: dict[int, list[dict]] = {}
+    for source in Source.objects.filter(collection__in=readable).prefetch_related("syncs").order_by("pk"):
+        last = next(iter(source.syncs.all()), None)
+        found.setdefault(source.collection_id, []).append(
+            {
+                "id": source.pk,
+                "kind": source.kind,
+                "location": source.location,
+                "last_sync": None
+                if last is None
+                else {"status": last.status, "finished_at": _iso(last.finished_at), **_sync_counts(last)},
+            }
+        )
+    return found
+
+
+def _iso(moment) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def _sync_counts(run) -> dict:
+    return {name: getattr(run, name) for name in ("added", "updated", "unchanged", "deleted", "failed")}
 
 
 def _profiles(user) -> list[dict]:

@@ -85,3 +85,29 @@ def test_sync_now_is_queued_and_a_second_sync_while_one_runs_is_refused(
     response = api.post(f"/api/v1/sources/{source.pk}/sync/")
     assert response.status_code == 400
     assert "being synced already" in response.json()["error"]["message"]
+
+
+def test_mcp_list_collections_names_each_readable_collections_sources(alice, bob):
+    from knowledge.mcp.tools import list_collections
+
+    mine = collection_create(name="mine", owner=alice)
+    source = source_add(collection=mine, location="https://docs.example.org/", user=alice)
+    source.syncs.create(trigger="test", status="succeeded", added=3)
+    public = collection_create(name="bob public", owner=bob, visibility="public")
+    source_add(collection=public, location="https://bob.example.org/", user=bob)
+    secret = collection_create(name="bob secret", owner=bob)
+    source_add(collection=secret, location="https://secret.example.org/", user=bob)
+
+    rows = {
+        row["name"]: row for row in list_collections(user=alice, base_url="http://testserver")["collections"]
+    }
+    [followed] = rows["mine"]["sources"]
+    assert (followed["id"], followed["kind"], followed["location"]) == (
+        source.pk,
+        "web",
+        "https://docs.example.org/",
+    )
+    assert followed["last_sync"]["status"] == "succeeded" and followed["last_sync"]["added"] == 3
+    # A collection alice may read shows what it follows; one she may not read is not listed at all.
+    assert [s["location"] for s in rows["bob public"]["sources"]] == ["https://bob.example.org/"]
+    assert "bob secret" not in rows
