@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from django.contrib.auth import get_user_model
+from django_q.models import Schedule
 
 from config.errors import KnowledgeError
 from knowledge.evaluation.store import eval_run_collection
@@ -16,7 +17,7 @@ from knowledge.ingestion.pipeline import document_process
 from knowledge.models import Collection, Document, EvalSet, Source
 from knowledge.processing_jobs import job_claim, job_claim_next
 from knowledge.services.documents import documents_fail_stale
-from knowledge.services.sources import source_sync, sync_report
+from knowledge.services.sources import schedule_name, source_sync, sync_report
 from knowledge.worker_probes import probe_answer
 
 logger = logging.getLogger(__name__)
@@ -62,8 +63,9 @@ def sync_source(source_id: int, trigger: str = "schedule") -> int | None:
     """One sync of a source (knowledge.services.sources), from the schedule or a "Sync now"; returns
     the sync's id. A source deleted meanwhile is nothing to do; one syncing already is left to it."""
     source = Source.objects.select_related("collection").filter(pk=source_id).first()
-    if source is None:
+    if source is None:  # deleted with its collection: its schedule goes too
         logger.info("Source %s is gone; nothing to sync", source_id)
+        Schedule.objects.filter(name=schedule_name(source_id)).delete()
         return None
     try:
         run = source_sync(source=source, trigger=trigger)

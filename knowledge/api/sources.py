@@ -36,7 +36,7 @@ class SourceSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Source
-        fields = ["id", "collection", "kind", "location", "options", "interval_hours", "grace_hours",
+        fields = ["id", "collection", "kind", "location", "options", "interval_hours", "cron", "grace_hours",
                   "cursor", "created_at", "last_sync"]  # fmt: skip
         read_only_fields = fields
 
@@ -69,6 +69,7 @@ class SourceCreateSerializer(StrictSerializer):
     interval_hours = serializers.IntegerField(
         min_value=1, max_value=24 * 365, required=False, allow_null=True
     )
+    cron = serializers.CharField(max_length=100, required=False, default="", help_text='e.g. "0 6 * * 1-5"')
     grace_hours = serializers.IntegerField(min_value=0, max_value=24 * 365, required=False, default=24)
 
 
@@ -97,7 +98,7 @@ class CollectionSourcesView(ApiView):
         options = {name: data[name] for name in _OPTION_FIELDS if data.get(name) not in (None, "", [])}
         source = source_add(
             collection=collection, location=data["location"], kind=data["kind"], options=options,
-            interval_hours=data.get("interval_hours"), grace_hours=data["grace_hours"],
+            interval_hours=data.get("interval_hours"), cron=data["cron"], grace_hours=data["grace_hours"],
             user=request.user, operator=request.user.is_staff,
         )  # fmt: skip
         source_sync_queue(source=source, trigger="api")

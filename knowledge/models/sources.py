@@ -24,6 +24,11 @@ class Source(models.Model):
     interval_hours = models.PositiveIntegerField(
         null=True, blank=True, help_text="Sync by itself every this many hours (empty: only when asked)."
     )
+    cron = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text='Or sync on a cron expression, e.g. "0 6 * * 1-5" (server time).',
+    )
     grace_hours = models.PositiveIntegerField(
         default=24, help_text="An item gone from the source is removed from the collection after this long."
     )

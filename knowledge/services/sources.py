@@ -28,6 +28,8 @@ from knowledge.services.source_readers import (
     reader_for,
 )
 
+# The django-q2 task that syncs a source (knowledge.tasks), queued and scheduled by its dotted name.
+SYNC_TASK = "knowledge.tasks.sync_source"
 # A sync that has not finished after this long belongs to a process that died: another may start.
 STALE_SYNC = datetime.timedelta(hours=6)
 
@@ -49,6 +51,7 @@ def source_add(
     kind: str = "",
     options: dict | None = None,
     interval_hours: int | None = None,
+    cron: str = "",
     grace_hours: int = 24,
     user=None,
     operator: bool = False,
@@ -57,15 +60,64 @@ def source_add(
     location = location.strip()
     kind = kind or source_kind_guess(location)
     _location_check(kind, location, operator=operator)
-    return Source.objects.create(
-        collection=collection,
-        kind=kind,
-        location=location,
-        options=options or {},
-        interval_hours=interval_hours,
-        grace_hours=grace_hours,
-        created_by=user,
+    cron = _cron_checked(cron)
+    if Source.objects.filter(collection=collection, kind=kind, location=location).exists():
+        raise KnowledgeError(f"this collection follows {location} already")
+    with transaction.atomic():
+        source = Source.objects.create(
+            collection=collection,
+            kind=kind,
+            location=location,
+            options=options or {},
+            interval_hours=interval_hours,
+            cron=cron,
+            grace_hours=grace_hours,
+            created_by=user,
+        )
+        source_schedule_save(source)
+    return source
+
+
+def _cron_checked(cron: str) -> str:
+    cron = " ".join(cron.split())
+    if cron:
+        from croniter import croniter
+
+        if not croniter.is_valid(cron):
+            raise KnowledgeError(f"{cron!r} is not a cron expression (minute hour day month weekday)")
+    return cron
+
+
+def source_schedule_save(source: Source) -> None:
+    """The django-q2 schedule that syncs ``source`` by itself: every ``interval_hours``, or on its
+    ``cron``; none when it has neither. The workers' scheduler runs it (any number of workers: the
+    schedule is taken by one of them)."""
+    from django_q.models import Schedule
+
+    name = schedule_name(source.pk)
+    if not source.interval_hours and not source.cron:
+        Schedule.objects.filter(name=name).delete()
+        return
+    timing = (
+        {"schedule_type": Schedule.CRON, "cron": source.cron, "minutes": None}
+        if source.cron
+        else {"schedule_type": Schedule.MINUTES, "minutes": source.interval_hours * 60, "cron": None}
     )
+    first = timezone.now() + datetime.timedelta(minutes=timing["minutes"] or 0)
+    Schedule.objects.update_or_create(
+        name=name,
+        defaults={
+            "func": SYNC_TASK,
+            "args": f"{source.pk}, 'schedule'",
+            "repeats": -1,
+            "next_run": first,
+            **timing,
+        },
+    )
+
+
+def schedule_name(source_id: int) -> str:
+    return f"knowledge-source-{source_id}"
 
 
 def _location_check(kind: str, location: str, *, operator: bool) -> None:
@@ -257,9 +309,6 @@ def sync_report(run: SourceSync) -> dict:
     }
 
 
-SYNC_TASK = "knowledge.tasks.sync_source"
-
-
 def source_sync_queue(*, source: Source, trigger: str) -> None:
     """ "Sync now" from a page or the API: the sync runs on a worker (a site can take minutes)."""
     from django_q.tasks import async_task
@@ -275,4 +324,8 @@ def source_sync_queue(*, source: Source, trigger: str) -> None:
 
 def source_delete(*, source: Source) -> None:
     """Stop following a source; the documents it brought stay in the collection."""
-    source.delete()
+    from django_q.models import Schedule
+
+    with transaction.atomic():
+        Schedule.objects.filter(name=schedule_name(source.pk)).delete()
+        source.delete()

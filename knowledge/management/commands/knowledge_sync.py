@@ -2,7 +2,7 @@
 
     knowledge_sync --collection NAME [--create] [--owner USERNAME] --source URL_OR_PATH
                    [--kind web|git|folder] [--branch BRANCH] [--glob PATTERN ...]
-                   [--every HOURS] [--wait] [--json]
+                   [--every HOURS | --cron EXPRESSION] [--wait] [--json]
 
 With --json it prints one JSON object (other tools read it: keep its keys):
 {"source": id, "added": n, "updated": n, "unchanged": n, "deleted": n, "failed": n,
@@ -41,6 +41,9 @@ class Command(BaseCommand):
         globs_help = "Git and folders: files to read, e.g. 'docs/**/*.md' (repeatable)."
         parser.add_argument("--glob", action="append", dest="globs", metavar="PATTERN", help=globs_help)
         parser.add_argument("--every", type=int, metavar="HOURS", help="Also sync by itself every HOURS.")
+        parser.add_argument(
+            "--cron", default="", metavar="EXPRESSION", help='Or on a cron expression ("0 6 * * *").'
+        )
         parser.add_argument("--wait", action="store_true", help="Process the documents now.")
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
 
@@ -97,5 +100,5 @@ def _source(collection: Collection, options: dict, owner) -> Source:
         settings["globs"] = options["globs"]
     return source_add(
         collection=collection, location=location, kind=kind, options=settings,
-        interval_hours=options["every"], user=owner, operator=True,
+        interval_hours=options["every"], cron=options["cron"], user=owner, operator=True,
     )  # fmt: skip
