@@ -1,8 +1,8 @@
 """The Django admin, one module per area. Django's autodiscover imports this package, so importing the
 modules here registers every ModelAdmin: content (settings, chunk profiles, collections, documents,
 profiles, sharing, chat sessions), llm (the LLM settings row), evaluation (sets, questions, runs) and
-feedback (rated answers and their export to an evaluation set)."""
+feedback (rated answers and their export to an evaluation set) and sources (what collections follow)."""
 
-from knowledge.admin import content, evaluation, feedback, llm
+from knowledge.admin import content, evaluation, feedback, llm, sources
 
-__all__ = ["content", "evaluation", "feedback", "llm"]
+__all__ = ["content", "evaluation", "feedback", "llm", "sources"]

@@ -59,8 +59,8 @@ def source_add(
     """A new source for ``collection``; its location is checked now, not at its first sync."""
     location = location.strip()
     kind = kind or source_kind_guess(location)
-    _location_check(kind, location, operator=operator)
-    cron = _cron_checked(cron)
+    source_location_check(kind, location, operator=operator)
+    cron = source_cron_checked(cron)
     if Source.objects.filter(collection=collection, kind=kind, location=location).exists():
         raise KnowledgeError(f"this collection follows {location} already")
     with transaction.atomic():
@@ -78,7 +78,7 @@ def source_add(
     return source
 
 
-def _cron_checked(cron: str) -> str:
+def source_cron_checked(cron: str) -> str:
     cron = " ".join(cron.split())
     if cron:
         from croniter import croniter
@@ -120,7 +120,7 @@ def schedule_name(source_id: int) -> str:
     return f"knowledge-source-{source_id}"
 
 
-def _location_check(kind: str, location: str, *, operator: bool) -> None:
+def source_location_check(kind: str, location: str, *, operator: bool) -> None:
     if kind not in Source.Kind.values:
         raise KnowledgeError(f"unknown kind of source {kind!r}: choose web, git or folder")
     if kind == Source.Kind.WEB:
