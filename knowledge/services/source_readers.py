@@ -9,6 +9,7 @@ hash, so a page served again with the same bytes is unchanged too.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections import deque
@@ -103,6 +104,21 @@ class WebReader:
             yield from self._pages(self._sitemap_urls(first.body), robots, crawl=False)
         else:
             yield from self._pages([self.source.location], robots, crawl=True)
+
+    def preview(self) -> tuple[list[str], str]:
+        """The start page and the pages it links to (or the sitemap's), as the sync would take them."""
+        try:
+            robots = RobotsRules.fetch(self.fetcher, self.source.location)
+            first = self.fetcher.get(self.source.location)
+        except (FetchRefused, FetchFailed) as exc:
+            raise SourceReadError(f"{self.source.location} could not be read: {exc.reason}") from exc
+        if _is_sitemap(first.body):
+            candidates = self._sitemap_urls(first.body)
+        else:
+            candidates = [self.source.location, *_links(first.body, first.url)]
+        urls = list(dict.fromkeys(u for u in candidates if self._inside(u) and robots.allows(u)))
+        more = len(urls) > PREVIEW_ITEMS or (not _is_sitemap(first.body) and self.max_depth > 1)
+        return urls[:PREVIEW_ITEMS], "and the pages they link to, to a depth" if more else ""
 
     def _pages(self, urls: list[str], robots: RobotsRules, *, crawl: bool) -> Iterator[Listed]:
         queue = deque((url, 0) for url in urls)
@@ -307,14 +323,14 @@ class FolderReader:
 
     def items(self) -> Iterator[Listed]:
         count = 0
-        for path in self._files():
+        for path in self.files():
             count += 1
             if count > MAX_FOLDER_FILES:
                 self.complete = False
                 return
             yield self._listed(path)
 
-    def _files(self) -> Iterator[Path]:
+    def files(self) -> Iterator[Path]:
         # Symbolic links are not followed: a link could lead out of the allowed root.
         for folder, _dirs, names in os.walk(self.root, followlinks=False):
             for name in sorted(names):
@@ -358,3 +374,22 @@ def git_url_checked(url: str) -> None:
         check_git_url(url, git_policy())
     except GitRefused as exc:
         raise SourceReadError(exc.reason) from exc
+
+
+# -- preview --------------------------------------------------------------------------------------
+
+# Items a preview lists.
+PREVIEW_ITEMS = 50
+
+
+def preview_items(source: Source) -> tuple[list[str], str]:
+    """What a first sync would read, before the source is added: up to PREVIEW_ITEMS items, and a
+    note ("and more", or why nothing can be listed yet). Nothing is stored."""
+    if source.kind == Source.Kind.WEB:
+        return WebReader(source, {}).preview()
+    if source.kind == Source.Kind.FOLDER:
+        reader = FolderReader(source, {})
+        found = itertools.islice(reader.files(), PREVIEW_ITEMS + 1)
+        keys = [path.relative_to(reader.root).as_posix() for path in found]
+        return keys[:PREVIEW_ITEMS], "and more" if len(keys) > PREVIEW_ITEMS else ""
+    return [], "the repository's files that match the patterns are listed by its first sync"

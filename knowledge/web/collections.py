@@ -45,6 +45,7 @@ from knowledge.services.sharing import (
 )
 from knowledge.web.pages import knowledge_page, wants_json
 from knowledge.web.snippets import snippet
+from knowledge.web.sources import source_rows
 
 
 def collection_settings_redirect(collection):
@@ -103,6 +104,7 @@ def collection_detail(request, collection_id: int):
             "can_write": can_write,
             "visibilities": Collection.Visibility.choices,
             "chunk_profiles": ChunkProfile.objects.order_by("name"),
+            "sources": source_rows(collection),
             **owner_only,
         },
     )
@@ -219,7 +221,7 @@ def collection_documents_status(request, collection_id: int):
     documents = [
         {**row, "title": row["title"] or row["filename"], **document_progress(document=row)} for row in rows
     ]
-    return JsonResponse({"documents": documents})
+    return JsonResponse({"documents": documents, "sources": source_rows(collection)})
 
 
 @require_POST

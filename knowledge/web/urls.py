@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from knowledge.web import chat, collections, marketplace, profiles
+from knowledge.web import chat, collections, marketplace, profiles, sources
 
 app_name = "knowledge"
 
@@ -22,6 +22,12 @@ urlpatterns = [
         collections.collection_documents_status,
         name="documents_status",
     ),
+    path("collections/<int:collection_id>/sources/add/", sources.source_add_view, name="source_add"),
+    path(
+        "collections/<int:collection_id>/sources/preview/", sources.source_preview_view, name="source_preview"
+    ),
+    path("sources/<int:source_id>/sync/", sources.source_sync_view, name="source_sync"),
+    path("sources/<int:source_id>/delete/", sources.source_delete_view, name="source_delete"),
     path("documents/<int:document_id>/retry/", collections.document_retry_view, name="document_retry"),
     path("documents/<int:document_id>/delete/", collections.document_delete_view, name="document_delete"),
     path("documents/<int:document_id>/view/", chat.document_view, name="document_view"),

@@ -186,6 +186,46 @@
     if (uploadRows[doc.id]) showUploadState(uploadRows[doc.id], doc);
   }
 
+  // -- sources ---------------------------------------------------------------------------------------
+
+  function renderSource(source) {
+    const li = document.querySelector('[data-source="' + source.id + '"]');
+    if (!li) return;
+    li.querySelector('[data-role="state"]').textContent = source.state;
+    li.querySelector('[data-role="stage"]').textContent = source.stage;
+    li.querySelector('[data-role="error"]').textContent = source.error;
+    const errors = li.querySelector('[data-role="errors"]');
+    errors.textContent = "";
+    source.errors.forEach(function (text) { errors.appendChild(el("li", null, text)); });
+    const sync = li.querySelector("button.secondary");
+    if (sync) sync.disabled = source.syncing;
+  }
+
+  const sources = document.getElementById("sources");
+  const previewButton = document.getElementById("preview-source");
+  if (sources && previewButton) {
+    previewButton.addEventListener("click", function () {
+      const out = document.getElementById("source-preview");
+      const data = new FormData(document.getElementById("add-source-form"));
+      out.textContent = "Looking at the source…";
+      fetch(sources.dataset.previewUrl, {
+        method: "POST", body: data, headers: { Accept: "application/json", "X-CSRFToken": csrfToken() },
+      })
+        .then(function (r) { return r.json(); })
+        .then(function (body) {
+          out.textContent = "";
+          if (body.error) { out.appendChild(el("p", "error", body.error)); return; }
+          const intro = body.items.length ? "A first sync would read:" : "Nothing to list yet";
+          out.appendChild(el("p", null, intro + (body.note && !body.items.length ? ": " + body.note : "")));
+          const list = el("ul");
+          body.items.forEach(function (item) { list.appendChild(el("li", null, item)); });
+          out.appendChild(list);
+          if (body.items.length && body.note) out.appendChild(el("p", "muted", "… " + body.note + "."));
+        })
+        .catch(function () { out.textContent = "The preview could not be loaded; try again."; });
+    });
+  }
+
   let timer = null;
   function poll() {
     clearTimeout(timer);
@@ -193,8 +233,10 @@
       .then(function (r) { return r.json(); })
       .then(function (body) {
         body.documents.forEach(function (doc) { ensureDocumentRow(doc); render(doc); });
+        (body.sources || []).forEach(renderSource);
         if (askLink) askLink.hidden = !body.documents.some(function (d) { return d.status === "ready"; });
-        const busy = body.documents.some(function (d) { return d.status === "uploaded" || d.status === "processing"; });
+        const syncing = (body.sources || []).some(function (s) { return s.syncing; });
+        const busy = syncing || body.documents.some(function (d) { return d.status === "uploaded" || d.status === "processing"; });
         if (busy) timer = setTimeout(poll, 1000);
       })
       .catch(function () { timer = setTimeout(poll, 3000); });

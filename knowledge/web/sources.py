@@ -1,0 +1,146 @@
+"""The collection page's sources: add one (with a preview of what it would read), sync it now, stop
+following it; and their status for the page's poll (knowledge.services.sources)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import JsonResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_POST
+
+from accounts.throttles import user_throttle_charge
+from config.errors import KnowledgeError
+from knowledge.access import collection_for_writer, source_for_writer
+from knowledge.models import Source, SourceSync
+from knowledge.services.source_readers import SourceReadError, preview_items
+from knowledge.services.sources import (
+    source_add,
+    source_delete,
+    source_kind_guess,
+    source_location_check,
+    source_sync_queue,
+)
+from knowledge.web.pages import knowledge_page
+
+# Failed items shown per source on the page (the API and the admin have them all).
+SHOWN_ERRORS = 20
+
+
+def source_rows(collection) -> list[dict]:
+    """Each source as the page shows it: its schedule, its last sync in words, the sync's stage
+    while it runs and the reason of each failed item."""
+    return [_row(source) for source in collection.sources.prefetch_related("syncs").order_by("pk")]
+
+
+def _row(source: Source) -> dict:
+    last = next(iter(source.syncs.all()), None)
+    return {
+        "id": source.pk,
+        "kind": source.get_kind_display(),
+        "location": source.location,
+        "schedule": _schedule_words(source),
+        "syncing": bool(last and last.status == SourceSync.Status.RUNNING),
+        "state": _state_words(last),
+        "stage": last.stage if last and last.status == SourceSync.Status.RUNNING else "",
+        "errors": [f"{e['item']}: {e['reason']}" for e in (last.errors if last else [])[:SHOWN_ERRORS]],
+        "error": last.error if last else "",
+    }
+
+
+def _schedule_words(source: Source) -> str:
+    if source.cron:
+        return f"syncs on the schedule {source.cron}"
+    if source.interval_hours:
+        return f"syncs every {source.interval_hours} hour{'s' if source.interval_hours != 1 else ''}"
+    return "syncs when asked"
+
+
+def _state_words(last: SourceSync | None) -> str:
+    if last is None:
+        return "not synced yet"
+    if last.status == SourceSync.Status.RUNNING:
+        return "syncing…"
+    counts = (
+        f"{last.added} added, {last.updated} updated, {last.unchanged} unchanged, "
+        f"{last.deleted} removed, {last.failed} failed"
+    )
+    when = f"{last.finished_at:%Y-%m-%d %H:%M}" if last.finished_at else ""
+    if last.status == SourceSync.Status.FAILED:
+        return f"sync failed {when}"
+    return f"synced {when}: {counts}"
+
+
+@require_POST
+@knowledge_page
+def source_add_view(request, collection_id: int):
+    collection = collection_for_writer(user=request.user, collection_id=collection_id)
+    user_throttle_charge(user=request.user, scope="writes")
+    source = source_add(
+        collection=collection,
+        location=request.POST.get("location", ""),
+        kind=request.POST.get("kind", ""),
+        options=_options(request.POST),
+        interval_hours=_hours(request.POST.get("every", "")),
+        user=request.user,
+        operator=request.user.is_staff,
+    )
+    source_sync_queue(source=source, trigger="page")
+    messages.success(request, f"Following {source.location}: the first sync has started.")
+    return redirect("knowledge:collection", collection_id=collection.pk)
+
+
+@require_POST
+@knowledge_page
+def source_preview_view(request, collection_id: int):
+    """What the source would read, as JSON for the form; nothing is stored."""
+    collection = collection_for_writer(user=request.user, collection_id=collection_id)
+    user_throttle_charge(user=request.user, scope="writes")  # a preview fetches a page
+    location = request.POST.get("location", "").strip()
+    kind = request.POST.get("kind", "") or source_kind_guess(location)
+    source_location_check(kind, location, operator=request.user.is_staff)
+    draft = Source(collection=collection, kind=kind, location=location, options=_options(request.POST))
+    try:
+        items, note = preview_items(draft)
+    except SourceReadError as exc:
+        raise KnowledgeError(str(exc)) from exc
+    return JsonResponse({"kind": draft.get_kind_display(), "items": items, "note": note})
+
+
+@require_POST
+@knowledge_page
+def source_sync_view(request, source_id: int):
+    source = source_for_writer(user=request.user, source_id=source_id)
+    source_sync_queue(source=source, trigger="page")
+    messages.success(request, f"Syncing {source.location}.")
+    return redirect("knowledge:collection", collection_id=source.collection_id)
+
+
+@require_POST
+@knowledge_page
+def source_delete_view(request, source_id: int):
+    source = source_for_writer(user=request.user, source_id=source_id)
+    collection_id = source.collection_id
+    source_delete(source=source)
+    messages.success(request, f"No longer following {source.location}; its documents stay.")
+    return redirect("knowledge:collection", collection_id=collection_id)
+
+
+def _options(form) -> dict:
+    options = {}
+    if form.get("branch", "").strip():
+        options["branch"] = form["branch"].strip()
+    globs = [g.strip() for g in form.get("globs", "").split(",") if g.strip()]
+    if globs:
+        options["globs"] = globs
+    if form.get("path_prefix", "").strip():
+        options["path_prefix"] = form["path_prefix"].strip()
+    return options
+
+
+def _hours(text: str) -> int | None:
+    text = text.strip()
+    if not text:
+        return None
+    if not text.isdigit() or not 1 <= int(text) <= 24 * 365:
+        raise KnowledgeError("sync every: a whole number of hours, from 1")
+    return int(text)
