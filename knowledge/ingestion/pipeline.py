@@ -521,9 +521,12 @@ def _beat(
     document_id: int, claim: Claim | None, stop: threading.Event, interval: float, watch: _Watch
 ) -> None:
     last_beat = time.monotonic()
+    seen = False  # gone means seen once and then missing: a row this connection never saw is not gone
     try:
         while not stop.wait(min(interval, _GONE_CHECK_S)):
-            if not Document.objects.filter(pk=document_id).exists():
+            if Document.objects.filter(pk=document_id).exists():
+                seen = True
+            elif seen:
                 watch.document_gone()
                 return
             if time.monotonic() - last_beat < interval:

@@ -12,6 +12,7 @@
   const canWrite = table.dataset.canWrite === "1";
   const LABELS = { uploaded: "Uploaded", processing: "Processing", ready: "Ready", failed: "Failed" };
   const uploadRows = {}; // document id -> its upload row
+  const IDLE_POLL_MS = 5000;
 
   function csrfToken() {
     const field = document.querySelector("input[name=csrfmiddlewaretoken]");
@@ -201,7 +202,7 @@
     if (sync) sync.disabled = source.syncing;
   }
 
-  const sources = document.getElementById("sources");
+  const sources = document.getElementById("collection-sources");
   const previewButton = document.getElementById("preview-source");
   if (sources && previewButton) {
     previewButton.addEventListener("click", function () {
@@ -238,6 +239,8 @@
         const syncing = (body.sources || []).some(function (s) { return s.syncing; });
         const busy = syncing || body.documents.some(function (d) { return d.status === "uploaded" || d.status === "processing"; });
         if (busy) timer = setTimeout(poll, 1000);
+        // A source may start syncing by itself (its schedule, another tab): look now and then.
+        else if ((body.sources || []).length) timer = setTimeout(poll, IDLE_POLL_MS);
       })
       .catch(function () { timer = setTimeout(poll, 3000); });
   }
