@@ -93,6 +93,7 @@ class WebReader:
         self.fetcher = WebFetcher(fetch_policy())
         self.complete = True  # every page was listed (so the known ones not listed are gone)
         self.cursor = ""
+        self.notes: list[str] = []  # why the listing stopped short, for the sync's record
 
     def items(self) -> Iterator[Listed]:
         try:
@@ -129,6 +130,10 @@ class WebReader:
                 continue
             if len(seen) >= self.max_pages:
                 self.complete = False  # the rest was not looked at: nothing may be taken for gone
+                self.notes.append(
+                    f"stopped after {self.max_pages} pages (KNOWLEDGE_SOURCES_MAX_PAGES or the source's "
+                    "max_pages); the other pages were not read, and none was taken for removed"
+                )
                 return
             seen.add(url)
             listed, html = self._page(url)
@@ -268,6 +273,7 @@ class GitReader:
         )
         self.complete = True
         self.cursor = ""
+        self.notes: list[str] = []
 
     def items(self) -> Iterator[Listed]:
         self.cursor = self.mirror.update()
@@ -320,6 +326,7 @@ class FolderReader:
         self.globs = (source.options or {}).get("globs") or ["**/*"]
         self.complete = True
         self.cursor = ""
+        self.notes: list[str] = []
 
     def items(self) -> Iterator[Listed]:
         count = 0
@@ -327,6 +334,7 @@ class FolderReader:
             count += 1
             if count > MAX_FOLDER_FILES:
                 self.complete = False
+                self.notes.append(f"stopped after {MAX_FOLDER_FILES} files; the others were not read")
                 return
             yield self._listed(path)
 

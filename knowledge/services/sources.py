@@ -146,6 +146,7 @@ def source_sync(
         for listed in reader.items():
             counts.seen.add(listed.key)
             _apply(source, listed, counts, wait)
+        counts.run.errors.extend({"item": source.location, "reason": note} for note in reader.notes)
         if reader.complete:
             _remove_gone(source, counts)
         if reader.cursor:

@@ -109,8 +109,9 @@ def test_every_trap_is_stopped_with_its_reason_and_the_rest_of_the_sync_goes_on(
     assert "KNOWLEDGE_SOURCES_ALLOWED_NETWORKS" in reasons["/private"]
     assert "larger than 1 MB" in reasons["/huge"]
     assert "more than 5 redirects" in reasons["/redirects/0"]
-    # The endless chain of pages stops at the page limit; the good pages were read.
+    # The endless chain of pages stops at the page limit, said in the sync's record; the good pages were read.
     assert SourceItem.objects.filter(source=source).count() == 20
+    assert "stopped after 20 pages (KNOWLEDGE_SOURCES_MAX_PAGES" in reasons["/"]
     assert SourceItem.objects.filter(source=source, key=f"{hostile_site}/ok", error="").exists()
     assert run.added >= 2
 
