@@ -8,6 +8,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
+from accounts.throttles import user_throttle_charge
 from knowledge.access import (
     collection_for_reader,
     collection_for_writer,
@@ -90,10 +91,11 @@ class CollectionSourcesView(ApiView):
     @extend_schema(
         summary="Follow a source: a web site, a Git repository, or (operators) a server folder",
         request=SourceCreateSerializer,
-        responses={201: SourceSerializer, **errors(400, 403, 404)},
+        responses={201: SourceSerializer, **errors(400, 403, 404, 429)},
     )
     def post(self, request, collection_id: int):
         collection = collection_for_writer(user=request.user, collection_id=collection_id)
+        user_throttle_charge(user=request.user, scope="writes")  # a source makes the server fetch
         data = validated(SourceCreateSerializer, request.data)
         options = {name: data[name] for name in _OPTION_FIELDS if data.get(name) not in (None, "", [])}
         source = source_add(
@@ -130,9 +132,10 @@ class SourceSyncView(ApiView):
     @extend_schema(
         summary="Sync a source now (on a worker)",
         request=None,
-        responses={202: SourceSerializer, **errors(400, 403, 404)},
+        responses={202: SourceSerializer, **errors(400, 403, 404, 429)},
     )
     def post(self, request, source_id: int):
         source = source_for_writer(user=request.user, source_id=source_id)
+        user_throttle_charge(user=request.user, scope="writes")
         source_sync_queue(source=source, trigger="api")
         return Response(SourceSerializer(source).data, status=status.HTTP_202_ACCEPTED)

@@ -96,11 +96,7 @@ class WebReader:
         self.notes: list[str] = []  # why the listing stopped short, for the sync's record
 
     def items(self) -> Iterator[Listed]:
-        try:
-            robots = RobotsRules.fetch(self.fetcher, self.source.location)
-            first = self.fetcher.get(self.source.location)
-        except (FetchRefused, FetchFailed) as exc:
-            raise SourceReadError(f"{self.source.location} could not be read: {exc.reason}") from exc
+        robots, first = self._start()
         if _is_sitemap(first.body):
             yield from self._pages(self._sitemap_urls(first.body), robots, crawl=False)
         else:
@@ -108,11 +104,7 @@ class WebReader:
 
     def preview(self) -> tuple[list[str], str]:
         """The start page and the pages it links to (or the sitemap's), as the sync would take them."""
-        try:
-            robots = RobotsRules.fetch(self.fetcher, self.source.location)
-            first = self.fetcher.get(self.source.location)
-        except (FetchRefused, FetchFailed) as exc:
-            raise SourceReadError(f"{self.source.location} could not be read: {exc.reason}") from exc
+        robots, first = self._start()
         if _is_sitemap(first.body):
             candidates = self._sitemap_urls(first.body)
         else:
@@ -120,6 +112,15 @@ class WebReader:
         urls = list(dict.fromkeys(u for u in candidates if self._inside(u) and robots.allows(u)))
         more = len(urls) > PREVIEW_ITEMS or (not _is_sitemap(first.body) and self.max_depth > 1)
         return urls[:PREVIEW_ITEMS], "and the pages they link to, to a depth" if more else ""
+
+    def _start(self):
+        """The site's robots.txt rules and its start page (or sitemap); refused, the whole sync is."""
+        try:
+            return RobotsRules.fetch(self.fetcher, self.source.location), self.fetcher.get(
+                self.source.location
+            )
+        except (FetchRefused, FetchFailed) as exc:
+            raise SourceReadError(f"{self.source.location} could not be read: {exc.reason}") from exc
 
     def _pages(self, urls: list[str], robots: RobotsRules, *, crawl: bool) -> Iterator[Listed]:
         queue = deque((url, 0) for url in urls)

@@ -110,6 +110,7 @@ def source_preview_view(request, collection_id: int):
 @knowledge_page
 def source_sync_view(request, source_id: int):
     source = source_for_writer(user=request.user, source_id=source_id)
+    user_throttle_charge(user=request.user, scope="writes")  # a sync makes the server fetch
     source_sync_queue(source=source, trigger="page")
     messages.success(request, f"Syncing {source.location}.")
     return redirect("knowledge:collection", collection_id=source.collection_id)
