@@ -75,6 +75,8 @@ class SourceAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if not change:
             obj.created_by = request.user
+        elif {"location", "options", "kind"} & set(form.changed_data):
+            obj.cursor = ""  # another repository, branch or patterns: the next sync reads everything
         super().save_model(request, obj, form, change)
         source_schedule_save(obj)
 

@@ -24,6 +24,7 @@ Pure: no Django import, so it can be tested and reused without a database.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import signal
@@ -68,6 +69,10 @@ class GitFailed(Exception):
 @dataclass(frozen=True)
 class GitPolicy:
     allowed_roots: tuple[Path, ...] = ()
+    # Networks a repository's host may resolve into although internal (web_fetch.address_refusal);
+    # check_hosts False only for a caller that checks addresses itself.
+    allowed_networks: tuple = ()
+    check_hosts: bool = True
     timeout_s: float = 300
     max_file_bytes: int = 50 * 1024 * 1024
     max_files: int = 5000
@@ -110,6 +115,7 @@ def _git_target(url: str, policy: GitPolicy) -> tuple[str, bool]:
     if match := _SCP_LIKE.match(url):
         if match["path"].startswith("-"):
             raise GitRefused("the repository path may not start with '-'")
+        host_address(match["host"], 22, policy)
         return url, False
     return str(_allowed_local_path(Path(url), policy)), True
 
@@ -127,7 +133,36 @@ def _checked_url_with_scheme(url: str, policy: GitPolicy) -> tuple[str, bool]:
         raise GitRefused("the URL has no valid host name")
     if (parts.username or "").startswith("-"):
         raise GitRefused("the URL's user name may not start with '-'")
+    if parts.password is not None or (scheme == "https" and parts.username):
+        # It would be stored with the source and shown to every reader of the collection.
+        raise GitRefused(
+            "a repository URL may not hold a user name or password; give the server its own credentials"
+        )
+    host_address(parts.hostname, parts.port or (443 if scheme == "https" else 22), policy)
     return url, False
+
+
+def host_address(host: str, port: int, policy: GitPolicy) -> str:
+    """The address ``host`` resolves to, if every address it resolves to is a public internet address
+    (or in the policy's allowed networks): a repository URL must not reach the server's own network."""
+    import socket
+
+    from knowledge.clients.web_fetch import address_refusal
+
+    if not policy.check_hosts:
+        return ""
+    try:
+        answers = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise GitRefused(f"{host} could not be resolved ({exc})") from exc
+    addresses = [ipaddress.ip_address(answer[4][0].split("%")[0]) for answer in answers]
+    for address in addresses:
+        if reason := address_refusal(address, policy.allowed_networks):
+            raise GitRefused(
+                f"the address {address} of {host} is {reason}; the operator can allow it with "
+                "KNOWLEDGE_SOURCES_ALLOWED_NETWORKS"
+            )
+    return str(addresses[0])
 
 
 def _allowed_local_path(path: Path, policy: GitPolicy) -> Path:
@@ -219,7 +254,7 @@ class GitMirror:
         """Clone (first time) or fetch the branch; return its commit SHA."""
         target, local = _git_target(self.url, self.policy)
         self._check_branch()
-        remote = _remote_options(local)
+        remote = _remote_options(local) + self._pinned_https()
         ref = f"refs/heads/{self.branch}"
         if (self.path / "HEAD").is_file():
             # The URL is given each time rather than read from the mirror's config, so a changed URL
@@ -313,6 +348,22 @@ class GitMirror:
         )
         if probe.returncode:
             raise GitRefused(f"{self.branch!r} is not a valid branch name")
+
+    def _pinned_https(self) -> list[str]:
+        """https: no redirects, and the connection to the address that was checked (a second DNS
+        answer, rebinding the name to an internal address, is never asked for)."""
+        parts = urlsplit(self.url)
+        if parts.scheme.lower() != "https" or not self.policy.check_hosts:
+            return []
+        port = parts.port or 443
+        address = host_address(parts.hostname, port, self.policy)
+        shown = f"[{address}]" if ":" in address else address
+        return [
+            "-c",
+            "http.followRedirects=false",
+            "-c",
+            f"http.curloptResolve={parts.hostname}:{port}:{shown}",
+        ]
 
     def _git(self, *args: str, verb: str) -> str:
         """Run a git command on the mirror; its output as text (paths not in UTF-8 get U+FFFD)."""

@@ -503,9 +503,12 @@ def _heartbeat(document_id: int, claim: Claim | None = None) -> Iterator[_Watch]
     even in steps that write no progress; and notice the document's deletion meanwhile."""
     stop = threading.Event()
     watch = _Watch()
+    # A run inside a transaction (a caller that processes in its own atomic block, as the tests do)
+    # works on a row other connections cannot see yet: the thread's connection must see it first.
+    committed = not connection.in_atomic_block
     thread = threading.Thread(
         target=_beat,
-        args=(document_id, claim, stop, _heartbeat_interval(), watch),
+        args=(document_id, claim, stop, _heartbeat_interval(), watch, committed),
         name=f"heartbeat-{document_id}",
     )
     thread.daemon = True  # never keeps a dying worker alive
@@ -518,10 +521,11 @@ def _heartbeat(document_id: int, claim: Claim | None = None) -> Iterator[_Watch]
 
 
 def _beat(
-    document_id: int, claim: Claim | None, stop: threading.Event, interval: float, watch: _Watch
+    document_id: int, claim: Claim | None, stop: threading.Event, interval: float, watch: _Watch, seen: bool
 ) -> None:
+    """``seen``: the row is committed (visible to this thread's connection); else it is gone only
+    once this connection has seen it and then misses it."""
     last_beat = time.monotonic()
-    seen = False  # gone means seen once and then missing: a row this connection never saw is not gone
     try:
         while not stop.wait(min(interval, _GONE_CHECK_S)):
             if Document.objects.filter(pk=document_id).exists():

@@ -56,6 +56,8 @@ class SourceItem(models.Model):
     source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="items")
     key = models.CharField(max_length=2000, help_text="The page's URL or the file's path.")
     document = models.ForeignKey(Document, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The source made this document (not the same bytes uploaded before): it may remove it.
+    owns_document = models.BooleanField(default=False)
     # Where a citation links to: the page's URL, or the file at the synced commit.
     origin_url = models.CharField(max_length=2000, blank=True)
     etag = models.CharField(max_length=500, blank=True)

@@ -9,6 +9,7 @@ hash, so a page served again with the same bytes is unchanged too.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import os
 import re
@@ -21,7 +22,15 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 from django.conf import settings
 
 from config.errors import KnowledgeError
-from knowledge.clients.git_source import GitMirror, GitPolicy, check_git_url, file_url, glob_match
+from knowledge.clients.git_source import (
+    GitFailed,
+    GitMirror,
+    GitPolicy,
+    GitRefused,
+    check_git_url,
+    file_url,
+    glob_match,
+)
 from knowledge.clients.web_fetch import (
     FetchFailed,
     FetchPolicy,
@@ -116,11 +125,14 @@ class WebReader:
     def _start(self):
         """The site's robots.txt rules and its start page (or sitemap); refused, the whole sync is."""
         try:
-            return RobotsRules.fetch(self.fetcher, self.source.location), self.fetcher.get(
-                self.source.location
-            )
+            robots = RobotsRules.fetch(self.fetcher, self.source.location)
+            first = self.fetcher.get(self.source.location)
         except (FetchRefused, FetchFailed) as exc:
             raise SourceReadError(f"{self.source.location} could not be read: {exc.reason}") from exc
+        if first.status != 200:
+            # Nothing listed: every page would be taken for removed.
+            raise SourceReadError(f"{self.source.location} answered HTTP {first.status}; nothing was changed")
+        return robots, first
 
     def _pages(self, urls: list[str], robots: RobotsRules, *, crawl: bool) -> Iterator[Listed]:
         queue = deque((url, 0) for url in urls)
@@ -138,6 +150,8 @@ class WebReader:
                 return
             seen.add(url)
             listed, html = self._page(url)
+            if listed.error and crawl:
+                self.complete = False  # the pages below it were not reached: none may be taken for gone
             yield listed
             if crawl and html and depth < self.max_depth:
                 queue.extend((link, depth + 1) for link in _links(html, url))
@@ -159,7 +173,7 @@ class WebReader:
         listed = Listed(
             key=url,
             origin_url=result.url,
-            filename=_web_filename(url, html),
+            filename=item_filename(self.source.pk, url, _web_filename(url, html)),
             data=result.body,
             etag=result.etag,
             last_modified=result.last_modified,
@@ -251,11 +265,27 @@ def _web_filename(url: str, html: bool) -> str:
     return name
 
 
+def item_filename(source_id: int, key: str, readable: str = "") -> str:
+    """The document name of one item: readable, and told apart by a short hash of the source and the
+    item's key, so that no two items share a name (a new version replaces the document of the same
+    name): "a/b.md" and "a_b.md" of one repository, two repositories' README.md, a user's own upload.
+    The extension stays last: it chooses between the text formats."""
+    readable = readable or key.replace("/", "_")
+    tag = hashlib.sha256(f"{source_id}:{key}".encode()).hexdigest()[:8]
+    stem, dot, suffix = readable.rpartition(".")
+    if not dot or not stem or len(suffix) > 10:
+        return f"{readable} ~{tag}"
+    return f"{stem} ~{tag}.{suffix}"
+
+
 # -- git ------------------------------------------------------------------------------------------
 
 
 def git_policy() -> GitPolicy:
-    return GitPolicy(allowed_roots=tuple(settings.KNOWLEDGE_SOURCES_FOLDER_ROOTS))
+    return GitPolicy(
+        allowed_roots=tuple(settings.KNOWLEDGE_SOURCES_FOLDER_ROOTS),
+        allowed_networks=fetch_policy().allowed_networks,
+    )
 
 
 class GitReader:
@@ -278,28 +308,38 @@ class GitReader:
 
     def items(self) -> Iterator[Listed]:
         self.cursor = self.mirror.update()
+        # Items already gone from the branch stay gone (their grace period runs): never "unchanged".
+        present = [key for key, item in self.known.items() if item.gone_since is None]
         previous = self.source.cursor
         if previous and previous == self.cursor:
-            yield from (self._unchanged(key) for key in self.known)
+            yield from (self._unchanged(key) for key in present)
             return
-        if previous:
-            changes = self.mirror.changes(previous, self.cursor, self.globs)
+        changes = self._changes(previous)
+        files, skipped = self.mirror.files(self.cursor, self.globs)
+        if changes is not None:
             changed = set(changes.added) | set(changes.modified)
             gone = set(changes.deleted)
-            yield from (self._unchanged(key) for key in self.known if key not in changed | gone)
-            files, skipped = self.mirror.files(self.cursor, self.globs)
+            yield from (self._unchanged(key) for key in present if key not in changed | gone)
             files = [f for f in files if f.path in changed]
-        else:
-            files, skipped = self.mirror.files(self.cursor, self.globs)
         for path, reason in skipped:
             yield Listed(path, error=reason)
         for file in files:
             yield Listed(
                 key=file.path,
                 origin_url=self._origin(file.path),
-                filename=file.path.replace("/", "_"),
+                filename=item_filename(self.source.pk, file.path),
                 data=self.mirror.read(file.blob_sha),
             )
+
+    def _changes(self, previous: str):
+        """The diff since the last synced commit; None (read everything) for a first sync, or when
+        that commit is gone (history rewritten) or belongs to another repository or patterns."""
+        if not previous:
+            return None
+        try:
+            return self.mirror.changes(previous, self.cursor, self.globs)
+        except (GitFailed, GitRefused):
+            return None
 
     def _unchanged(self, key: str) -> Listed:
         return Listed(key, origin_url=self.known[key].origin_url)
@@ -350,17 +390,27 @@ class FolderReader:
 
     def _listed(self, path: Path) -> Listed:
         key = path.relative_to(self.root).as_posix()
-        stat = path.stat()
-        stamp = f"{stat.st_mtime_ns}:{stat.st_size}"
-        item = self.known.get(key)
-        if item is not None and item.last_modified == stamp and not item.error:
-            return Listed(key, origin_url=item.origin_url, last_modified=stamp)
-        if stat.st_size > settings.KNOWLEDGE_MAX_UPLOAD_BYTES:
-            limit = settings.KNOWLEDGE_MAX_UPLOAD_BYTES // (1024 * 1024)
-            return Listed(key, error=f"the file is larger than {limit} MB (KNOWLEDGE_MAX_UPLOAD_MB)")
-        return Listed(
-            key, origin_url="", filename=key.replace("/", "_"), data=path.read_bytes(), last_modified=stamp
-        )
+        try:
+            # Opened without following a link, and checked where it really is once open: a file
+            # swapped for a link (or a folder for a link to elsewhere) after the walk is not read.
+            descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as exc:
+            return Listed(key, error=f"the file could not be opened ({exc.strerror})")
+        with os.fdopen(descriptor, "rb") as opened:
+            real = Path(os.readlink(f"/proc/self/fd/{descriptor}"))
+            if self.root not in real.parents:
+                return Listed(key, error="the file is not inside the source's folder any more")
+            stat = os.fstat(descriptor)
+            stamp = f"{stat.st_mtime_ns}:{stat.st_size}"
+            item = self.known.get(key)
+            if item is not None and item.last_modified == stamp and not item.error:
+                return Listed(key, origin_url=item.origin_url, last_modified=stamp)
+            if stat.st_size > settings.KNOWLEDGE_MAX_UPLOAD_BYTES:
+                limit = settings.KNOWLEDGE_MAX_UPLOAD_BYTES // (1024 * 1024)
+                return Listed(key, error=f"the file is larger than {limit} MB (KNOWLEDGE_MAX_UPLOAD_MB)")
+            return Listed(
+                key, filename=item_filename(self.source.pk, key), data=opened.read(), last_modified=stamp
+            )
 
 
 def folder_root_checked(location: str) -> Path:
@@ -377,8 +427,6 @@ def folder_root_checked(location: str) -> Path:
 
 
 def git_url_checked(url: str) -> None:
-    from knowledge.clients.git_source import GitRefused
-
     try:
         check_git_url(url, git_policy())
     except GitRefused as exc:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import logging
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -28,10 +30,25 @@ from knowledge.services.source_readers import (
     reader_for,
 )
 
+logger = logging.getLogger(__name__)
+
 # The django-q2 task that syncs a source (knowledge.tasks), queued and scheduled by its dotted name.
 SYNC_TASK = "knowledge.tasks.sync_source"
-# A sync that has not finished after this long belongs to a process that died: another may start.
-STALE_SYNC = datetime.timedelta(hours=6)
+# What a sync that never finished said when found: its worker stopped (killed, timed out, restarted).
+INTERRUPTED = "the sync was interrupted (its worker stopped); sync again"
+
+
+def stale_after() -> datetime.timedelta:
+    """A sync still running after the task timeout belongs to a worker that stopped: django-q2 gave
+    up on it, and another sync may start."""
+    return datetime.timedelta(seconds=settings.Q_CLUSTER["timeout"])
+
+
+def syncs_fail_stale(*, sources) -> int:
+    """Mark the syncs of ``sources`` that can no longer be running as failed, with the reason."""
+    return SourceSync.objects.filter(
+        source__in=sources, status=SourceSync.Status.RUNNING, started_at__lt=timezone.now() - stale_after()
+    ).update(status=SourceSync.Status.FAILED, error=INTERRUPTED, stage="", finished_at=timezone.now())
 
 
 def source_kind_guess(location: str) -> str:
@@ -128,6 +145,9 @@ def source_location_check(kind: str, location: str, *, operator: bool) -> None:
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise KnowledgeError(f"{location!r} is not an http or https URL")
     elif kind == Source.Kind.GIT:
+        if not operator and not location.startswith("https://"):
+            # A local repository reads the server's disk; ssh logs in with the server's own keys.
+            raise KnowledgeError("only operators may follow a local repository or an ssh URL; use https://")
         git_url_checked(location)
     else:
         if not operator:
@@ -155,7 +175,11 @@ def source_sync(
     except (SourceReadError, KnowledgeError) as exc:
         return _sync_finish(run, counts, error=str(exc))
     except Exception as exc:  # a reader's failure of any kind ends this sync, recorded, not silently
+        logger.exception("Syncing source %s failed", source.pk)
         return _sync_finish(run, counts, error=f"the sync failed: {getattr(exc, 'reason', '') or exc}")
+    except BaseException:  # stopped (a worker's timeout, Ctrl-C): recorded, then stopped
+        _sync_finish(run, counts, error=INTERRUPTED)
+        raise
     return _sync_finish(run, counts, wait=wait)
 
 
@@ -186,16 +210,14 @@ class _Counts:
 def _sync_start(source: Source, trigger: str) -> SourceSync:
     with transaction.atomic():
         Source.objects.select_for_update().get(pk=source.pk)  # one sync of a source starts at a time
-        running = source.syncs.filter(
-            status=SourceSync.Status.RUNNING, started_at__gte=timezone.now() - STALE_SYNC
-        )
-        if running.exists():
+        if _running(source).exists():
             raise KnowledgeError("this source is being synced already; wait for that sync to end")
         return SourceSync.objects.create(source=source, trigger=trigger)
 
 
 def _running(source: Source):
-    return source.syncs.filter(status=SourceSync.Status.RUNNING, started_at__gte=timezone.now() - STALE_SYNC)
+    syncs_fail_stale(sources=[source])
+    return source.syncs.filter(status=SourceSync.Status.RUNNING)
 
 
 def _known(source: Source) -> dict[str, SourceItem]:
@@ -246,7 +268,14 @@ def _upload(source: Source, item: SourceItem | None, listed: Listed, counts: _Co
     counts.add("updated" if item is not None and item.document_id else "added")
     if result.created:  # the same bytes already in the collection were embedded before
         counts.documents.append(document.pk)
-    _item_save(source, item, listed, document=document, content_hash=hashlib.sha256(listed.data).hexdigest())
+    _item_save(
+        source,
+        item,
+        listed,
+        document=document,
+        owns_document=result.created,
+        content_hash=hashlib.sha256(listed.data).hexdigest(),
+    )
 
 
 def _item_save(source: Source, item: SourceItem | None, listed: Listed, **fields) -> None:
@@ -276,10 +305,11 @@ def _remove_gone(source: Source, counts: _Counts) -> None:
         if now - item.gone_since < grace:
             continue
         counts.stage(f"removing {item.key}")
-        document = item.document
+        document, owned = item.document, item.owns_document
         item.delete()
-        # Two items with the same bytes share one document: it goes with the last of them.
-        if document is not None and not SourceItem.objects.filter(document=document).exists():
+        # Only a document the source made goes (not the same bytes a user uploaded before), and only
+        # with the last item that has it.
+        if document is not None and owned and not SourceItem.objects.filter(document=document).exists():
             document_delete(document=document)
         counts.add("deleted")
 
@@ -314,9 +344,7 @@ def source_sync_queue(*, source: Source, trigger: str) -> None:
     """ "Sync now" from a page or the API: the sync runs on a worker (a site can take minutes)."""
     from django_q.tasks import async_task
 
-    if source.syncs.filter(
-        status=SourceSync.Status.RUNNING, started_at__gte=timezone.now() - STALE_SYNC
-    ).exists():
+    if _running(source).exists():
         raise KnowledgeError("this source is being synced already; wait for that sync to end")
     transaction.on_commit(
         lambda: async_task(SYNC_TASK, source.pk, trigger, task_name=f"sync-source-{source.pk}")

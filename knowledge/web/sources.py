@@ -19,6 +19,7 @@ from knowledge.services.sources import (
     source_kind_guess,
     source_location_check,
     source_sync_queue,
+    syncs_fail_stale,
 )
 from knowledge.web.pages import knowledge_page
 
@@ -29,6 +30,7 @@ SHOWN_ERRORS = 20
 def source_rows(collection) -> list[dict]:
     """Each source as the page shows it: its schedule, its last sync in words, the sync's stage
     while it runs and the reason of each failed item."""
+    syncs_fail_stale(sources=collection.sources.all())
     return [_row(source) for source in collection.sources.prefetch_related("syncs").order_by("pk")]
 
 

@@ -3,6 +3,7 @@ under an allowed root. No database."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import subprocess
 from pathlib import Path
@@ -93,7 +94,32 @@ def mirror_of(origin: Path, tmp_path: Path, policy: GitPolicy, branch: str = "ma
     ["https://github.com/o/r.git", "ssh://git@example.com/o/r.git", "git@github.com:o/r.git"],
 )
 def test_remote_urls_are_accepted(url):
-    check_git_url(url, GitPolicy())
+    # Their form only: this machine resolves no public names (the host checks are tested below).
+    check_git_url(url, GitPolicy(check_hosts=False))
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("https://127.0.0.1/r.git", "the address 127.0.0.1 of 127.0.0.1 is a loopback address"),
+        ("https://10.0.0.1/r.git", "is a private address"),
+        ("https://169.254.169.254/r.git", "the cloud metadata address"),
+        ("https://localhost/r.git", "KNOWLEDGE_SOURCES_ALLOWED_NETWORKS"),
+        ("git@127.0.0.1:o/r.git", "loopback address"),
+        ("https://nothing.invalid/r.git", "could not be resolved"),
+    ],
+)
+def test_repository_hosts_on_the_servers_own_network_are_refused(url, reason):
+    with pytest.raises(GitRefused) as refused:
+        check_git_url(url, GitPolicy())
+    assert reason in refused.value.reason
+
+
+def test_an_allowed_network_lets_a_repository_on_it_through():
+    check_git_url(
+        "https://127.0.0.1/r.git", GitPolicy(allowed_networks=(ipaddress.ip_network("127.0.0.0/8"),))
+    )
 
 
 @pytest.mark.security
@@ -329,12 +355,19 @@ def test_a_timeout_stops_git(origin, tmp_path):
 
 
 @pytest.mark.security
-def test_credentials_in_the_url_stay_out_of_the_reason(tmp_path):
-    # Nothing listens on port 1 of the loopback: git fails at once, without the internet.
+def test_credentials_in_the_url_are_refused_and_stay_out_of_the_reason(tmp_path):
     mirror = GitMirror(tmp_path / "repo.git", "https://user:s3cret@127.0.0.1:1/r.git", "main", GitPolicy())
-    with pytest.raises(GitFailed) as failed:
+    with pytest.raises(GitRefused) as refused:
         mirror.update()
-    assert "s3cret" not in failed.value.reason
+    assert "user name or password" in refused.value.reason and "s3cret" not in refused.value.reason
+
+
+def test_an_unreachable_repository_fails_with_gits_reason(tmp_path):
+    # Nothing listens on port 1 of the loopback: git fails at once, without the internet.
+    policy = GitPolicy(allowed_networks=(ipaddress.ip_network("127.0.0.0/8"),))
+    with pytest.raises(GitFailed) as failed:
+        GitMirror(tmp_path / "repo.git", "https://127.0.0.1:1/r.git", "main", policy).update()
+    assert "git clone failed" in failed.value.reason
 
 
 # --- glob_match -------------------------------------------------------------------------------------

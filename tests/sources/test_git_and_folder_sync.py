@@ -53,6 +53,7 @@ def test_a_repository_syncs_by_its_commits_and_citations_carry_the_commit(repo, 
         collection=collection, location=str(repo), kind="git",
         options={"branch": "main", "globs": ["docs/**/*.md"]},
         user=alice,
+        operator=True,
     )  # fmt: skip
     first = source_sync(source=source, trigger="test", wait=True)
     assert first.status == "succeeded", first.error
@@ -79,10 +80,12 @@ def test_a_repository_syncs_by_its_commits_and_citations_carry_the_commit(repo, 
 def test_local_repositories_and_folders_outside_the_allowed_roots_are_refused(tmp_path, settings, alice):
     settings.KNOWLEDGE_SOURCES_FOLDER_ROOTS = []
     collection = collection_create(name="refused", owner=alice)
-    with pytest.raises(KnowledgeError, match="KNOWLEDGE_SOURCES_FOLDER_ROOTS"):
+    with pytest.raises(KnowledgeError, match="only operators may follow a local repository"):
         source_add(collection=collection, location=str(tmp_path), kind="git", user=alice)
     with pytest.raises(KnowledgeError, match="KNOWLEDGE_SOURCES_FOLDER_ROOTS"):
-        source_add(collection=collection, location="file:///etc", kind="git", user=alice)
+        source_add(collection=collection, location=str(tmp_path), kind="git", user=alice, operator=True)
+    with pytest.raises(KnowledgeError, match="KNOWLEDGE_SOURCES_FOLDER_ROOTS"):
+        source_add(collection=collection, location="file:///etc", kind="git", user=alice, operator=True)
     with pytest.raises(KnowledgeError, match="only operators"):
         source_add(collection=collection, location=str(tmp_path), kind="folder", user=alice)
     with pytest.raises(KnowledgeError, match="KNOWLEDGE_SOURCES_FOLDER_ROOTS"):
@@ -105,4 +108,46 @@ def test_a_folder_syncs_by_modification_time_then_content(tmp_path, settings, al
     (folder / "glossary.md").unlink()
     second = source_sync(source=source, trigger="test", wait=True)
     assert (second.unchanged, second.deleted, second.chunks_embedded) == (1, 1, 0)
-    assert not Document.objects.filter(collection=collection, filename="glossary.md").exists()
+    assert not Document.objects.filter(collection=collection, filename__startswith="glossary").exists()
+
+
+def test_a_file_gone_from_the_branch_stays_gone_through_its_grace_period(repo, alice):
+    collection = collection_create(name="grace", owner=alice)
+    source = source_add(
+        collection=collection, location=str(repo), kind="git", options={"globs": ["docs/**/*.md"]},
+        user=alice, operator=True, grace_hours=1,
+    )  # fmt: skip
+    source_sync(source=source, trigger="test", wait=True)
+    git(repo, "rm", "-q", "docs/glossary.md")
+    git(repo, "commit", "-q", "-m", "drop the glossary")
+    for _ in range(2):  # the commit that removed it, then nothing new: gone both times, kept meanwhile
+        run = source_sync(source=source, trigger="test", wait=True)
+        item = SourceItem.objects.get(source=source, key="docs/glossary.md")
+        assert item.gone_since is not None and item.document is not None, run.errors
+        assert run.deleted == 0
+    source.grace_hours = 0
+    source.save()
+    assert source_sync(source=source, trigger="test", wait=True).deleted == 1
+    assert not SourceItem.objects.filter(source=source, key="docs/glossary.md").exists()
+
+
+def test_a_users_own_upload_of_the_same_bytes_is_never_removed_by_a_source(tmp_path, settings, alice):
+    from knowledge.services.documents import document_upload
+
+    settings.KNOWLEDGE_SOURCES_FOLDER_ROOTS = [tmp_path.resolve()]
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    (folder / "glossary.md").write_bytes(DOCS["docs/glossary.md"])
+    collection = collection_create(name="mixed", owner=alice)
+    own = document_upload(
+        collection=collection, filename="glossary.md", data=DOCS["docs/glossary.md"], sync=True
+    )
+    source = source_add(
+        collection=collection, location=str(folder), kind="folder", user=alice, operator=True, grace_hours=0
+    )
+    assert (
+        source_sync(source=source, trigger="test", wait=True).added == 1
+    )  # the same bytes: the same document
+    (folder / "glossary.md").unlink()
+    assert source_sync(source=source, trigger="test", wait=True).deleted == 1
+    assert Document.objects.filter(pk=own.document.pk).exists()

@@ -125,3 +125,46 @@ def test_a_source_on_a_loopback_name_is_refused_when_loopback_is_not_allowed(hos
     assert run.status == "failed"
     assert "loopback address" in run.error and "KNOWLEDGE_SOURCES_ALLOWED_NETWORKS" in run.error
     assert not SourceItem.objects.filter(source=source).exists()
+
+
+class ChainSite(http.server.BaseHTTPRequestHandler):
+    """/ links to /a.html, which links to /b.html; /a.html answers 503 once ``broken`` is set."""
+
+    broken = False
+
+    def do_GET(self):  # noqa: N802 (the standard library's name)
+        pages = {
+            "/": PAGE % (b"Home", b'<a href="/a.html">a</a>'),
+            "/a.html": PAGE % (b"A", b'<a href="/b.html">b</a>'),
+            "/b.html": PAGE % (b"B", b""),
+        }
+        status = 503 if self.path == "/a.html" and ChainSite.broken else 200 if self.path in pages else 404
+        body = pages.get(self.path, b"") if status == 200 else b""
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_page_that_fails_hides_the_pages_below_it_and_none_of_them_is_removed(settings, alice):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ChainSite)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings.KNOWLEDGE_SOURCES_ALLOWED_NETWORKS = "127.0.0.1/32"
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        collection = collection_create(name="chain", owner=alice)
+        source = source_add(collection=collection, location=f"{base}/", user=alice, grace_hours=0)
+        assert source_sync(source=source, trigger="test", wait=True).added == 3
+        ChainSite.broken = True
+        run = source_sync(source=source, trigger="test", wait=True)
+        assert (run.failed, run.deleted) == (1, 0), run.errors
+        assert "HTTP 503" in run.errors[0]["reason"]
+        assert SourceItem.objects.filter(source=source, key=f"{base}/b.html", document__isnull=False).exists()
+    finally:
+        ChainSite.broken = False
+        server.shutdown()

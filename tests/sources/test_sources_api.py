@@ -59,8 +59,12 @@ def test_another_users_source_is_invisible_and_untouchable(alice, bob):
     ("payload", "message"),
     [
         ({"location": "ftp://files.example.org/"}, "not an http or https URL"),
-        ({"location": "file:///etc/passwd", "kind": "git"}, "KNOWLEDGE_SOURCES_FOLDER_ROOTS"),
-        ({"location": "ext::sh", "kind": "git"}, "remote helpers"),
+        ({"location": "file:///etc/passwd", "kind": "git"}, "only operators may follow a local repository"),
+        ({"location": "ext::sh", "kind": "git"}, "only operators"),
+        ({"location": "https://127.0.0.1/internal.git", "kind": "git"}, "loopback address"),
+        ({"location": "https://169.254.169.254/x.git", "kind": "git"}, "cloud metadata address"),
+        ({"location": "https://localhost/x.git", "kind": "git"}, "KNOWLEDGE_SOURCES_ALLOWED_NETWORKS"),
+        ({"location": "https://bob:secret@github.com/org/x.git", "kind": "git"}, "user name or password"),
         ({"location": "/etc", "kind": "folder"}, "only operators"),
     ],
 )

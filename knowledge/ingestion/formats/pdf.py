@@ -4,6 +4,7 @@ section of its own on that page, one row per line with its headers (pdf_tables.p
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import time
@@ -42,30 +43,35 @@ def extract_pdf(filename: str, data: bytes, budget: TextBudget) -> Iterator[Sect
         pdf_pages_check(len(reader.pages), budget.limits)
         pdf_content_check(reader.pages, budget.limits)
         scans = _ScannedPages(data, budget.limits)
-        tables = _Tables(data, budget.limits)
-        total = len(reader.pages)
-        for number, page in enumerate(reader.pages, start=1):
-            report_stage(page_stage(number, total))
-            # This thread's CPU time: in a worker, the encoder's threads share the process.
-            started = time.thread_time()
-            raw = page.extract_text() or ""
-            page_cpu_check(f"page {number}", time.thread_time() - started, budget.limits)
-            metadata, found = {}, []
-            if needs_ocr(raw):
-                report_stage(page_stage(number, total, ocr=True))
-                raw, metadata = scans.read(number)
-            else:
-                found = tables.read(number)
-                raw = _without_table_lines(raw, found)
-            text = _pdf_page_text(budget.charge(raw))
-            if text:
-                budget.add_section()
-                yield Section(source_ref=f"page={number}", text=text, page=number, metadata=metadata)
-            yield from _table_sections(number, found, budget)
+        with contextlib.closing(_Tables(data, budget.limits)) as tables:
+            yield from _pages(reader, scans, tables, budget)
     except ExtractionError:
         raise
     except Exception as exc:  # corrupt PDFs raise anything from KeyError to PdfStreamError
         raise UnreadableDocument(f"the PDF is damaged or incomplete ({exc})") from exc
+
+
+def _pages(reader, scans, tables, budget: TextBudget) -> Iterator[Section]:
+    """Each page's text (its text layer, or OCR where it has none), then its tables."""
+    total = len(reader.pages)
+    for number, page in enumerate(reader.pages, start=1):
+        report_stage(page_stage(number, total))
+        # This thread's CPU time: in a worker, the encoder's threads share the process.
+        started = time.thread_time()
+        raw = page.extract_text() or ""
+        page_cpu_check(f"page {number}", time.thread_time() - started, budget.limits)
+        metadata, found = {}, []
+        if needs_ocr(raw):
+            report_stage(page_stage(number, total, ocr=True))
+            raw, metadata = scans.read(number)
+        else:
+            found = tables.read(number)
+            raw = _without_table_lines(raw, found)
+        text = _pdf_page_text(budget.charge(raw))
+        if text:
+            budget.add_section()
+            yield Section(source_ref=f"page={number}", text=text, page=number, metadata=metadata)
+        yield from _table_sections(number, found, budget)
 
 
 class _ScannedPages:
@@ -119,24 +125,30 @@ class _Tables:
         self.document = None
 
     def read(self, number: int) -> list[PdfTable]:
-        if self.pages is None:
-            self.pages = pages_with_rules(self.data)
-        if number not in self.pages:
-            return []
         started = time.thread_time()
         try:
+            if self.pages is None:
+                self.pages = pages_with_rules(self.data)
+            if number not in self.pages:
+                return []
             page = self._document().pages[number - 1]
             try:
                 return page_tables(page)
             finally:
                 page.close()  # drops the page's layout: memory stays one page deep
-        except Exception as exc:  # pdfminer's errors on a damaged page are of many kinds
+        except Exception as exc:  # PDFium's and pdfminer's errors on a damaged page are of many kinds
             report_skipped(
                 f"the tables of page {number} could not be read, its text is kept as it is ({exc})"
             )
+            if self.pages is None:
+                self.pages = set()  # the search for rules itself failed: not again on every page
             return []
         finally:
             page_cpu_check(f"page {number} (tables)", time.thread_time() - started, self.limits)
+
+    def close(self) -> None:
+        if self.document is not None:
+            self.document.close()
 
     def _document(self):
         import pdfplumber
