@@ -142,8 +142,11 @@ def source_location_check(kind: str, location: str, *, operator: bool) -> None:
         raise KnowledgeError(f"unknown kind of source {kind!r}: choose web, git or folder")
     if kind == Source.Kind.WEB:
         parts = urlsplit(location)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
+        if parts.scheme not in ("http", "https") or not parts.hostname:
             raise KnowledgeError(f"{location!r} is not an http or https URL")
+        if parts.username or parts.password:
+            # It would be stored with the source and shown to every reader of the collection.
+            raise KnowledgeError("a source's address may not hold a user name or password")
     elif kind == Source.Kind.GIT:
         if not operator and not location.startswith("https://"):
             # A local repository reads the server's disk; ssh logs in with the server's own keys.

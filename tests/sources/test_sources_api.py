@@ -59,6 +59,7 @@ def test_another_users_source_is_invisible_and_untouchable(alice, bob):
     ("payload", "message"),
     [
         ({"location": "ftp://files.example.org/"}, "not an http or https URL"),
+        ({"location": "https://me:pw@docs.example.org/"}, "may not hold a user name or password"),
         ({"location": "file:///etc/passwd", "kind": "git"}, "only operators may follow a local repository"),
         ({"location": "ext::sh", "kind": "git"}, "only operators"),
         ({"location": "https://127.0.0.1/internal.git", "kind": "git"}, "loopback address"),
