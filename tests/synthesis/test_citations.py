@@ -13,7 +13,9 @@ from knowledge.synthesis.citations import answer_html, marker_numbers, resolve_c
 
 def source(n: int, *, filename="a.pdf", source_ref="page=3", page=3, chunk_id=None, document_id=None):
     """A retrieved chunk as the citation code reads it (the attributes of RetrievedChunk)."""
-    document = SimpleNamespace(pk=document_id or 100 + n, filename=filename, display_title=filename.upper())
+    document = SimpleNamespace(
+        pk=document_id or 100 + n, filename=filename, display_title=filename.upper(), origin_url=""
+    )
     chunk = SimpleNamespace(
         pk=chunk_id or 1000 + n,
         document=document,
