@@ -16,7 +16,7 @@ from knowledge.access import (
     source_for_writer,
 )
 from knowledge.models import Source, SourceSync
-from knowledge.services.sources import source_add, source_delete, source_sync_queue
+from knowledge.services.sources import last_sync, source_add, source_delete, source_sync_queue, with_last_sync
 
 RECENT_SYNCS = 10
 
@@ -42,7 +42,7 @@ class SourceSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_last_sync(self, source) -> dict | None:
-        run = source.syncs.first()
+        run = last_sync(source)
         return SyncSerializer(run).data if run else None
 
 
@@ -86,7 +86,9 @@ class CollectionSourcesView(ApiView):
     )
     def get(self, request, collection_id: int):
         collection = collection_for_reader(user=request.user, collection_id=collection_id)
-        return self.paginated(Source.objects.filter(collection=collection).order_by("pk"), SourceSerializer)
+        return self.paginated(
+            with_last_sync(Source.objects.filter(collection=collection).order_by("pk")), SourceSerializer
+        )
 
     @extend_schema(
         summary="Follow a source: a web site, a Git repository, or (operators) a server folder",

@@ -35,6 +35,7 @@ from knowledge.retrieval.service import MAX_QUESTION_CHARS
 from knowledge.retrieval.sources import place_url
 from knowledge.services.collections import chunk_profile_get, collection_reindex, collection_reprocess
 from knowledge.services.passages import MAX_NEIGHBOURS, passage_get
+from knowledge.services.sources import last_sync, with_last_sync
 from knowledge.synthesis import events as ev
 
 MAX_LISTED = 500
@@ -87,8 +88,8 @@ def _sources_by_collection(user, collection_ids: list[int]) -> dict[int, list[di
     """The sources each collection follows, and how its last sync went (collections ``user`` reads)."""
     readable = readable_collections(user).filter(pk__in=collection_ids)
     found: dict[int, list[dict]] = {}
-    for source in Source.objects.filter(collection__in=readable).prefetch_related("syncs").order_by("pk"):
-        last = next(iter(source.syncs.all()), None)
+    for source in with_last_sync(Source.objects.filter(collection__in=readable).order_by("pk")):
+        last = last_sync(source)
         found.setdefault(source.collection_id, []).append(
             {
                 "id": source.pk,

@@ -108,8 +108,10 @@ class WebReader:
         robots, first = self._start()
         if _is_sitemap(first.body):
             yield from self._pages(self._sitemap_urls(first.body), robots, crawl=False)
-        else:
-            yield from self._pages([self.source.location], robots, crawl=True)
+        else:  # the start page is read once: the answer that told it is not a sitemap
+            yield from self._pages(
+                [self.source.location], robots, crawl=True, fetched={self.source.location: first}
+            )
 
     def preview(self) -> tuple[list[str], str]:
         """The start page and the pages it links to (or the sitemap's), as the sync would take them."""
@@ -134,7 +136,10 @@ class WebReader:
             raise SourceReadError(f"{self.source.location} answered HTTP {first.status}; nothing was changed")
         return robots, first
 
-    def _pages(self, urls: list[str], robots: RobotsRules, *, crawl: bool) -> Iterator[Listed]:
+    def _pages(
+        self, urls: list[str], robots: RobotsRules, *, crawl: bool, fetched: dict | None = None
+    ) -> Iterator[Listed]:
+        fetched = fetched or {}
         queue = deque((url, 0) for url in urls)
         seen: set[str] = set()
         while queue:
@@ -149,24 +154,26 @@ class WebReader:
                 )
                 return
             seen.add(url)
-            listed, html = self._page(url)
+            listed, html = self._page(url, crawl=crawl, result=fetched.get(url))
             if listed.error and crawl:
                 self.complete = False  # the pages below it were not reached: none may be taken for gone
             yield listed
             if crawl and html and depth < self.max_depth:
                 queue.extend((link, depth + 1) for link in _links(html, url))
 
-    def _page(self, url: str) -> tuple[Listed, bytes | None]:
-        """The page as listed, and its HTML (the stored copy when unchanged) for its links."""
+    def _page(self, url: str, *, crawl: bool, result=None) -> tuple[Listed, bytes | None]:
+        """The page as listed, and its HTML for its links when crawling (the stored copy when it is
+        unchanged). ``result``: the page as already fetched."""
         item = self.known.get(url)
         try:
-            result = self.fetcher.get(
+            result = result or self.fetcher.get(
                 url, etag=item.etag if item else "", last_modified=item.last_modified if item else ""
             )
         except (FetchRefused, FetchFailed) as exc:  # this page fails; the sync goes on
             return Listed(url, url, error=exc.reason), None
         if result.not_modified and item is not None:
-            return Listed(url, url, etag=item.etag, last_modified=item.last_modified), _stored(item)
+            listed = Listed(url, url, etag=item.etag, last_modified=item.last_modified)
+            return listed, _stored(item) if crawl else None
         if result.status != 200:
             return Listed(url, url, error=f"HTTP {result.status}"), None
         html = result.content_type.split(";")[0].strip().lower() in _HTML_TYPES

@@ -12,11 +12,13 @@ from __future__ import annotations
 import datetime
 import hashlib
 import logging
+import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Prefetch
 from django.utils import timezone
 
 from config.errors import KnowledgeError
@@ -49,6 +51,20 @@ def syncs_fail_stale(*, sources) -> int:
     return SourceSync.objects.filter(
         source__in=sources, status=SourceSync.Status.RUNNING, started_at__lt=timezone.now() - stale_after()
     ).update(status=SourceSync.Status.FAILED, error=INTERRUPTED, stage="", finished_at=timezone.now())
+
+
+def with_last_sync(sources):
+    """``sources`` (a queryset) with each one's newest sync fetched in one query, however long their
+    history: read it with ``last_sync``."""
+    newest = SourceSync.objects.order_by("-started_at", "-pk")[:1]
+    return sources.prefetch_related(Prefetch("syncs", queryset=newest, to_attr="newest_syncs"))
+
+
+def last_sync(source: Source) -> SourceSync | None:
+    newest = getattr(source, "newest_syncs", None)
+    if newest is None:  # not fetched with the source
+        return source.syncs.order_by("-started_at", "-pk").first()
+    return newest[0] if newest else None
 
 
 def source_kind_guess(location: str) -> str:
@@ -165,10 +181,12 @@ def source_sync(
     run = _sync_start(source, trigger)
     counts = _Counts(run, on_stage)
     try:
-        reader = reader_for(source, _known(source))
+        known = _known(source)
+        reader = reader_for(source, known)
         for listed in reader.items():
             counts.seen.add(listed.key)
-            _apply(source, listed, counts, wait)
+            _apply(source, known.get(listed.key), listed, counts, wait)
+        _touch(counts.untouched)
         counts.run.errors.extend({"item": source.location, "reason": note} for note in reader.notes)
         if reader.complete:
             _remove_gone(source, counts)
@@ -186,17 +204,28 @@ def source_sync(
     return _sync_finish(run, counts, wait=wait)
 
 
+# A sync's stage and counts are written at most this often (a repository of thousands of unchanged
+# files would otherwise write its sync's row once a file).
+_STAGE_INTERVAL_S = 0.5
+
+
 class _Counts:
     def __init__(self, run: SourceSync, on_stage) -> None:
         self.run, self.on_stage = run, on_stage
         self.seen: set[str] = set()
         self.documents: list[int] = []
+        self.untouched: list[int] = []  # unchanged items whose row needs only its seen_at
+        self.written = 0.0
 
     def stage(self, text: str) -> None:
-        self.run.stage = text[:300]
-        SourceSync.objects.filter(pk=self.run.pk).update(stage=self.run.stage, **self.numbers())
         if self.on_stage:
             self.on_stage(text)
+        now = time.monotonic()
+        if now - self.written < _STAGE_INTERVAL_S:
+            return
+        self.written = now
+        self.run.stage = text[:300]
+        SourceSync.objects.filter(pk=self.run.pk).update(stage=self.run.stage, **self.numbers())
 
     def add(self, field: str) -> None:
         setattr(self.run, field, getattr(self.run, field) + 1)
@@ -227,27 +256,28 @@ def _known(source: Source) -> dict[str, SourceItem]:
     return {item.key: item for item in source.items.select_related("document")}
 
 
-def _apply(source: Source, listed: Listed, counts: _Counts, wait: bool) -> None:
+def _apply(source: Source, item: SourceItem | None, listed: Listed, counts: _Counts, wait: bool) -> None:
     counts.stage(f"reading {listed.key}")
-    item = SourceItem.objects.filter(source=source, key=listed.key).select_related("document").first()
     if listed.error:
         counts.fail(listed.key, listed.error)
         _item_save(source, item, listed, error=listed.error)
         return
-    unchanged = listed.data is None or (
-        item is not None and item.document_id and item.content_hash == hashlib.sha256(listed.data).hexdigest()
-    )
-    if unchanged and item is not None and not item.error:
+    if listed.data is None:  # unchanged at the source, so not fetched (one that never read well waits)
         counts.add("unchanged")
-        _item_save(source, item, listed)
+        if item is not None and not item.error:
+            _unchanged_save(source, item, listed, counts)
         return
-    if listed.data is None:  # unchanged at the source, but never read well: nothing to do until it changes
-        counts.add("unchanged")
+    digest = hashlib.sha256(listed.data).hexdigest()
+    if item is not None and item.document_id and not item.error and item.content_hash == digest:
+        counts.add("unchanged")  # served again, the same bytes
+        _unchanged_save(source, item, listed, counts)
         return
-    _upload(source, item, listed, counts, wait)
+    _upload(source, item, listed, digest, counts, wait)
 
 
-def _upload(source: Source, item: SourceItem | None, listed: Listed, counts: _Counts, wait: bool) -> None:
+def _upload(
+    source: Source, item: SourceItem | None, listed: Listed, digest: str, counts: _Counts, wait: bool
+) -> None:
     try:
         result = document_upload(
             collection=source.collection,
@@ -271,14 +301,21 @@ def _upload(source: Source, item: SourceItem | None, listed: Listed, counts: _Co
     counts.add("updated" if item is not None and item.document_id else "added")
     if result.created:  # the same bytes already in the collection were embedded before
         counts.documents.append(document.pk)
-    _item_save(
-        source,
-        item,
-        listed,
-        document=document,
-        owns_document=result.created,
-        content_hash=hashlib.sha256(listed.data).hexdigest(),
-    )
+    _item_save(source, item, listed, document=document, owns_document=result.created, content_hash=digest)
+
+
+def _unchanged_save(source: Source, item: SourceItem, listed: Listed, counts: _Counts) -> None:
+    """An unchanged item's row is written only when its validators or gone mark moved; the others'
+    seen_at is set once, at the end of the sync, for all of them (_touch)."""
+    moved = (listed.etag, listed.last_modified) != (item.etag, item.last_modified) or item.gone_since
+    if moved or (listed.origin_url and listed.origin_url != item.origin_url):
+        _item_save(source, item, listed)
+    else:
+        counts.untouched.append(item.pk)
+
+
+def _touch(item_ids: list[int]) -> None:
+    SourceItem.objects.filter(pk__in=item_ids).update(seen_at=timezone.now())
 
 
 def _item_save(source: Source, item: SourceItem | None, listed: Listed, **fields) -> None:

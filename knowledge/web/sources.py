@@ -14,12 +14,14 @@ from knowledge.access import collection_for_writer, source_for_writer
 from knowledge.models import Source, SourceSync
 from knowledge.services.source_readers import SourceReadError, preview_items
 from knowledge.services.sources import (
+    last_sync,
     source_add,
     source_delete,
     source_kind_guess,
     source_location_check,
     source_sync_queue,
     syncs_fail_stale,
+    with_last_sync,
 )
 from knowledge.web.pages import knowledge_page
 
@@ -31,11 +33,11 @@ def source_rows(collection) -> list[dict]:
     """Each source as the page shows it: its schedule, its last sync in words, the sync's stage
     while it runs and the reason of each failed item."""
     syncs_fail_stale(sources=collection.sources.all())
-    return [_row(source) for source in collection.sources.prefetch_related("syncs").order_by("pk")]
+    return [_row(source) for source in with_last_sync(collection.sources.order_by("pk"))]
 
 
 def _row(source: Source) -> dict:
-    last = next(iter(source.syncs.all()), None)
+    last = last_sync(source)
     return {
         "id": source.pk,
         "kind": source.get_kind_display(),
