@@ -51,6 +51,7 @@ SOURCE_EVENT_FIELDS = (
     "page",
     "role",
     "url",
+    "origin_url",
     "scores",
     "match",
 )
@@ -71,13 +72,18 @@ def call_summary(purpose: str, result) -> dict:
     }
 
 
+# A citation in a turn's summary; ``origin_url`` (the original of a source's document) is added with
+# "" for the turns saved before citations carried it.
+CITATION_SUMMARY_FIELDS = ("n", "document", "source_ref", "text", "title", "url", "document_id")
+
+
 def turn_summary(turn: ChatTurn) -> dict:
     """A turn as one JSON object (knowledge_ask --json, API responses)."""
     return {
         "answer": turn.answer,
         "mode": turn.mode,
         "citations": [
-            {k: c.get(k) for k in ("n", "document", "source_ref", "text", "title", "url", "document_id")}
+            {k: c.get(k) for k in CITATION_SUMMARY_FIELDS} | {"origin_url": c.get("origin_url", "")}
             for c in turn.cited_sources
         ],
         "dropped_citations": turn.dropped_citations,

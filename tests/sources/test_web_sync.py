@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.test import Client
+from rest_framework.test import APIClient
 
 from knowledge.models import Document, Source, SourceItem
 from knowledge.retrieval.service import retrieve
@@ -24,6 +25,7 @@ from knowledge.synthesis.citations import citation_for
 from tests.conftest import CORPUS
 
 pytestmark = pytest.mark.django_db(transaction=True)
+pytest_plugins = ["tests.synthesis.openai_server"]
 
 RELEASES = sorted((CORPUS / "django-docs" / "releases").glob("1.*.txt"), key=lambda p: p.stat().st_size)[:24]
 
@@ -92,7 +94,7 @@ def touch_later(path: Path) -> None:
     os.utime(path, (later, later))
 
 
-def test_a_site_syncs_incrementally_and_respects_robots(site, alice):
+def test_a_site_syncs_incrementally_and_respects_robots(site, alice, no_llm):
     root, base, names = site
     collection = collection_create(name="site", owner=alice)
     source = source_add(collection=collection, location=f"{base}/sitemap.xml", user=alice, grace_hours=0)
@@ -116,6 +118,14 @@ def test_a_site_syncs_incrementally_and_respects_robots(site, alice):
     client.force_login(alice)
     passage = client.get(f"/documents/{cited.document_id}/passage/?chunk={cited.chunk_id}").json()
     assert passage["origin_url"] == f"{base}/docs/flag_day.html"
+    api = APIClient()
+    api.force_authenticate(alice)
+    answer = api.post(
+        "/api/v1/query/",
+        {"question": "When is Flag Day in Canada?", "collections": [collection.pk]},
+        format="json",
+    ).json()
+    assert f"{base}/docs/flag_day.html" in [c["origin_url"] for c in answer["citations"]], answer
 
     # One page changes, one is deleted (and leaves the sitemap).
     changed = root / "docs" / "gravity_hill.md"
