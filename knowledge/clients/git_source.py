@@ -24,7 +24,6 @@ Pure: no Django import, so it can be tested and reused without a database.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 import signal
@@ -145,24 +144,14 @@ def _checked_url_with_scheme(url: str, policy: GitPolicy) -> tuple[str, bool]:
 def host_address(host: str, port: int, policy: GitPolicy) -> str:
     """The address ``host`` resolves to, if every address it resolves to is a public internet address
     (or in the policy's allowed networks): a repository URL must not reach the server's own network."""
-    import socket
-
-    from knowledge.clients.web_fetch import address_refusal
+    from knowledge.clients.web_fetch import FetchFailed, FetchRefused, host_checked
 
     if not policy.check_hosts:
         return ""
     try:
-        answers = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise GitRefused(f"{host} could not be resolved ({exc})") from exc
-    addresses = [ipaddress.ip_address(answer[4][0].split("%")[0]) for answer in answers]
-    for address in addresses:
-        if reason := address_refusal(address, policy.allowed_networks):
-            raise GitRefused(
-                f"the address {address} of {host} is {reason}; the operator can allow it with "
-                "KNOWLEDGE_SOURCES_ALLOWED_NETWORKS"
-            )
-    return str(addresses[0])
+        return host_checked(host, port, policy.allowed_networks)
+    except (FetchRefused, FetchFailed) as exc:
+        raise GitRefused(exc.reason) from exc
 
 
 def _allowed_local_path(path: Path, policy: GitPolicy) -> Path:

@@ -228,6 +228,20 @@ def _checked_addresses(target: _Target, allowed_networks: tuple[IPNetwork, ...])
     return pairs
 
 
+def url_checked(url: str, allowed_networks: tuple[IPNetwork, ...] = ()) -> None:
+    """Refuse, before anything is fetched, a URL the fetcher would refuse: its form, or its host's
+    addresses (FetchRefused, FetchFailed when the name does not resolve)."""
+    _checked_addresses(_parse_target(url), allowed_networks)
+
+
+def host_checked(host: str, port: int, allowed_networks: tuple[IPNetwork, ...] = ()) -> str:
+    """The address to connect to for ``host``, once every address it resolves to is allowed: for a
+    client other than this fetcher (git) to pin its connection to the address that was checked."""
+    target = _Target(url=host, scheme="https", host=_ascii_host(host), port=port, request_path="/")
+    _family, sockaddr = _checked_addresses(target, allowed_networks)[0]
+    return sockaddr[0]
+
+
 # -- pacing ---------------------------------------------------------------------------------------------
 
 

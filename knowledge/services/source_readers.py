@@ -38,6 +38,7 @@ from knowledge.clients.web_fetch import (
     RobotsRules,
     WebFetcher,
     parse_networks,
+    url_checked,
 )
 from knowledge.models import Source, SourceItem
 
@@ -431,6 +432,18 @@ def folder_root_checked(location: str) -> Path:
     if not root.is_dir():
         raise SourceReadError(f"{location} is not a folder")
     return root
+
+
+def web_url_checked(url: str) -> None:
+    """A web source's address, refused now as its first sync would refuse it (an internal address).
+    A name that does not resolve now is let through: DNS may be down for a moment, and every sync
+    checks it again."""
+    try:
+        url_checked(url, fetch_policy().allowed_networks)
+    except FetchRefused as exc:
+        raise SourceReadError(exc.reason) from exc
+    except FetchFailed:
+        pass
 
 
 def git_url_checked(url: str) -> None:

@@ -30,6 +30,7 @@ from knowledge.services.source_readers import (
     folder_root_checked,
     git_url_checked,
     reader_for,
+    web_url_checked,
 )
 
 logger = logging.getLogger(__name__)
@@ -163,6 +164,7 @@ def source_location_check(kind: str, location: str, *, operator: bool) -> None:
         if parts.username or parts.password:
             # It would be stored with the source and shown to every reader of the collection.
             raise KnowledgeError("a source's address may not hold a user name or password")
+        web_url_checked(location)
     elif kind == Source.Kind.GIT:
         if not operator and not location.startswith("https://"):
             # A local repository reads the server's disk; ssh logs in with the server's own keys.

@@ -60,6 +60,8 @@ def test_another_users_source_is_invisible_and_untouchable(alice, bob):
     [
         ({"location": "ftp://files.example.org/"}, "not an http or https URL"),
         ({"location": "https://me:pw@docs.example.org/"}, "may not hold a user name or password"),
+        ({"location": "http://127.0.0.1:8000/"}, "the address 127.0.0.1 is a loopback address"),
+        ({"location": "http://169.254.169.254/latest/"}, "the cloud metadata address"),
         ({"location": "file:///etc/passwd", "kind": "git"}, "only operators may follow a local repository"),
         ({"location": "ext::sh", "kind": "git"}, "only operators"),
         ({"location": "https://127.0.0.1/internal.git", "kind": "git"}, "loopback address"),
