@@ -3,7 +3,7 @@
 knowledge_bench ingest [--files PATH...] [--backend torch|onnx|onnx-int8] [--rounds N]
 knowledge_bench lexical [--chunks N] [--queries N]
 knowledge_bench retrieve [--chunks N] [--scope-share P ...] [--queries N] [--warm-up N] [--drop]
-knowledge_bench load [--clients C] [--seconds S] [--url URL] [--sse N]
+knowledge_bench load [--clients C] [--seconds S] [--url URL] [--sse N] [--reference-url URL --rounds N]
 knowledge_bench ocr [--files PDF...] [--dpi N ...] [--pages-per-file N]
 """
 
@@ -75,6 +75,12 @@ class Command(BaseCommand):
         load.add_argument("--sse", type=int, default=0, metavar="N", help="Then N answer streams at once.")
         load.add_argument("--token", help="Use this API token (a remote server; with --collection-id).")
         load.add_argument("--collection-id", type=int)
+        load.add_argument(
+            "--reference-url",
+            help="Also load this server (the code before a change, on the same database), in alternating "
+            "rounds, and report what --url adds per request.",
+        )
+        load.add_argument("--rounds", type=int, default=6, help="With --reference-url: rounds per server.")
 
     def handle(self, *args, **options):
         handler = getattr(self, f"_{options['benchmark']}")
@@ -166,6 +172,9 @@ class Command(BaseCommand):
             raise CommandError("--token and --collection-id go together")
         if options["users"] < 1 or (options["token"] and options["users"] > 1):
             raise CommandError("--users must be >= 1, and 1 with --token")
+        if options["reference_url"]:
+            self._load_paired(options)
+            return
         load.run(
             self.stdout,
             url=options["url"],
@@ -175,5 +184,26 @@ class Command(BaseCommand):
             sse=options["sse"],
             token=options["token"],
             collection_id=options["collection_id"],
+            users=options["users"],
+        )
+
+    def _load_paired(self, options):
+        from urllib.parse import urlsplit
+
+        from knowledge.benchmarks import load_paired
+
+        reference = urlsplit(options["reference_url"])
+        if reference.scheme != "http" or not reference.hostname:
+            raise CommandError("--reference-url must be an http:// URL, e.g. http://127.0.0.1:8001")
+        if options["token"] or options["sse"] or options["rounds"] < 1:
+            raise CommandError("--reference-url takes neither --token nor --sse, and --rounds >= 1")
+        load_paired.run(
+            self.stdout,
+            url=options["url"],
+            reference_url=options["reference_url"],
+            rounds=options["rounds"],
+            clients=options["clients"],
+            seconds=options["seconds"],
+            query_share=options["query_share"],
             users=options["users"],
         )

@@ -1,0 +1,111 @@
+"""knowledge_bench load --reference-url URL: the same load against two servers, in alternating rounds.
+
+A change's cost per request (an extra check, a middleware) is a few milliseconds, well inside the
+drift of a shared machine over a minute. So both servers (the change, and the code before it, on
+the same database) are measured in the same run, in short rounds that alternate which goes first,
+and the figures are the medians over all rounds: drift hits both alike and the difference is the
+change's own cost.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from urllib.parse import urlsplit
+
+from knowledge.benchmarks import load
+
+SERVERS = ("candidate", "reference")
+
+
+def run(
+    stdout,
+    *,
+    url: str,
+    reference_url: str,
+    rounds: int,
+    clients: int,
+    seconds: float,
+    query_share: float,
+    users: int = 1,
+) -> dict:
+    tokens, collection_id = load._prepare(stdout, users=users)
+    questions = load._questions()
+    targets = {"candidate": urlsplit(url), "reference": urlsplit(reference_url)}
+    for target in targets.values():
+        load._warm_up(target, tokens[0], collection_id, questions[0])
+    stdout.write(
+        f"{rounds} rounds of {seconds:.0f} s per server, {clients} clients: {url} (candidate) "
+        f"against {reference_url} (reference)\n"
+    )
+    results = {name: load.Results() for name in SERVERS}
+    for round_number in range(rounds):
+        order = SERVERS if round_number % 2 == 0 else SERVERS[::-1]
+        for name in order:
+            work = (tokens, collection_id, questions, query_share)
+            _round(targets[name], work, clients=clients, seconds=seconds, results=results[name])
+            stdout.write(f"\r  round {round_number + 1} of {rounds}: {name} done   ")
+            stdout.flush()
+    stdout.write("\n")
+    figures = _figures(results, rounds=rounds, seconds=seconds, clients=clients)
+    figures.update(candidate_url=url, reference_url=reference_url)
+    _print(stdout, figures)
+    stdout.write(json.dumps(figures) + "\n")
+    return figures
+
+
+def _round(target, work: tuple, *, clients: int, seconds: float, results: load.Results) -> None:
+    tokens, collection_id, questions, query_share = work
+    deadline = time.monotonic() + seconds
+    workers = [
+        threading.Thread(
+            target=load._client,
+            args=(
+                target,
+                tokens[n % len(tokens)],
+                collection_id,
+                questions,
+                query_share,
+                deadline,
+                results,
+                random.Random(n),
+            ),
+            daemon=True,
+        )
+        for n in range(clients)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=load.REQUEST_TIMEOUT)
+
+
+def _figures(results: dict, *, rounds: int, seconds: float, clients: int) -> dict:
+    figures = {"benchmark": "load-paired", "rounds": rounds, "seconds_per_round": seconds, "clients": clients}
+    for name in SERVERS:
+        samples = results[name].samples
+        figures[name] = {
+            endpoint: load._endpoint_figures([s for s in samples if s.endpoint == endpoint], seconds * rounds)
+            for endpoint in ("retrieve", "query")
+        }
+    candidate, base = figures["candidate"]["retrieve"], figures["reference"]["retrieve"]
+    figures["retrieve_p50_added_ms"] = round(candidate["p50_ms"] - base["p50_ms"], 2)
+    figures["retrieve_p95_added_ms"] = round(candidate["p95_ms"] - base["p95_ms"], 2)
+    figures["retrieve_p50_ratio"] = round(candidate["p50_ms"] / base["p50_ms"], 3) if base["p50_ms"] else None
+    return figures
+
+
+def _print(stdout, figures: dict) -> None:
+    header = ("server", "endpoint", "requests", "p50 ms", "p95 ms", "errors")
+    stdout.write("{:<10} {:<9} {:>8} {:>8} {:>8} {:>6}\n".format(*header))
+    for name in SERVERS:
+        for endpoint in ("retrieve", "query"):
+            f = figures[name][endpoint]
+            row = (name, endpoint, f["requests"], f["p50_ms"], f["p95_ms"], f["errors"])
+            stdout.write("{:<10} {:<9} {:>8} {:>8} {:>8} {:>6}\n".format(*row))
+    stdout.write(
+        f"retrieve: the candidate adds {figures['retrieve_p50_added_ms']} ms at the median "
+        f"({figures['retrieve_p95_added_ms']} ms at p95), ratio {figures['retrieve_p50_ratio']}\n"
+    )

@@ -1,0 +1,55 @@
+"""knowledge_bench load --reference-url: two real servers on one database, loaded in alternating rounds."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from tests.served import served_application
+
+UNTHROTTLED = {"API_THROTTLE_RETRIEVE": "100000/minute", "WEB_WORKERS": "1"}
+
+
+def test_both_servers_are_loaded_and_the_added_time_is_their_difference(transactional_db, tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with (
+        served_application(tmp_path / "a", **UNTHROTTLED) as candidate,
+        served_application(tmp_path / "b", **UNTHROTTLED) as reference,
+    ):
+        out = io.StringIO()
+        call_command(
+            "knowledge_bench",
+            "load",
+            f"--url=http://127.0.0.1:{candidate}",
+            f"--reference-url=http://127.0.0.1:{reference}",
+            "--rounds=2",
+            "--seconds=1",
+            "--clients=1",
+            "--query-share=0",
+            stdout=out,
+        )
+    figures = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert figures["benchmark"] == "load-paired" and figures["rounds"] == 2
+    for server in ("candidate", "reference"):
+        retrieve = figures[server]["retrieve"]
+        assert retrieve["requests"] > 0 and retrieve["errors"] == 0, retrieve
+    added = figures["candidate"]["retrieve"]["p50_ms"] - figures["reference"]["retrieve"]["p50_ms"]
+    assert figures["retrieve_p50_added_ms"] == round(added, 2)
+    assert "the candidate adds" in out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ["--reference-url=ftp://127.0.0.1:1"],
+        ["--reference-url=http://127.0.0.1:1", "--rounds=0"],
+        ["--reference-url=http://127.0.0.1:1", "--sse=3"],
+    ],
+)
+def test_a_bad_reference_is_refused_before_anything_runs(db, arguments):
+    with pytest.raises(CommandError):
+        call_command("knowledge_bench", "load", *arguments)
