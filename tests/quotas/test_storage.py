@@ -68,7 +68,9 @@ def test_the_api_upload_refuses_bytes_over_the_quota_with_the_figures(bearer, al
     name, data = note(1)
     assert len(data) > 100
     response = bearer(alice).post(
-        f"/api/v1/collections/{mine.pk}/documents/", {"file": SimpleUploadedFile(name, data)}, format="multipart"
+        f"/api/v1/collections/{mine.pk}/documents/",
+        {"file": SimpleUploadedFile(name, data)},
+        format="multipart",
     )
     assert response.status_code == 413, response.content
     assert response.json() == {
