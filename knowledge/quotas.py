@@ -178,8 +178,8 @@ def quota_question_take(*, user) -> None:
         if questions is not None or tokens is not None:
             _lock(user.pk)
             used = _ledger_used(user.pk)
-            _refuse_over(questions, used["questions_per_day"], "question", "questions used today")
-            _refuse_over(tokens, used["llm_tokens_per_month"], "LLM token", "tokens used this month")
+            for name in _LEDGER_REFUSALS:
+                _refuse_when_used_up(name, limit=limits[name], used=used[name])
         _ledger_add(user.pk, questions=1, tokens=0)
 
 
@@ -191,12 +191,17 @@ def _ledger_used(user_id: int) -> dict[str, int]:
     return {"questions_per_day": row["questions"], "llm_tokens_per_month": row["tokens"]}
 
 
-def _refuse_over(limit: int | None, used: int, what: str, unit: str) -> None:
+# What a question over each ledger quota is told.
+_LEDGER_REFUSALS = {
+    "questions_per_day": "question quota reached: {used} of {limit} questions used today",
+    "llm_tokens_per_month": "LLM token quota reached: {used} of {limit} tokens used this month",
+}
+
+
+def _refuse_when_used_up(name: str, *, limit: int | None, used: int) -> None:
     if limit is not None and used >= limit:
-        quota = "questions_per_day" if what == "question" else "llm_tokens_per_month"
-        raise QuotaExceededError(
-            f"{what} quota reached: {used} of {limit} {unit}", quota=quota, limit=limit, used=used
-        )
+        message = _LEDGER_REFUSALS[name].format(used=used, limit=limit)
+        raise QuotaExceededError(message, quota=name, limit=limit, used=used)
 
 
 def quota_tokens_record(*, user_id: int, tokens: int) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -10,23 +10,17 @@ from accounts.api.base import ApiView, errors
 from knowledge.quotas import quota_usage_report
 
 
-def _figure(name: str) -> serializers.Serializer:
-    return inline_serializer(
-        name=f"Usage{name.title().replace('_', '')}",
-        fields={
-            "used": serializers.IntegerField(),
-            "limit": serializers.IntegerField(allow_null=True, help_text="null: no limit"),
-        },
-    )
+class QuotaFigureSerializer(serializers.Serializer):
+    used = serializers.IntegerField()
+    limit = serializers.IntegerField(allow_null=True, help_text="null: no limit")
 
 
-UsageSerializer = inline_serializer(
-    name="Usage",
-    fields={
-        name: _figure(name)
-        for name in ("documents", "bytes", "chunks", "questions_today", "llm_tokens_month")
-    },
-)
+class UsageSerializer(serializers.Serializer):
+    documents = QuotaFigureSerializer(help_text="Documents you uploaded that are stored.")
+    bytes = QuotaFigureSerializer(help_text="Bytes of their originals.")
+    chunks = QuotaFigureSerializer(help_text="Chunks stored for them.")
+    questions_today = QuotaFigureSerializer(help_text="Questions asked today.")
+    llm_tokens_month = QuotaFigureSerializer(help_text="LLM tokens spent this calendar month.")
 
 
 class UsageView(ApiView):
