@@ -64,3 +64,27 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_int_or_none(name: str, *, minimum: int = 0) -> int | None:
+    """An integer, or None when NAME is unset or empty (no limit)."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    return env_int(name, 0, minimum=minimum)
+
+
+_SIZE_UNITS = {"": 1, "B": 1, "KB": 1024, "MB": 1024**2, "GB": 1024**3, "TB": 1024**4}
+
+
+def env_size_or_none(name: str) -> int | None:
+    """A size in bytes ("1048576", "500MB", "2 GB"; units are powers of 1024), or None when unset."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    text = raw.strip().upper().replace(" ", "")
+    number = text.rstrip("KMGTB")
+    unit = text[len(number) :]
+    if not number.isdigit() or unit not in _SIZE_UNITS:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a size (bytes, or a number with KB, MB, GB or TB)")
+    return int(number) * _SIZE_UNITS[unit]

@@ -48,6 +48,25 @@ class RateLimitedError(KnowledgeError):
         return str(math.ceil(self.retry_after))
 
 
+class QuotaExceededError(KnowledgeError):
+    """Over a per-user quota (knowledge.quotas): 413 for what is stored, 429 for questions and tokens.
+
+    ``quota`` names the limit, ``limit`` is its value and ``used`` the use before this request;
+    the API's error body carries the three for programs.
+    """
+
+    STORAGE_QUOTAS = frozenset({"documents", "bytes", "chunks"})
+
+    def __init__(self, message: str, *, quota: str, limit: int, used: int):
+        super().__init__(message)
+        self.quota, self.limit, self.used = quota, limit, used
+        self.status_code = 413 if quota in self.STORAGE_QUOTAS else 429
+
+    @property
+    def error_fields(self) -> dict:
+        return {"quota": self.quota, "limit": self.limit, "used": self.used}
+
+
 class FieldValueError(ValueError):
     """A value given for a named input was refused; the API reports it under ``field``."""
 

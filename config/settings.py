@@ -15,7 +15,7 @@ from csp.constants import NONE, SELF
 
 from config.api_settings import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401
 from config.database import database_config, default_shared_buffers_mb
-from config.env import env_bool, env_choice, env_int, env_list, env_str
+from config.env import env_bool, env_choice, env_int, env_int_or_none, env_list, env_size_or_none, env_str
 from knowledge.ingestion.limits import DEFAULT_LIMITS as DEFAULT_INGEST_LIMITS
 from knowledge.ingestion.limits import MEGABYTE_FIELDS as INGEST_MEGABYTE_FIELDS
 from knowledge.ingestion.limits import SETTINGS as INGEST_LIMIT_SETTINGS
@@ -186,6 +186,14 @@ WHITENOISE_USE_FINDERS = True  # serve from static/ without a collectstatic step
 # Uploads: one limit for every path (admin, pages, API, command).
 KNOWLEDGE_MAX_UPLOAD_BYTES = env_int("KNOWLEDGE_MAX_UPLOAD_MB", 50, minimum=1) * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+
+# Per-user quotas (knowledge.quotas): the defaults; unset means no limit. Operators override them
+# per user or per group in the admin (Quota).
+KNOWLEDGE_QUOTA_DOCUMENTS = env_int_or_none("KNOWLEDGE_QUOTA_DOCUMENTS")
+KNOWLEDGE_QUOTA_BYTES = env_size_or_none("KNOWLEDGE_QUOTA_BYTES")
+KNOWLEDGE_QUOTA_CHUNKS = env_int_or_none("KNOWLEDGE_QUOTA_CHUNKS")
+KNOWLEDGE_QUOTA_QUESTIONS_PER_DAY = env_int_or_none("KNOWLEDGE_QUOTA_QUESTIONS_PER_DAY")
+KNOWLEDGE_QUOTA_LLM_TOKENS_PER_MONTH = env_int_or_none("KNOWLEDGE_QUOTA_LLM_TOKENS_PER_MONTH")
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 

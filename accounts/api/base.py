@@ -108,6 +108,11 @@ class ErrorDetailSerializer(serializers.Serializer):
     code = serializers.CharField()
     message = serializers.CharField()
     fields = serializers.DictField(required=False, help_text="Validation errors by field.")
+    quota = serializers.CharField(
+        required=False, help_text="Over a quota (code quota_exceeded): which one, e.g. documents."
+    )
+    limit = serializers.IntegerField(required=False, help_text="Over a quota: its value.")
+    used = serializers.IntegerField(required=False, help_text="Over a quota: the use before this request.")
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -119,9 +124,9 @@ _ERROR_TEXT = {
     401: "Not authenticated (missing, invalid or revoked token)",
     403: "Readable but not changeable by you",
     404: "Missing, or not visible to you",
-    413: "Upload too large",
+    413: "Upload too large, or over a storage quota (documents, bytes, chunks)",
     415: "Unsupported file type",
-    429: "Too many requests",
+    429: "Too many requests, or over the questions or LLM tokens quota",
 }
 
 

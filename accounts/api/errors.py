@@ -1,5 +1,8 @@
 """One error format for the whole API: {"error": {"status", "code", "message", "fields"?}}.
 
+An error that carries figures for programs (a quota's ``quota``, ``limit`` and ``used``, as
+``error_fields``) has them in the same object, beside the message.
+
 DRF's own exceptions, the application's KnowledgeError (with its status
 code), refused field values (FieldValueError) and Django's request errors all pass through
 api_exception_handler; unknown URLs under /api/v1/ get api_not_found.
@@ -47,8 +50,9 @@ CODES_BY_STATUS = {
 class ApplicationError(exceptions.APIException):
     """A KnowledgeError (or similar) carried through DRF's handler with its own status."""
 
-    def __init__(self, message: str, status_code: int):
+    def __init__(self, message: str, status_code: int, extra: dict | None = None):
         self.status_code = status_code
+        self.extra = extra or {}
         super().__init__(detail=message, code=CODES_BY_STATUS.get(status_code, "error"))
 
 
@@ -96,7 +100,7 @@ def _as_api_exception(exc):
     if isinstance(exc, RateLimitedError):  # DRF's own, so the response carries Retry-After
         return exceptions.Throttled(wait=exc.retry_after, detail=str(exc))
     if isinstance(exc, KnowledgeError):
-        return ApplicationError(str(exc), exc.status_code)
+        return ApplicationError(str(exc), exc.status_code, getattr(exc, "error_fields", None))
     if isinstance(exc, FieldValueError):
         return exceptions.ValidationError({exc.field: [str(exc)]})
     if isinstance(exc, DjangoValidationError):
@@ -114,7 +118,8 @@ def _body_for(exc, status_code: int) -> dict:
     detail = getattr(exc, "detail", "")
     code = getattr(detail, "code", None) or CODES_BY_STATUS.get(status_code, "error")
     if isinstance(exc, ApplicationError):
-        code = CODES_BY_STATUS.get(status_code, "error")
+        code = "quota_exceeded" if "quota" in exc.extra else CODES_BY_STATUS.get(status_code, "error")
+        return {"error": error_body(status_code, code, str(detail))["error"] | exc.extra}
     return error_body(status_code, code, str(detail))
 
 

@@ -1,8 +1,9 @@
 """The Django admin, one module per area. Django's autodiscover imports this package, so importing the
 modules here registers every ModelAdmin: content (settings, chunk profiles, collections, documents,
 profiles, sharing, chat sessions), llm (the LLM settings row), evaluation (sets, questions, runs) and
-feedback (rated answers and their export to an evaluation set) and sources (what collections follow)."""
+feedback (rated answers and their export to an evaluation set), sources (what collections follow) and
+quotas (per-user and per-group limits, the usage ledger)."""
 
-from knowledge.admin import content, evaluation, feedback, llm, sources
+from knowledge.admin import content, evaluation, feedback, llm, quotas, sources
 
-__all__ = ["content", "evaluation", "feedback", "llm", "sources"]
+__all__ = ["content", "evaluation", "feedback", "llm", "quotas", "sources"]

@@ -7,7 +7,17 @@ from rest_framework.permissions import AllowAny
 
 from accounts.api import urls as token_urls
 from accounts.api.errors import api_not_found
-from knowledge.api import collections, documents, feedback, marketplace, profiles, query, retrieve, sources
+from knowledge.api import (
+    collections,
+    documents,
+    feedback,
+    marketplace,
+    profiles,
+    query,
+    retrieve,
+    sources,
+    usage,
+)
 
 app_name = "api"
 
@@ -45,6 +55,7 @@ urlpatterns = [
     path("sources/<int:source_id>/", sources.SourceDetailView.as_view(), name="source"),
     path("sources/<int:source_id>/sync/", sources.SourceSyncView.as_view(), name="source_sync"),
     path("retrieve/", retrieve.RetrieveView.as_view(), name="retrieve"),
+    path("usage/", usage.UsageView.as_view(), name="usage"),
     path("query/", query.QueryView.as_view(), name="query"),
     path("sessions/", query.SessionListView.as_view(), name="sessions"),
     path("sessions/<int:session_id>/", query.SessionDetailView.as_view(), name="session"),

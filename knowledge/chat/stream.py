@@ -38,6 +38,7 @@ from knowledge.clients.tokens import llm_token_count
 from knowledge.config import resolved_config
 from knowledge.models import ChatSession, ChatTurn, Profile
 from knowledge.parameters import validate_overrides
+from knowledge.quotas import quota_question_take, quota_tokens_record
 from knowledge.retrieval.continuation import with_continuations
 from knowledge.retrieval.service import (
     MAX_QUESTION_CHARS,
@@ -69,7 +70,9 @@ class ChatStream:
     Bad input (empty question, unknown session, no collections) raises
     KnowledgeError here, before anything is streamed. ``asked`` is the scope an edge resolved
     (knowledge.access.question_scope_checked); without it, the profile, collections and session
-    given are resolved here, once. Every later step takes ``self.asked``.
+    given are resolved here, once. Every later step takes ``self.asked``. The question is counted
+    against the asker's quotas here too (knowledge.quotas): over one, QuotaExceededError (429) is
+    raised before anything is streamed or any LLM is called.
     """
 
     def __init__(
@@ -100,6 +103,8 @@ class ChatStream:
         self._durations: dict = {}
         self._calls: list[dict] = []
         self._completed = False
+        self._tokens_counted = False
+        quota_question_take(user=user)
 
     def __iter__(self) -> Iterator[Event]:
         if self.turn is not None:
@@ -342,6 +347,7 @@ class ChatStream:
 
     def _account(self) -> dict:
         turn = self.turn
+        self._count_llm_tokens()
         ChatSession.objects.filter(pk=self.session.pk).update(
             input_tokens=F("input_tokens") + turn.input_tokens,
             output_tokens=F("output_tokens") + turn.output_tokens,
@@ -390,10 +396,20 @@ class ChatStream:
         self.turn.error = "\n".join(self._errors)
         self._save_quietly()
 
+    def _count_llm_tokens(self) -> None:
+        """The LLM calls' tokens go to the asker's ledger once, also when the stream stopped half-way
+        (estimates of extracted answers are not LLM spend, and are not counted)."""
+        if self._tokens_counted:
+            return
+        self._tokens_counted = True
+        spent = sum(call["input_tokens"] + call["output_tokens"] for call in self._calls)
+        quota_tokens_record(user_id=self.user.pk, tokens=spent)
+
     def _save_quietly(self) -> None:
         try:
             self._durations["total"] = _ms_since(self._started)
             self._save()
+            self._count_llm_tokens()
         except Exception:  # the original failure matters more than this one
             logger.exception("could not save the interrupted turn %s", self.turn.pk)
 

@@ -27,9 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from config.errors import QuotaExceededError
 from knowledge.clients.embedding import embed_short_texts, embed_texts
 from knowledge.ingestion.drafts import ChunkingOptions, document_drafts
 from knowledge.ingestion.extraction_process import extraction_run
@@ -40,6 +41,7 @@ from knowledge.ingestion.titles import document_title
 from knowledge.ingestion.types import ChunkDraft, ExtractionError
 from knowledge.models import Chunk, ChunkProfile, Collection, Document, DocumentSummary
 from knowledge.processing_jobs import Claim, job_beat, job_finish
+from knowledge.quotas import quota_chunks_check, quota_chunks_lock
 
 logger = logging.getLogger(__name__)
 
@@ -109,6 +111,8 @@ def _process(
     except ExtractionError as exc:
         if watch.gone.is_set():  # the watcher stopped the extraction because the row is gone
             raise DocumentGone(document.pk) from None
+        _fail(document, claim, str(exc))
+    except QuotaExceededError as exc:  # nothing was written; an old version stays searchable
         _fail(document, claim, str(exc))
     except (DocumentGone, ClaimLost):
         raise
@@ -330,10 +334,12 @@ def _write_chunks(
     document, chunk_set: ChunkSet, drafts, vectors, summary: Callable[[], tuple], claim: Claim | None
 ) -> None:
     with transaction.atomic():
+        limits = quota_chunks_lock(user_id=document.uploaded_by_id)
         # Lock the row: a concurrent run of the same task waits here, then replaces our set.
         locked = Document.objects.select_for_update().filter(pk=document.pk).first()
         if locked is None:
             raise DocumentGone(document.pk)
+        _chunk_quota_check(locked, chunk_set, limits, adding=len(drafts))
         # The job's row stays locked to the end of this transaction: the sweep cannot hand
         # it to another run between this check and the commit.
         if claim is not None and not job_finish(claim=claim):
@@ -362,6 +368,22 @@ def _write_chunks(
         len(drafts),
         claim.job_id if claim else "-",
         claim.attempt if claim else "-",
+    )
+
+
+def _chunk_quota_check(document: Document, chunk_set: ChunkSet, limits: dict, *, adding: int) -> None:
+    """Over the uploader's chunk quota the run fails and writes nothing; the set it replaces and a
+    retired old version's chunks are gone once it commits, so they do not count against it."""
+    if limits["chunks"] is None:
+        return
+    replaced = Q(document=document, chunk_profile=chunk_set.profile, embedding_model=chunk_set.model)
+    removing = Chunk.objects.filter(replaced | Q(document_id=document.replaces_id)).count()
+    quota_chunks_check(
+        user_id=document.uploaded_by_id,
+        limits=limits,
+        filename=document.filename,
+        adding=adding,
+        removing=removing,
     )
 
 

@@ -35,3 +35,7 @@ __all__ += ["ProcessingJob", "WorkerHeartbeat", "WorkerProbe"]
 from knowledge.models.sources import Source, SourceItem, SourceSync  # noqa: E402
 
 __all__ += ["Source", "SourceItem", "SourceSync"]
+
+from knowledge.models.quotas import Quota, UsageDay  # noqa: E402
+
+__all__ += ["Quota", "UsageDay"]

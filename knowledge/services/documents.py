@@ -21,6 +21,7 @@ from knowledge.ingestion.pipeline import pending_reindex_check
 from knowledge.ingestion.types import ExtractionError, UnsupportedFormat
 from knowledge.models import Collection, Document
 from knowledge.processing_jobs import PROCESSING_INTERRUPTED, job_enqueue, jobs_recover_stale
+from knowledge.quotas import quota_storage_check
 
 FORMAT_CONTENT_TYPES = {
     "pdf": "application/pdf",
@@ -70,7 +71,8 @@ def document_upload(
     or malformed); anything else that fails later ends as a failed document
     with its reason, and never touches the collection's other documents. The
     stored content type is the one of the format detected in the bytes: a
-    client-declared type is never trusted (it is what a browser would obey).
+    client-declared type is never trusted (it is what a browser would obey). A document over the
+    uploader's documents or bytes quota is refused before anything is stored (knowledge.quotas).
     """
     filename = document_filename_clean(filename)
     upload_size_check(filename=filename, size=len(data))
@@ -83,6 +85,7 @@ def document_upload(
         return UploadResult(existing, created=False)
     try:
         with transaction.atomic():
+            quota_storage_check(user_id=getattr(uploaded_by, "pk", None), filename=filename, size=len(data))
             document = _create_document(
                 collection=collection,
                 filename=filename,

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from knowledge.web import chat, collections, marketplace, profiles, sources
+from knowledge.web import chat, collections, marketplace, profiles, sources, usage
 
 app_name = "knowledge"
 
@@ -37,6 +37,7 @@ urlpatterns = [
     path("profiles/", profiles.profiles_page, name="profiles"),
     path("profiles/<int:profile_id>/", profiles.profiles_page, name="profile"),
     path("chat/ask/", chat.chat_ask_stream, name="chat_ask"),
+    path("usage/", usage.usage_page, name="usage"),
     path("marketplace/", marketplace.marketplace_page, name="marketplace"),
     path("marketplace/<int:collection_id>/subscribe/", marketplace.subscribe_view, name="subscribe"),
     path("marketplace/<int:collection_id>/unsubscribe/", marketplace.unsubscribe_view, name="unsubscribe"),
