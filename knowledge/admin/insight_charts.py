@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 
 WIDTH, HEIGHT = 720, 240
-LEFT, RIGHT, TOP, BOTTOM = 56, 12, 12, 40
+LEFT, RIGHT, TOP, BOTTOM = 76, 12, 12, 40  # room for "1,000 ms" left of the plot
 MAX_X_LABELS = 10
 RANK_ROW, RANK_LABEL = 26, 220
 
@@ -62,6 +62,7 @@ class Chart:
     lines: list[Polyline] = field(default_factory=list)
     ticks: list[Tick] = field(default_factory=list)
     grid: list[float] = field(default_factory=list)  # y of the horizontal grid lines
+    grid_left: int = LEFT
     legend: list[Series] = field(default_factory=list)
     table_head: list[str] = field(default_factory=list)
     table_rows: list[list[str]] = field(default_factory=list)

@@ -253,3 +253,24 @@ def test_the_insight_is_for_staff_only(client, alice, django_user_model):
     staff = django_user_model.objects.create_user("staff", password="pw-staff", is_staff=True)
     client.force_login(staff)
     assert client.get("/admin/insight/").status_code == 200
+
+
+def test_the_bars_are_as_tall_as_their_figures_and_lines_skip_days_without_answers():
+    from knowledge.admin.insight_charts import Series, nice_ceiling, time_chart
+
+    assert [nice_ceiling(v) for v in (0, 1, 3, 7, 12, 999)] == [1, 1, 5, 10, 20, 1000]
+    days = [day(2), day(1), day(0)]
+    bars = time_chart(
+        key="q", title="Q", days=days, kind="bars", series=[Series("Q", "series-1", [4, 0, 10])]
+    )
+    assert [m.height for m in bars.marks][0] / bars.marks[1].height == pytest.approx(0.4, abs=0.01)
+    assert len(bars.marks) == 2 and bars.table_rows[1] == [day(1).isoformat(), "0"]
+    lines = time_chart(
+        key="t",
+        title="T",
+        days=days,
+        kind="lines",
+        unit=" ms",
+        series=[Series("p50", "series-1", [100, None, 300])],
+    )
+    assert len(lines.lines[0].points.split()) == 2 and lines.table_rows[1] == [day(1).isoformat(), "–"]
