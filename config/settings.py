@@ -249,6 +249,10 @@ KNOWLEDGE_EMBEDDING_BACKEND = env_choice(
 # onnx and 33.6 / 29.9 / 24.1 with onnx-int8 (batches of 4: no faster). A GPU wants more.
 KNOWLEDGE_EMBEDDING_BATCH_SIZE = env_int("KNOWLEDGE_EMBEDDING_BATCH_SIZE", 8, minimum=1)
 
+# Usage insight (/admin/insight/): the content gaps group at most this many of the period's most
+# recent unanswered questions, so the page stays fast (500 embed in about a second on one core).
+KNOWLEDGE_INSIGHT_GAP_QUESTIONS = env_int("KNOWLEDGE_INSIGHT_GAP_QUESTIONS", 500, minimum=1)
+
 # Background work: django-q2 on Redis when REDIS_URL is set, else on the database
 # (the ORM broker: no extra server). Any number of `qcluster` processes, on any
 # machines, can share the queue: a document's processing job is claimed atomically

@@ -1,10 +1,12 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from knowledge.admin import insight
 from knowledge.health import healthz
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("admin/insight/", include(insight.urlpatterns)),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),
     path("api/v1/", include("knowledge.api.urls")),

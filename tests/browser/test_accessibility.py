@@ -37,6 +37,8 @@ def site(alice, bob, django_user_model):
     Collection.objects.filter(pk=collection.pk).update(listed=True, tags=["geology"])
     collection_create(name="Bob's public notes", owner=bob, visibility="public")
     turn = chat_ask(user=alice, question="Why do cars seem to roll uphill?", collection_ids=[collection.pk])
+    # An unanswered question, so the usage insight's content gaps have a row.
+    chat_ask(user=alice, question="What is the parental leave policy?", collection_ids=[collection.pk])
     django_user_model.objects.create_superuser("operator", "op@example.com", "pw-operator")
     return {"collection": collection, "markdown": markdown, "pdf": pdf, "session": turn.session_id}
 
@@ -65,6 +67,7 @@ def admin_pages() -> dict[str, str]:
         "admin documents": "/admin/knowledge/document/",
         "admin evaluation runs": f"/admin/knowledge/{EvalRun._meta.model_name}/",
         "admin users": "/admin/auth/user/",
+        "admin usage insight": "/admin/insight/",
     }
     pages["admin setting"] = f"/admin/knowledge/knowledgesetting/{setting.pk}/change/"
     return pages
