@@ -13,6 +13,7 @@ leaves no record, and a failed write raises (and so rolls the change back) inste
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -59,6 +60,17 @@ def audit_context(*, channel: str, actor=None, address: str = "", request=None) 
         yield context
     finally:
         _current.reset(token)
+
+
+def command_audited(handle):
+    """Decorates a management command's ``handle``: what it records is done through channel "command"."""
+
+    @functools.wraps(handle)
+    def handle_audited(self, *args, **options):
+        with audit_context(channel=AuditEvent.Channel.COMMAND):
+            return handle(self, *args, **options)
+
+    return handle_audited
 
 
 def audit_record(

@@ -35,32 +35,66 @@ DROP FUNCTION IF EXISTS accounts_auditevent_append_only();
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0004_rate_counter_unlogged'),
+        ("accounts", "0004_rate_counter_unlogged"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AuditEvent',
+            name="AuditEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('actor_name', models.CharField(blank=True, max_length=150)),
-                ('at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
-                ('address', models.CharField(blank=True, help_text="The client's address, if any.", max_length=64)),
-                ('channel', models.CharField(choices=[('page', 'Page'), ('api', 'Api'), ('admin', 'Admin'), ('mcp', 'Mcp'), ('command', 'Command'), ('worker', 'Worker')], max_length=16)),
-                ('action', models.CharField(db_index=True, help_text='e.g. auth.login, collection.changed', max_length=64)),
-                ('object_type', models.CharField(blank=True, help_text='app_label.model', max_length=100)),
-                ('object_id', models.CharField(blank=True, max_length=64)),
-                ('object_repr', models.CharField(blank=True, max_length=200)),
-                ('changes', models.JSONField(blank=True, default=dict, help_text='{field: [before, after]}')),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("actor_name", models.CharField(blank=True, max_length=150)),
+                ("at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
+                (
+                    "address",
+                    models.CharField(blank=True, help_text="The client's address, if any.", max_length=64),
+                ),
+                (
+                    "channel",
+                    models.CharField(
+                        choices=[
+                            ("page", "Page"),
+                            ("api", "Api"),
+                            ("admin", "Admin"),
+                            ("mcp", "Mcp"),
+                            ("command", "Command"),
+                            ("worker", "Worker"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "action",
+                    models.CharField(
+                        db_index=True, help_text="e.g. auth.login, collection.changed", max_length=64
+                    ),
+                ),
+                ("object_type", models.CharField(blank=True, help_text="app_label.model", max_length=100)),
+                ("object_id", models.CharField(blank=True, max_length=64)),
+                ("object_repr", models.CharField(blank=True, max_length=200)),
+                ("changes", models.JSONField(blank=True, default=dict, help_text="{field: [before, after]}")),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'audit event',
-                'ordering': ['-at', '-id'],
-                'indexes': [models.Index(fields=['object_type', 'object_id'], name='audit_object_idx')],
+                "verbose_name": "audit event",
+                "ordering": ["-at", "-id"],
+                "indexes": [models.Index(fields=["object_type", "object_id"], name="audit_object_idx")],
             },
         ),
         migrations.RunSQL(APPEND_ONLY, DROP_APPEND_ONLY),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from accounts.audit import audit_changes, audit_record, audit_values
 from config.errors import KnowledgeError, NotFoundError
 from config.validation import text_clean
 from knowledge.clients.embedding import EMBEDDING_MODELS
@@ -16,6 +17,8 @@ from knowledge.services.documents import (
 from knowledge.services.marketplace import subscriptions_end_all
 
 MAX_DESCRIPTION = 20000
+# What a collection's audit record shows of a change (and of a new collection).
+AUDITED_FIELDS = ["name", "description", "tags", "visibility", "listed", "embedding_model"]
 MAX_TAGS = 50
 
 
@@ -69,7 +72,7 @@ def collection_create(
     model = embedding_model_checked(embedding_model) if embedding_model else ""
     try:
         with transaction.atomic():
-            return Collection.objects.create(
+            collection = Collection.objects.create(
                 name=name,
                 owner=owner,
                 description=description,
@@ -78,6 +81,12 @@ def collection_create(
                 chunk_profile=chunk_profile or chunk_profile_default(),
                 embedding_model=model,  # empty: the default model (Collection.save)
             )
+            audit_record(
+                action="collection.created",
+                obj=collection,
+                changes=audit_changes({}, audit_values(collection, AUDITED_FIELDS)),
+            )
+            return collection
     except IntegrityError:
         raise KnowledgeError(f"a collection named {name!r} already exists") from None
 
@@ -104,11 +113,20 @@ def collection_update(*, collection: Collection, **changes) -> Collection:
         )
     if "tags" in changes:
         changes["tags"] = _tags_clean(changes["tags"])
+    before = audit_values(collection, [*changes, "embedding_model"])
     for field, value in changes.items():
         setattr(collection, field, value)
     try:
         with transaction.atomic():
             _save_changes(collection, changes, model)
+            after = {
+                **audit_values(collection, changes),
+                "embedding_model": model or before["embedding_model"],
+            }
+            if audit_changes(before, after):
+                audit_record(
+                    action="collection.changed", obj=collection, changes=audit_changes(before, after)
+                )
     except IntegrityError:
         if "name" not in changes:
             raise
@@ -137,6 +155,7 @@ def collection_delete(*, collection: Collection) -> None:
     """Delete the collection (documents and chunks cascade), then its stored originals."""
     with transaction.atomic():
         document_files_delete_on_commit(documents=collection.documents.only("id", "file"))
+        audit_record(action="collection.deleted", obj=collection)
         collection.delete()
 
 
