@@ -6,6 +6,7 @@ that performs one is covered: log-in page, admin log-in, API password exchange, 
 from __future__ import annotations
 
 from axes.signals import user_locked_out
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.db.models.signals import post_save
@@ -30,9 +31,10 @@ def _login_failed(sender, credentials, request=None, **kwargs) -> None:
 
 
 def _locked_out(sender, request=None, username=None, **kwargs) -> None:
-    """Only the failure that reached the limit: django-axes also sends this signal for every attempt
-    refused while locked out, and then it has not counted the failure (axes_failures_since_start None)."""
-    if request is not None and getattr(request, "axes_failures_since_start", None) is None:
+    """Only the failure that reached the limit: django-axes sends this signal again for every later
+    failure while locked out (counted, or refused uncounted: axes_failures_since_start None). The
+    count grows by one a failure, so it equals the limit once per lock-out."""
+    if getattr(request, "axes_failures_since_start", None) != settings.AXES_FAILURE_LIMIT:
         return
     _record_named("auth.locked_out", username or "")
 
