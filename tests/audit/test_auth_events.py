@@ -84,8 +84,6 @@ def test_operator_revoking_in_the_admin_is_the_actor(admin_as, operator, alice):
     from accounts.tokens import token_create
 
     token, _ = token_create(user=alice, name="old")
-    admin_as.post(
-        "/admin/accounts/apitoken/", {"action": "revoke_tokens", "_selected_action": [token.pk]}
-    )
+    admin_as.post("/admin/accounts/apitoken/", {"action": "revoke_tokens", "_selected_action": [token.pk]})
     event = only_event("token.revoked", object_id=str(token.pk))
     assert (event.actor, event.channel) == (operator, "admin")

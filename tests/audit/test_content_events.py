@@ -104,7 +104,11 @@ def test_document_uploaded_reindexed_deleted(page, bearer, alice, corpus, admin_
     assert response.status_code == 201, response.content
     document = Document.objects.get(collection=notes)
     uploaded = only_event("document.uploaded", object_id=str(document.pk))
-    assert (uploaded.actor, uploaded.channel, uploaded.changes["filename"]) == (alice, "api", [None, path.name])
+    assert (uploaded.actor, uploaded.channel, uploaded.changes["filename"]) == (
+        alice,
+        "api",
+        [None, path.name],
+    )
 
     admin_as.post(
         "/admin/knowledge/document/", {"action": "reindex_documents", "_selected_action": [document.pk]}
