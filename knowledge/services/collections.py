@@ -113,20 +113,15 @@ def collection_update(*, collection: Collection, **changes) -> Collection:
         )
     if "tags" in changes:
         changes["tags"] = _tags_clean(changes["tags"])
-    before = audit_values(collection, [*changes, "embedding_model"])
+    before = audit_values(collection, changes)  # a new model is collection_reindex's own event
     for field, value in changes.items():
         setattr(collection, field, value)
     try:
         with transaction.atomic():
             _save_changes(collection, changes, model)
-            after = {
-                **audit_values(collection, changes),
-                "embedding_model": model or before["embedding_model"],
-            }
-            if audit_changes(before, after):
-                audit_record(
-                    action="collection.changed", obj=collection, changes=audit_changes(before, after)
-                )
+            changed = audit_changes(before, audit_values(collection, changes))
+            if changed:
+                audit_record(action="collection.changed", obj=collection, changes=changed)
     except IntegrityError:
         if "name" not in changes:
             raise
@@ -183,6 +178,9 @@ def collection_reindex(
     collection.pending_chunk_profile_id = profile_id if profile_id != collection.chunk_profile_id else None
     collection.pending_embedding_model = model if model != collection.embedding_model else ""
     collection.save(update_fields=_PENDING_FIELDS)
+    targets = {"chunk_profile": [collection.chunk_profile_id, profile_id]}
+    targets["embedding_model"] = [collection.embedding_model, model]
+    audit_record(action="collection.reindexed", obj=collection, changes=targets)
     if collection.reindex_target is None:
         return 0
     # A set this collection served before (A -> B, then back to A) or a cancelled re-index left

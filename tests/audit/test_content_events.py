@@ -163,3 +163,16 @@ def test_llm_settings_changed_in_the_admin_never_stores_the_key(admin_as, operat
     changed = only_event("llm_settings.changed")
     assert changed.changes == {"model": ["m", "other"]}  # the key was kept, so it is not a change
     assert "TOPSECRET" not in str(list(AuditEvent.objects.values()))
+
+
+def test_collection_reindexed_and_share_link_rotated_on_the_page(page, alice):
+    from knowledge.models import ChunkProfile
+
+    notes = collection_create(name="Notes", owner=alice, visibility="unlisted")
+    other = ChunkProfile.objects.create(name="small", strategy="paragraph", chunk_size=300, chunk_overlap=0)
+    page.post(f"/collections/{notes.pk}/settings/", {"action": "reindex", "chunk_profile": other.pk})
+    event = only_event("collection.reindexed", object_id=str(notes.pk))
+    assert (event.actor, event.channel) == (alice, "page")
+    assert event.changes["chunk_profile"] == [notes.chunk_profile_id, other.pk]
+    page.post(f"/collections/{notes.pk}/settings/", {"action": "rotate_link"})
+    assert only_event("share_link.rotated", object_id=str(notes.pk)).channel == "page"
