@@ -7,6 +7,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import AdminPasswordChangeForm
 
+from accounts import audit_admin  # noqa: F401 (registers the audit log's admin)
 from accounts.models import ApiToken
 from accounts.tokens import token_revoke, tokens_revoke_all
 

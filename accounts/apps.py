@@ -5,3 +5,8 @@ class AccountsConfig(AppConfig):
     name = "accounts"
     verbose_name = "Accounts"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from accounts import audit_signals
+
+        audit_signals.connect()

@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class ApiToken(models.Model):
@@ -43,3 +44,42 @@ class RateCounter(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.current} (+{self.previous} before)"
+
+
+class AuditEvent(models.Model):
+    """One security-relevant event: who did what to which object, from where, through which door.
+
+    Append-only: a PostgreSQL trigger (migration 0005) refuses UPDATE and DELETE; only the
+    retention purge (accounts.audit.audit_events_purge) may delete, and only old rows. Secrets are
+    never stored: a changed password, key or token is recorded as "(changed)".
+    """
+
+    class Channel(models.TextChoices):
+        PAGE = "page"
+        API = "api"
+        ADMIN = "admin"
+        MCP = "mcp"
+        COMMAND = "command"
+        WORKER = "worker"
+
+    # SET_NULL is the one UPDATE the trigger lets through: the name below keeps who it was.
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_name = models.CharField(max_length=150, blank=True)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    address = models.CharField(max_length=64, blank=True, help_text="The client's address, if any.")
+    channel = models.CharField(max_length=16, choices=Channel.choices)
+    action = models.CharField(max_length=64, db_index=True, help_text="e.g. auth.login, collection.changed")
+    object_type = models.CharField(max_length=100, blank=True, help_text="app_label.model")
+    object_id = models.CharField(max_length=64, blank=True)
+    object_repr = models.CharField(max_length=200, blank=True)
+    changes = models.JSONField(default=dict, blank=True, help_text="{field: [before, after]}")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        verbose_name = "audit event"
+        indexes = [models.Index(fields=["object_type", "object_id"], name="audit_object_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name or '-'} {self.action} {self.object_repr}"

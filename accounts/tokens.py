@@ -6,9 +6,11 @@ import hashlib
 import secrets
 from datetime import timedelta
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.audit import audit_record
 from accounts.models import ApiToken
 from config.errors import KnowledgeError, NotFoundError
 from config.prepared import PreparedSelect
@@ -32,9 +34,12 @@ def token_create(*, user, name: str) -> tuple[ApiToken, str]:
     if ApiToken.objects.filter(user=user, revoked_at__isnull=True).count() >= MAX_ACTIVE_TOKENS:
         raise KnowledgeError(f"you already have {MAX_ACTIVE_TOKENS} active tokens; revoke one first")
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(
-        user=user, name=name, prefix=secret[:PREFIX_LENGTH], key_hash=_hash(secret)
-    )
+    with transaction.atomic():
+        token = ApiToken.objects.create(
+            user=user, name=name, prefix=secret[:PREFIX_LENGTH], key_hash=_hash(secret)
+        )
+        # Exchanging a password for a token, nobody is signed in yet: the owner acts.
+        audit_record(action="token.created", obj=token, default_actor=user)
     return token, secret
 
 
@@ -44,14 +49,21 @@ def token_revoke(*, user, token_id) -> ApiToken:
     if token is None:
         raise NotFoundError("no such token")
     if token.revoked_at is None:
-        token.revoked_at = timezone.now()
-        token.save(update_fields=["revoked_at"])
+        with transaction.atomic():
+            token.revoked_at = timezone.now()
+            token.save(update_fields=["revoked_at"])
+            audit_record(action="token.revoked", obj=token, default_actor=user)
     return token
 
 
+@transaction.atomic
 def tokens_revoke_all(*, user) -> int:
     """Revoke every active token of ``user`` (a changed or reset password); returns how many."""
-    return ApiToken.objects.filter(user=user, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    active = list(ApiToken.objects.select_for_update().filter(user=user, revoked_at__isnull=True))
+    ApiToken.objects.filter(pk__in=[token.pk for token in active]).update(revoked_at=timezone.now())
+    for token in active:  # a reset is done signed out: the owner acts
+        audit_record(action="token.revoked", obj=token, default_actor=user)
+    return len(active)
 
 
 def tokens_for_user(*, user):

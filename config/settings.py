@@ -47,7 +47,7 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "accounts.admin_config.AuditedAdminConfig",  # the admin, recording every change it makes
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -72,6 +72,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "accounts.middleware.AuditContextMiddleware",  # who and where for the audit log; no query
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "knowledge.middleware.RejectNulMiddleware",
@@ -145,6 +146,8 @@ AXES_CLIENT_IP_CALLABLE = "accounts.client_address.client_address"
 AXES_LOCKOUT_CALLABLE = "accounts.lockout.lockout_response"
 AXES_RESET_ON_SUCCESS = False  # else one good log-in of the attacker's own account clears the address count
 TRUSTED_PROXY_COUNT = REST_FRAMEWORK["NUM_PROXIES"]  # read once, from the environment, in api_settings
+# Audit events older than this are purged by the workers' housekeeping; 0 keeps them forever.
+KNOWLEDGE_AUDIT_RETENTION_DAYS = env_int("KNOWLEDGE_AUDIT_RETENTION_DAYS", 365, minimum=0)
 
 # A cache every server process shares: Redis when REDIS_URL is set, else a table in
 # the database. DRF's request throttles count there; a per-process memory cache

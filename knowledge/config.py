@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import transaction
 
+from accounts.audit import audit_changes, audit_record
 from config.prepared import PreparedSelect
 from knowledge.models import KnowledgeSetting
 from knowledge.parameters import PARAMETERS, parameter, validate_overrides, validate_value
@@ -82,12 +83,18 @@ def global_setting_set(*, key: str, value: Any = None, lock: bool | None = None)
     row, _ = KnowledgeSetting.objects.select_for_update().get_or_create(
         key=key, defaults={"value": spec.default, "help_text": spec.help_text}
     )
+    before = {"value": row.value, "is_locked": row.is_locked}
     if value is not None:
         row.value = validate_value(key, value)
     if lock is not None:
         row.is_locked = lock
     row.help_text = spec.help_text
     row.save()
+    changes = audit_changes(before, {"value": row.value, "is_locked": row.is_locked})
+    if changes:  # a lock alone is its own event; a value (with or without the lock) a change
+        audit_record(
+            action="setting.changed" if "value" in changes else "setting.locked", obj=row, changes=changes
+        )
     return row
 
 

@@ -22,6 +22,7 @@ import psutil
 from django.db import connection
 from django.utils import timezone
 
+from accounts.audit import audit_events_purge
 from accounts.rate_limits import rate_counters_prune
 from knowledge.processing_jobs import (
     housekeeping_interval,
@@ -108,6 +109,7 @@ def housekeeping_once() -> None:
         jobs_prune()
         probes_prune()
         rate_counters_prune()
+        audit_events_purge()  # past KNOWLEDGE_AUDIT_RETENTION_DAYS; an index range scan, usually empty
         # Last: the sweep for lost jobs needs an empty queue, and the probe waits in it for a moment.
         probe_send(cluster=cluster_name(), fresh=_round_failed)
         _round_failed = False

@@ -11,6 +11,7 @@ from django.utils.html import format_html
 from accounts.throttles import user_throttle_charge
 from config.errors import KnowledgeError, RateLimitedError
 from knowledge.clients.embedding import EMBEDDING_MODELS, MINILM
+from knowledge.config import global_setting_set
 from knowledge.forms import ProfileCollectionForm
 from knowledge.models import (
     ChatSession,
@@ -125,6 +126,7 @@ class KnowledgeSettingAdmin(admin.ModelAdmin):
     readonly_fields = ["key", "updated_at"]
     form = KnowledgeSettingForm
     search_fields = ["key"]
+    audit_name = "setting"  # accounts.admin_site names this admin's audit events after it
 
     class Media:
         css = {"all": ["css/admin_knowledge.css"]}
@@ -159,6 +161,10 @@ class KnowledgeSettingAdmin(admin.ModelAdmin):
     def has_add_permission(self, request):
         return False  # the parameters are declared in code; rows exist for each
 
+    def save_model(self, request, obj, form, change):
+        """Through the service the command uses too: it validates and records setting.changed/locked."""
+        global_setting_set(key=obj.key, value=form.cleaned_data["value"], lock=form.cleaned_data["is_locked"])
+
     def has_delete_permission(self, request, obj=None):
         return False
 
@@ -168,6 +174,7 @@ class ChunkProfileAdmin(admin.ModelAdmin):
     list_display = ["name", "strategy", "chunk_size", "chunk_overlap", "is_active", "created_at"]
     list_filter = ["strategy", "is_active"]
     search_fields = ["name"]
+    audit_name = "chunk_profile"
 
 
 def _embedding_model_choices() -> list[tuple[str, str]]:
@@ -218,6 +225,7 @@ class CollectionAdmin(admin.ModelAdmin):
     raw_id_fields = ["owner"]
     readonly_fields = ["pending_chunk_profile", "pending_embedding_model", "created_at", "updated_at"]
     actions = ["reindex_under_active_profile"]
+    audit_name, audit_verbs = "collection", {"added": "created"}
 
     def get_form(self, request, obj=None, **kwargs):
         form = super().get_form(request, obj, **kwargs)
@@ -328,6 +336,7 @@ class DocumentSummaryInline(admin.StackedInline):
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
     actions = ["retry_documents", "reindex_documents"]
+    audit_name, audit_verbs = "document", {"added": "uploaded"}  # uploads and deletes record themselves
     list_display = ["display_title", "filename", "collection", "status", "progress", "size", "created_at"]
     list_filter = ["status", "collection"]
     list_select_related = ["collection"]

@@ -37,6 +37,11 @@ class LLMSettingsForm(forms.ModelForm):
             "max_output_tokens",
         ]
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The stored key is never the field's starting value: a typed key is then the only change.
+        self.initial["api_key"] = ""
+
     def clean_base_url(self):
         url = self.cleaned_data["base_url"].strip()
         if url and not url.startswith(("http://", "https://")):
@@ -57,6 +62,7 @@ class LLMSettingsAdmin(admin.ModelAdmin):
     form = LLMSettingsForm
     list_display = ["__str__", "enabled", "model", "base_url", "updated_at"]
     readonly_fields = ["effective_configuration", "updated_at"]
+    audit_name = "llm_settings"  # the key is recorded as "(changed)", never its value
 
     def has_add_permission(self, request):
         return not LLMSettings.objects.exists()

@@ -51,6 +51,7 @@ class SourceForm(forms.ModelForm):
 class SourceAdmin(admin.ModelAdmin):
     form = SourceForm
     actions = ["sync_now"]
+    audit_name, audit_verbs = "source", {"deleted": "removed"}  # removal records itself (source_delete)
     list_display = ["location", "kind", "collection", "schedule", "last_sync", "created_by", "updated_at"]
     list_filter = ["kind"]
     search_fields = ["location", "collection__name"]

@@ -38,6 +38,8 @@ from rest_framework import serializers
 from rest_framework.exceptions import Throttled
 
 from accounts.api.errors import error_body_for
+from accounts.audit import audit_context
+from accounts.models import AuditEvent
 from config.errors import NotFoundError
 from config.validation import id_or_none, unstorable_location
 from knowledge.mcp import tools
@@ -146,7 +148,8 @@ def _as_caller(identity: Identity, ctx: Context, function, base_url: str, thrott
         user = identity.user(ctx)
         throttle_check(user=user, scope=throttle)
         _refuse_nul(arguments)
-        return function(user=user, base_url=base_url, **arguments)
+        with audit_context(channel=AuditEvent.Channel.MCP, actor=user):
+            return function(user=user, base_url=base_url, **arguments)
     finally:
         close_old_connections()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from accounts.audit import audit_changes, audit_record, audit_values
 from config.errors import KnowledgeError, NotFoundError
 from config.validation import text_clean
 from knowledge.clients.embedding import EMBEDDING_MODELS
@@ -16,6 +17,8 @@ from knowledge.services.documents import (
 from knowledge.services.marketplace import subscriptions_end_all
 
 MAX_DESCRIPTION = 20000
+# What a collection's audit record shows of a change (and of a new collection).
+AUDITED_FIELDS = ["name", "description", "tags", "visibility", "listed", "embedding_model"]
 MAX_TAGS = 50
 
 
@@ -69,7 +72,7 @@ def collection_create(
     model = embedding_model_checked(embedding_model) if embedding_model else ""
     try:
         with transaction.atomic():
-            return Collection.objects.create(
+            collection = Collection.objects.create(
                 name=name,
                 owner=owner,
                 description=description,
@@ -78,6 +81,12 @@ def collection_create(
                 chunk_profile=chunk_profile or chunk_profile_default(),
                 embedding_model=model,  # empty: the default model (Collection.save)
             )
+            audit_record(
+                action="collection.created",
+                obj=collection,
+                changes=audit_changes({}, audit_values(collection, AUDITED_FIELDS)),
+            )
+            return collection
     except IntegrityError:
         raise KnowledgeError(f"a collection named {name!r} already exists") from None
 
@@ -104,11 +113,15 @@ def collection_update(*, collection: Collection, **changes) -> Collection:
         )
     if "tags" in changes:
         changes["tags"] = _tags_clean(changes["tags"])
+    before = audit_values(collection, changes)  # a new model is collection_reindex's own event
     for field, value in changes.items():
         setattr(collection, field, value)
     try:
         with transaction.atomic():
             _save_changes(collection, changes, model)
+            changed = audit_changes(before, audit_values(collection, changes))
+            if changed:
+                audit_record(action="collection.changed", obj=collection, changes=changed)
     except IntegrityError:
         if "name" not in changes:
             raise
@@ -137,6 +150,7 @@ def collection_delete(*, collection: Collection) -> None:
     """Delete the collection (documents and chunks cascade), then its stored originals."""
     with transaction.atomic():
         document_files_delete_on_commit(documents=collection.documents.only("id", "file"))
+        audit_record(action="collection.deleted", obj=collection)
         collection.delete()
 
 
@@ -164,6 +178,9 @@ def collection_reindex(
     collection.pending_chunk_profile_id = profile_id if profile_id != collection.chunk_profile_id else None
     collection.pending_embedding_model = model if model != collection.embedding_model else ""
     collection.save(update_fields=_PENDING_FIELDS)
+    targets = {"chunk_profile": [collection.chunk_profile_id, profile_id]}
+    targets["embedding_model"] = [collection.embedding_model, model]
+    audit_record(action="collection.reindexed", obj=collection, changes=targets)
     if collection.reindex_target is None:
         return 0
     # A set this collection served before (A -> B, then back to A) or a cancelled re-index left

@@ -14,6 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from accounts.audit import audit_record
 from config.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.ingestion.extract import detect_format
 from knowledge.ingestion.formats.image import image_kind
@@ -99,6 +100,8 @@ def document_upload(
                 source_date=source_date,
                 content_type=format_content_type(detected, filename=filename, data=data),
             )
+            changes = {"filename": [None, filename], "collection": [None, collection.pk]}
+            audit_record(action="document.uploaded", obj=document, changes=changes, default_actor=uploaded_by)
             _enqueue_for_collection(document, sync=sync)
     except IntegrityError:
         # The same bytes arrived concurrently; the other upload won.
@@ -197,6 +200,7 @@ def document_retry(*, document: Document, sync: bool | None = None) -> Document:
         Document.objects.filter(pk=document.pk).update(
             status=Document.Status.UPLOADED, error="", chunks_done=0, sections_done=0
         )
+        audit_record(action="document.retried", obj=document)
         _enqueue_for_collection(document, sync=sync)
     document.refresh_from_db()
     return document
@@ -205,6 +209,7 @@ def document_retry(*, document: Document, sync: bool | None = None) -> Document:
 def document_reindex(*, document: Document, sync: bool | None = None) -> Document:
     """Re-chunk and re-embed one document under its collection's current profile."""
     with transaction.atomic():
+        audit_record(action="document.reindexed", obj=document)
         _enqueue_for_collection(document, sync=sync)
     document.refresh_from_db()
     return document
@@ -216,6 +221,7 @@ def document_delete(*, document: Document) -> None:
     with transaction.atomic():
         document_files_delete_on_commit(documents=[document])
         collection_id = document.collection_id
+        audit_record(action="document.deleted", obj=document, changes={"collection": [collection_id, None]})
         document.delete()
         pending_reindex_check(collection_id)
 

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import CharField, Exists, F, Func, OuterRef, Q, QuerySet, Value
 from django.utils import timezone
 
+from accounts.audit import audit_record
 from config.errors import ForbiddenError, KnowledgeError, NotFoundError
 from config.validation import text_clean
 from knowledge.access import (
@@ -70,6 +71,7 @@ def subscription_create(*, user, collection: Collection) -> tuple[Subscription, 
         raise KnowledgeError("you own this collection; there is nothing to subscribe to")
     subscription, created = Subscription.objects.get_or_create(user=user, collection=collection)
     if created:
+        audit_record(action="subscription.created", obj=subscription, default_actor=user)
         return subscription, True
     subscription = Subscription.objects.select_for_update().get(pk=subscription.pk)
     if subscription.revoked_at is not None:
@@ -78,6 +80,7 @@ def subscription_create(*, user, collection: Collection) -> tuple[Subscription, 
         return subscription, False
     subscription.is_active = True
     subscription.save(update_fields=["is_active", "updated_at"])
+    audit_record(action="subscription.created", obj=subscription, default_actor=user)
     return subscription, True
 
 
@@ -85,9 +88,12 @@ def subscription_create(*, user, collection: Collection) -> tuple[Subscription, 
 def subscription_end(*, user, collection: Collection) -> bool:
     """End ``user``'s subscription (idempotent); access ends with it. True if one was active."""
     collection_access_lock(collection_id=collection.pk)
-    return bool(
-        Subscription.objects.filter(user=user, collection=collection, is_active=True).update(is_active=False)
-    )
+    active = Subscription.objects.filter(user=user, collection=collection, is_active=True).first()
+    if active is None:
+        return False
+    Subscription.objects.filter(pk=active.pk).update(is_active=False)
+    audit_record(action="subscription.ended", obj=active, default_actor=user)
+    return True
 
 
 def subscription_collection_for(*, user, collection_id) -> Collection:
@@ -156,6 +162,7 @@ def _revoke(subscription: Subscription) -> Subscription:
         subscription.is_active = False
         subscription.revoked_at = timezone.now()
         subscription.save(update_fields=["is_active", "revoked_at", "updated_at"])
+        audit_record(action="subscription.revoked", obj=subscription)
     LinkGrant.objects.filter(user=subscription.user, collection=subscription.collection).delete()
     return subscription
 
@@ -172,6 +179,7 @@ def _reinstate(subscription: Subscription) -> Subscription:
         subscription.revoked_at = None
         subscription.is_active = subscription.collection.listed
         subscription.save(update_fields=["is_active", "revoked_at", "updated_at"])
+        audit_record(action="subscription.reinstated", obj=subscription)
     return subscription
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.urls import reverse
 
+from accounts.audit import CHANGED, audit_record
 from config.errors import NotFoundError
 from knowledge.access import collection_for_link, collection_is_readable
 from knowledge.models import Collection, LinkGrant
@@ -59,7 +60,9 @@ def collection_link_open(*, user, share_token: str) -> Collection:
     collection = collection_for_link(user=user, share_token=share_token)
     if collection_is_readable(user=user, collection=collection):
         return collection  # the owner, a subscriber, a public collection: nothing to record
-    LinkGrant.objects.get_or_create(user=user, collection=collection)
+    _, created = LinkGrant.objects.get_or_create(user=user, collection=collection)
+    if created:
+        audit_record(action="share_link.opened", obj=collection, default_actor=user)
     return collection
 
 
@@ -69,7 +72,10 @@ def collection_link_rotate(*, collection: Collection) -> Collection:
     collection = collection_access_lock(collection_id=collection.pk)
     collection.share_token = new_share_token()
     collection.save(update_fields=["share_token", "updated_at"])
-    LinkGrant.objects.filter(collection=collection).delete()
+    dropped, _ = LinkGrant.objects.filter(collection=collection).delete()
+    # The token itself is a secret: only that it changed, and how many lost access.
+    changes = {"share_token": [CHANGED, CHANGED], "grants_dropped": [dropped, 0]}
+    audit_record(action="share_link.rotated", obj=collection, changes=changes)
     return collection
 
 

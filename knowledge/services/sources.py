@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Prefetch
 from django.utils import timezone
 
+from accounts.audit import audit_record
 from config.errors import KnowledgeError
 from knowledge.models import Chunk, Collection, Document, Source, SourceItem, SourceSync
 from knowledge.services.documents import document_delete, document_upload
@@ -108,6 +109,8 @@ def source_add(
             grace_hours=grace_hours,
             created_by=user,
         )
+        changes = {"kind": [None, kind], "location": [None, location], "collection": [None, collection.pk]}
+        audit_record(action="source.added", obj=source, changes=changes, default_actor=user)
         source_schedule_save(source)
     return source
 
@@ -388,9 +391,11 @@ def source_sync_queue(*, source: Source, trigger: str) -> None:
 
     if _running(source).exists():
         raise KnowledgeError("this source is being synced already; wait for that sync to end")
-    transaction.on_commit(
-        lambda: async_task(SYNC_TASK, source.pk, trigger, task_name=f"sync-source-{source.pk}")
-    )
+    with transaction.atomic():  # recorded only if the sync is queued, which the commit does
+        audit_record(action="source.synced", obj=source, changes={"trigger": [None, trigger]})
+        transaction.on_commit(
+            lambda: async_task(SYNC_TASK, source.pk, trigger, task_name=f"sync-source-{source.pk}")
+        )
 
 
 def source_delete(*, source: Source) -> None:
@@ -399,4 +404,5 @@ def source_delete(*, source: Source) -> None:
 
     with transaction.atomic():
         Schedule.objects.filter(name=schedule_name(source.pk)).delete()
+        audit_record(action="source.removed", obj=source)
         source.delete()

@@ -3,12 +3,14 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from accounts.audit import command_audited
 from config.env import env_str
 
 
 class Command(BaseCommand):
     help = "Create an operator account from OPERATOR_USERNAME / OPERATOR_PASSWORD if no superuser exists."
 
+    @command_audited
     def handle(self, *args, **options):
         User = get_user_model()
         if User.objects.filter(is_superuser=True).exists():

@@ -11,6 +11,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.audit import command_audited
 from config.errors import KnowledgeError
 from knowledge.config import effective_config, global_setting_set
 from knowledge.models import Profile
@@ -33,6 +34,7 @@ class Command(BaseCommand):
             "--unlock", nargs="?", const=True, metavar="KEY", help="Unlock the --set keys, or KEY."
         )
 
+    @command_audited
     def handle(self, *args, **options):
         try:
             changes = self._parse_sets(options["set"])

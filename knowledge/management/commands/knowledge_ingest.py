@@ -16,6 +16,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from accounts.audit import command_audited
 from accounts.selectors import user_find
 from config.errors import KnowledgeError
 from knowledge.clients.embedding import EMBEDDING_MODELS
@@ -44,6 +45,7 @@ class Command(BaseCommand):
         parser.add_argument("--wait", action="store_true", help="Process now; return when all are done.")
         parser.add_argument("--json", action="store_true", help="One JSON object per document.")
 
+    @command_audited
     def handle(self, *args, **options):
         try:
             files = _collect_files(options["paths"])

@@ -17,6 +17,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from accounts.audit import command_audited
 from accounts.selectors import user_find
 from config.errors import KnowledgeError
 from knowledge.models import Collection, Source, SourceSync
@@ -47,6 +48,7 @@ class Command(BaseCommand):
         parser.add_argument("--wait", action="store_true", help="Process the documents now.")
         parser.add_argument("--json", action="store_true", help="Print one JSON object.")
 
+    @command_audited
     def handle(self, *args, **options):
         try:
             owner = user_find(options["owner"]) if options["owner"] else None

@@ -1,0 +1,175 @@
+"""The audit log's one recorder: ``audit_record`` writes an AuditEvent in the caller's transaction.
+
+Who acts, from where and through which door (page, api, admin, mcp, command, worker) comes from
+the request's audit context: ``AuditContextMiddleware`` sets it for pages, the API and the
+admin, the MCP server and the management commands set it with ``audit_context``. Without one
+(a task on a worker) the channel is "worker". The context costs no query: the actor and the
+address are read from the request only when an event is recorded.
+
+A record is written in the same transaction as the change it describes: a rolled-back change
+leaves no record, and a failed write raises (and so rolls the change back) instead of being lost.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import json
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import connection, transaction
+from django.db.models import Model
+from django.utils import timezone
+
+from accounts.client_address import client_address
+from accounts.models import AuditEvent
+
+# What a secret's value is recorded as: that it changed, never what it is.
+CHANGED = "(changed)"
+_SECRET_NAME = re.compile(r"password|secret|api_key|key_hash|share_token|^token$", re.IGNORECASE)
+PURGE_SETTING = "knowledge.audit_purge"  # the trigger lets a DELETE through only with this set
+
+
+@dataclass
+class AuditContext:
+    channel: str
+    actor: Any = None
+    address: str = ""
+    request: Any = None
+    # (object_type, object_id) recorded in this context: the admin's own record skips them,
+    # so an admin action that calls a recording service leaves one record, not two.
+    recorded: set[tuple[str, str]] = field(default_factory=set)
+
+
+_current: ContextVar[AuditContext | None] = ContextVar("audit_context", default=None)
+
+
+@contextmanager
+def audit_context(*, channel: str, actor=None, address: str = "", request=None) -> Iterator[AuditContext]:
+    """Record what runs inside as done through ``channel`` by ``actor`` (or the request's user)."""
+    context = AuditContext(channel=channel, actor=actor, address=address, request=request)
+    token = _current.set(context)
+    try:
+        yield context
+    finally:
+        _current.reset(token)
+
+
+def command_audited(handle):
+    """Decorates a management command's ``handle``: what it records is done through channel "command"."""
+
+    @functools.wraps(handle)
+    def handle_audited(self, *args, **options):
+        with audit_context(channel=AuditEvent.Channel.COMMAND):
+            return handle(self, *args, **options)
+
+    return handle_audited
+
+
+def audit_record(
+    *,
+    action: str,
+    obj: Model | None = None,
+    changes: dict | None = None,
+    actor=None,
+    default_actor=None,
+    object_type: str = "",
+    object_id: Any = "",
+    object_repr: str = "",
+) -> AuditEvent:
+    """Write one event; ``obj`` (or the three object_* arguments) names what it was done to.
+
+    The actor is ``actor``, else the context's (the request's signed-in user), else
+    ``default_actor`` (who acts when nobody is signed in, e.g. the owner of a password reset).
+    ``changes`` is {field: [before, after]}; a secret's values are replaced by "(changed)".
+    Call it before deleting ``obj``: a deleted instance has no primary key left.
+    """
+    context = _current.get() or AuditContext(channel=AuditEvent.Channel.WORKER)
+    if obj is not None:
+        object_type, object_id, object_repr = obj._meta.label_lower, obj.pk, object_repr or str(obj)
+    actor = actor or _context_actor(context) or default_actor
+    event = AuditEvent.objects.create(
+        actor=actor,
+        actor_name=actor.get_username() if actor is not None else "",
+        address=_address(context),
+        channel=context.channel,
+        action=action,
+        object_type=object_type,
+        object_id="" if object_id is None else str(object_id),
+        object_repr=str(object_repr)[:200],
+        changes=_redacted(changes or {}),
+    )
+    context.recorded.add((event.object_type, event.object_id))
+    return event
+
+
+def audit_recorded(*, object_type: str, object_id: Any) -> bool:
+    """Whether this request (or command) recorded an event about the object already."""
+    context = _current.get()
+    return context is not None and (object_type, str(object_id)) in context.recorded
+
+
+def audit_changes(before: dict, after: dict) -> dict:
+    """{field: [before, after]} for the fields whose value differs (JSON-safe values)."""
+    return {
+        name: [_plain(before.get(name)), _plain(value)]
+        for name, value in after.items()
+        if _plain(before.get(name)) != _plain(value)
+    }
+
+
+def audit_values(obj: Model, fields) -> dict:
+    """The named fields' current values (foreign keys as ids), to diff with ``audit_changes``."""
+    return {name: getattr(obj, obj._meta.get_field(name).attname) for name in fields}
+
+
+def _context_actor(context: AuditContext):
+    if context.actor is not None:
+        return context.actor
+    user = getattr(context.request, "user", None)  # the API's token user once DRF authenticated it
+    return user if user is not None and user.is_authenticated else None
+
+
+def _address(context: AuditContext) -> str:
+    if context.request is not None:
+        return client_address(context.request)[:64]
+    return context.address[:64]
+
+
+def _redacted(changes: dict) -> dict:
+    return {
+        name: [CHANGED, CHANGED] if _SECRET_NAME.search(name) else [_plain(v) for v in values]
+        for name, values in changes.items()
+    }
+
+
+def _plain(value):
+    """A JSON value: model instances as their id, dates as ISO text, sets and querysets as lists."""
+    if isinstance(value, Model):
+        return value.pk
+    if hasattr(value, "__iter__") and not isinstance(value, str | bytes | dict | list | tuple):
+        value = [item.pk if isinstance(item, Model) else item for item in value]
+    return json.loads(json.dumps(value, cls=DjangoJSONEncoder, default=str))
+
+
+def audit_events_purge(*, now: datetime.datetime | None = None) -> int:
+    """Delete events older than KNOWLEDGE_AUDIT_RETENTION_DAYS (0: keep forever); returns how many.
+
+    The only DELETE the append-only trigger allows: it sets the purge flag for this transaction only.
+    """
+    days = settings.KNOWLEDGE_AUDIT_RETENTION_DAYS
+    if not days:
+        return 0
+    cutoff = (now or timezone.now()) - datetime.timedelta(days=days)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config(%s, 'on', true)", [PURGE_SETTING])
+            cursor.execute(f"DELETE FROM {AuditEvent._meta.db_table} WHERE at < %s", [cutoff])
+            return cursor.rowcount

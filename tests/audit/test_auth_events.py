@@ -1,0 +1,89 @@
+"""Sign-ins, failed sign-ins, lock-outs, password changes and API tokens: one record each, on every path."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from accounts.models import ApiToken, AuditEvent
+from tests.audit.conftest import only_event
+
+pytestmark = pytest.mark.django_db
+
+
+def test_sign_in_on_the_page_and_the_admin(alice, operator):
+    Client().post("/accounts/login/", {"username": "alice", "password": "pw-alice"})
+    event = only_event("auth.login", actor=alice)
+    assert (event.channel, event.object_id, event.actor_name, event.address) == (
+        "page",
+        str(alice.pk),
+        "alice",
+        "127.0.0.1",
+    )
+    Client().post("/admin/login/?next=/admin/", {"username": "operator", "password": "pw-operator"})
+    assert only_event("auth.login", actor=operator).channel == "admin"
+
+
+def test_failed_sign_in_then_lock_out_once(alice, settings):
+    settings.AXES_FAILURE_LIMIT = 3
+    client = Client()
+    for _ in range(5):
+        client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
+    failed = AuditEvent.objects.filter(action="auth.login_failed")
+    assert failed.count() == 5 and {e.object_id for e in failed} == {str(alice.pk)}
+    assert all(e.actor is None for e in failed)
+    locked = only_event("auth.locked_out")
+    assert (locked.object_repr, locked.channel) == ("alice", "page")
+
+
+def test_failed_sign_in_of_an_unknown_name_through_the_api(anon):
+    anon.post("/api/v1/auth/token/", {"username": "nobody", "password": "x"}, format="json")
+    event = only_event("auth.login_failed")
+    assert (event.object_repr, event.object_id, event.channel) == ("nobody", "", "api")
+
+
+def test_password_change_on_the_page(alice):
+    client = Client()
+    client.force_login(alice)
+    data = {"old_password": "pw-alice", "new_password1": "N3w-secret-pw!", "new_password2": "N3w-secret-pw!"}
+    assert client.post("/accounts/password/change/", data).status_code == 302
+    event = only_event("auth.password_changed", actor=alice)
+    assert event.channel == "page" and event.changes == {"password": ["(changed)", "(changed)"]}
+
+
+def test_password_change_in_the_admin_records_no_second_event(admin_as, operator, alice):
+    data = {"password1": "An0ther-secret!", "password2": "An0ther-secret!", "usable_password": "true"}
+    response = admin_as.post(f"/admin/auth/user/{alice.pk}/password/", data)
+    assert response.status_code == 302, response.content
+    event = only_event("auth.password_changed", object_id=str(alice.pk))
+    assert (event.actor, event.channel) == (operator, "admin")
+    assert not AuditEvent.objects.filter(action__startswith="admin.", object_id=str(alice.pk)).exists()
+
+
+def test_tokens_created_and_revoked_on_the_page_and_the_api(alice, bearer, anon):
+    client = Client()
+    client.force_login(alice)
+    client.post("/accounts/tokens/", {"name": "laptop"})
+    token = ApiToken.objects.get(name="laptop")
+    assert only_event("token.created", object_id=str(token.pk)).actor == alice
+    client.post(f"/accounts/tokens/{token.pk}/revoke/")
+    assert only_event("token.revoked", object_id=str(token.pk)).channel == "page"
+
+    response = anon.post(
+        "/api/v1/auth/token/", {"username": "alice", "password": "pw-alice", "name": "ci"}, format="json"
+    )
+    assert response.status_code == 201
+    ci = ApiToken.objects.get(name="ci")
+    event = only_event("token.created", object_id=str(ci.pk))
+    assert (event.actor, event.channel) == (alice, "api")
+    assert bearer(alice).delete(f"/api/v1/tokens/{ci.pk}/").status_code == 204
+    assert only_event("token.revoked", object_id=str(ci.pk)).actor == alice
+
+
+def test_operator_revoking_in_the_admin_is_the_actor(admin_as, operator, alice):
+    from accounts.tokens import token_create
+
+    token, _ = token_create(user=alice, name="old")
+    admin_as.post("/admin/accounts/apitoken/", {"action": "revoke_tokens", "_selected_action": [token.pk]})
+    event = only_event("token.revoked", object_id=str(token.pk))
+    assert (event.actor, event.channel) == (operator, "admin")
