@@ -66,21 +66,7 @@ class Command(BaseCommand):
         )
         ocr.add_argument("--dpi", type=int, nargs="+", default=[150, 200, 300], metavar="N")
         ocr.add_argument("--pages-per-file", type=int, default=3, metavar="N")
-        load = benchmarks.add_parser("load", help="Concurrent clients against a live server.")
-        load.add_argument("--url", default="http://127.0.0.1:8000")
-        load.add_argument("--clients", type=int, default=20)
-        load.add_argument("--users", type=int, default=1, help="Spread the clients over this many users.")
-        load.add_argument("--seconds", type=float, default=60)
-        load.add_argument("--query-share", type=float, default=0.2, help="Share of requests to /query/.")
-        load.add_argument("--sse", type=int, default=0, metavar="N", help="Then N answer streams at once.")
-        load.add_argument("--token", help="Use this API token (a remote server; with --collection-id).")
-        load.add_argument("--collection-id", type=int)
-        load.add_argument(
-            "--reference-url",
-            help="Also load this server (the code before a change, on the same database), in alternating "
-            "rounds, and report what --url adds per request.",
-        )
-        load.add_argument("--rounds", type=int, default=6, help="With --reference-url: rounds per server.")
+        _add_load_arguments(benchmarks.add_parser("load", help="Concurrent clients against a live server."))
 
     def handle(self, *args, **options):
         handler = getattr(self, f"_{options['benchmark']}")
@@ -207,3 +193,20 @@ class Command(BaseCommand):
             query_share=options["query_share"],
             users=options["users"],
         )
+
+
+def _add_load_arguments(load) -> None:
+    load.add_argument("--url", default="http://127.0.0.1:8000")
+    load.add_argument("--clients", type=int, default=20)
+    load.add_argument("--users", type=int, default=1, help="Spread the clients over this many users.")
+    load.add_argument("--seconds", type=float, default=60)
+    load.add_argument("--query-share", type=float, default=0.2, help="Share of requests to /query/.")
+    load.add_argument("--sse", type=int, default=0, metavar="N", help="Then N answer streams at once.")
+    load.add_argument("--token", help="Use this API token (a remote server; with --collection-id).")
+    load.add_argument("--collection-id", type=int)
+    load.add_argument(
+        "--reference-url",
+        help="Also load this server (the code before a change, on the same database), in alternating "
+        "rounds, and report what --url adds per request.",
+    )
+    load.add_argument("--rounds", type=int, default=6, help="With --reference-url: rounds per server.")
