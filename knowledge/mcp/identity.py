@@ -6,6 +6,7 @@ from typing import Protocol
 
 from django.contrib.auth import get_user_model
 
+from accounts.client_address import client_address
 from config.errors import KnowledgeError
 
 SCOPE_USER = "knowledge.user"  # where knowledge.mcp.http puts the authenticated user in the ASGI scope
@@ -22,6 +23,9 @@ class Identity(Protocol):
     def base_url(self, ctx) -> str:
         """Where the product is served, to make links absolute; "" keeps them relative."""
 
+    def address(self, ctx) -> str:
+        """The caller's network address, for the audit log ("" when the call did not come over a network)."""
+
 
 class TokenIdentity:
     """HTTP: the user whose token authenticated the request carrying this call."""
@@ -36,6 +40,12 @@ class TokenIdentity:
     def base_url(self, ctx) -> str:
         request = ctx.request_context.request
         return str(request.base_url).rstrip("/") if request is not None else ""
+
+    def address(self, ctx) -> str:
+        """By the rule pages and the API use (accounts.client_address): forwarded headers count only
+        as far as TRUSTED_PROXY_COUNT says."""
+        request = ctx.request_context.request
+        return client_address(_AsgiMeta(request.scope)) if request is not None else ""
 
 
 class NamedUserIdentity:
@@ -53,3 +63,19 @@ class NamedUserIdentity:
 
     def base_url(self, ctx) -> str:
         return self._base_url
+
+    def address(self, ctx) -> str:
+        return ""  # stdio: the caller is a local process
+
+
+class _AsgiMeta:
+    """An ASGI scope's client address and forwarding header, where client_address reads them (META)."""
+
+    def __init__(self, scope: dict) -> None:
+        client = scope.get("client") or ("", 0)
+        forwarded = next(
+            (value for key, value in scope.get("headers", []) if key.lower() == b"x-forwarded-for"), None
+        )
+        self.META = {"REMOTE_ADDR": client[0]}
+        if forwarded is not None:
+            self.META["HTTP_X_FORWARDED_FOR"] = forwarded.decode("latin-1")

@@ -148,7 +148,7 @@ def _as_caller(identity: Identity, ctx: Context, function, base_url: str, thrott
         user = identity.user(ctx)
         throttle_check(user=user, scope=throttle)
         _refuse_nul(arguments)
-        with audit_context(channel=AuditEvent.Channel.MCP, actor=user):
+        with audit_context(channel=AuditEvent.Channel.MCP, actor=user, address=identity.address(ctx)):
             return function(user=user, base_url=base_url, **arguments)
     finally:
         close_old_connections()
