@@ -7,7 +7,17 @@ from rest_framework.permissions import AllowAny
 
 from accounts.api import urls as token_urls
 from accounts.api.errors import api_not_found
-from knowledge.api import collections, documents, feedback, marketplace, profiles, query, retrieve, sources
+from knowledge.api import (
+    collections,
+    documents,
+    feedback,
+    marketplace,
+    profiles,
+    query,
+    retrieve,
+    sources,
+    teams,
+)
 
 app_name = "api"
 
@@ -24,6 +34,16 @@ urlpatterns = [
         "collections/<int:collection_id>/share-link/",
         collections.CollectionShareLinkView.as_view(),
         name="collection_share_link",
+    ),
+    path(
+        "collections/<int:collection_id>/shares/",
+        teams.CollectionSharesView.as_view(),
+        name="collection_shares",
+    ),
+    path(
+        "collections/<int:collection_id>/shares/<int:group_id>/",
+        teams.CollectionShareDetailView.as_view(),
+        name="collection_share",
     ),
     path(
         "collections/<int:collection_id>/documents/",

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from knowledge.web import chat, collections, marketplace, profiles, sources
+from knowledge.web import chat, collections, marketplace, profiles, sources, teams
 
 app_name = "knowledge"
 
@@ -45,6 +45,7 @@ urlpatterns = [
         marketplace.subscription_owner_action_view,
         name="subscription_action",
     ),
+    path("collections/<int:collection_id>/teams/", teams.collection_teams_view, name="collection_teams"),
     path(
         "collections/<int:collection_id>/listing/",
         marketplace.collection_listing_view,
