@@ -553,7 +553,9 @@ def test_the_shares_api_lets_the_owner_share_with_her_own_teams_only(teams, make
     assert changed.status_code == 200 and changed.json()["access"] == "write"
     for body in ({"group": "strangers"}, {"group": strangers.pk}, {"group": "nobody"}):
         refused = alice.post(url, body, format="json")
-        assert refused.status_code == 404 and "team you are in" in refused.json()["error"]["message"], refused.json()
+        assert refused.status_code == 404 and "team you are in" in refused.json()["error"]["message"], (
+            refused.json()
+        )
     for body in (
         {},
         {"group": True},
