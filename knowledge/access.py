@@ -43,8 +43,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.functions import JSONObject
 
 from config.errors import ForbiddenError, KnowledgeError, NotFoundError
 from config.validation import id_or_none
@@ -161,9 +163,6 @@ def collection_is_content_writable(*, user, collection: Collection) -> bool:
 def collection_team_access(queryset: QuerySet[Collection], *, user) -> QuerySet[Collection]:
     """Annotates ``team_access``: ``user``'s groups each collection is shared with, as
     ``{"id", "name", "can_write"}`` rows (empty when none): how a team member reaches it."""
-    from django.contrib.postgres.expressions import ArraySubquery
-    from django.db.models.functions import JSONObject
-
     if user is None or not user.is_authenticated:
         return queryset
     rows = (

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -31,7 +30,7 @@ class ShareSerializer(serializers.ModelSerializer):
         return "write" if share.can_write else "read"
 
 
-@extend_schema_field(OpenApiTypes.STR)
+@extend_schema_field({"oneOf": [{"type": "integer", "minimum": 1}, {"type": "string", "maxLength": 150}]})
 class GroupField(serializers.Field):
     """A group's id (a JSON number) or its exact name (a JSON string)."""
 
