@@ -43,6 +43,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from django.contrib.auth import get_user_model
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
@@ -84,7 +85,8 @@ def _team_shares(user, **also) -> QuerySet[CollectionShare]:
     The join is part of the SQL (never the user's group ids read in Python), so the compiled text
     ``_readable_among_sql`` keeps stays right after a membership change.
     """
-    return CollectionShare.objects.filter(collection=OuterRef("pk"), group__user=user, **also)
+    memberships = get_user_model().groups.through.objects.filter(user=user).values("group_id")
+    return CollectionShare.objects.filter(collection=OuterRef("pk"), group__in=memberships, **also)
 
 
 def _readable_q(user) -> Q:
