@@ -8,6 +8,19 @@ none of them re-implements the rule. Visibility (docs/design.md#access):
               link was current; knowing the (sequential) id gives nothing
     public    every signed-in user
     no owner  admin-owned: every signed-in user
+    any       and members of a group (team) the collection is shared with
+
+Team membership is Django's own (``auth.Group``, ``user.groups``), read by the SQL at query time:
+removing someone from a group takes the collection away at their next request.
+
+Changing a collection is split in two:
+
+    content writers  the owner (staff for admin-owned) and members of a group it is shared with
+                     for writing: upload, delete, retry and re-index documents; add, sync and remove
+                     its sources (a source only adds and removes documents)
+    managers         the owner (staff for admin-owned) only: name, description, tags, visibility,
+                     embedding model, marketplace listing, share link, subscriptions, team shares,
+                     deleting the collection
 
 A user's library is everything they may read. Rotating the share link drops
 every grant; an owner's revocation of a subscription also drops that user's
@@ -30,8 +43,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from django.contrib.auth import get_user_model
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.functions import JSONObject
 
 from config.errors import ForbiddenError, KnowledgeError, NotFoundError
 from config.validation import id_or_none
@@ -40,6 +56,7 @@ from knowledge.models import (
     ChatTurn,
     Chunk,
     Collection,
+    CollectionShare,
     Document,
     LinkGrant,
     Profile,
@@ -62,6 +79,16 @@ def _link_granted(user) -> Exists:
     return Exists(LinkGrant.objects.filter(collection=OuterRef("pk"), user=user))
 
 
+def _team_shares(user, **also) -> QuerySet[CollectionShare]:
+    """Shares of the outer collection with a group ``user`` is in now: membership is a join, not a list.
+
+    The join is part of the SQL (never the user's group ids read in Python), so the compiled text
+    ``_readable_among_sql`` keeps stays right after a membership change.
+    """
+    memberships = get_user_model().groups.through.objects.filter(user=user).values("group_id")
+    return CollectionShare.objects.filter(collection=OuterRef("pk"), group__in=memberships, **also)
+
+
 def _readable_q(user) -> Q:
     return (
         Q(owner__isnull=True)
@@ -69,6 +96,7 @@ def _readable_q(user) -> Q:
         | Q(visibility=Collection.Visibility.PUBLIC)
         | Q(visibility=Collection.Visibility.UNLISTED, _link_granted=True)
         | Q(_subscribed=True)
+        | Q(_team_shared=True)
     )
 
 
@@ -81,7 +109,9 @@ def readable_collections(user) -> QuerySet[Collection]:
 
 def _readable_collections_of(user_id: int) -> QuerySet[Collection]:
     return Collection.objects.alias(
-        _subscribed=_active_subscription(user_id), _link_granted=_link_granted(user_id)
+        _subscribed=_active_subscription(user_id),
+        _link_granted=_link_granted(user_id),
+        _team_shared=Exists(_team_shares(user_id)),
     ).filter(_readable_q(user_id))
 
 
@@ -114,13 +144,35 @@ def collection_for_link(*, user, share_token: str) -> Collection:
     return collection
 
 
-def collection_is_writable(*, user, collection: Collection) -> bool:
-    """Owners manage their collections; admin-owned ones are managed by staff."""
+def collection_is_manageable(*, user, collection: Collection) -> bool:
+    """Managers: the owner; staff for an admin-owned collection. Team shares never make a manager."""
     if user is None or not user.is_authenticated:
         return False
     if collection.owner_id is None:
         return user.is_staff
     return collection.owner_id == user.pk
+
+
+def collection_is_content_writable(*, user, collection: Collection) -> bool:
+    """Content writers: its managers, and members of a group it is shared with for writing."""
+    if collection_is_manageable(user=user, collection=collection):
+        return True
+    if user is None or not user.is_authenticated:
+        return False
+    return CollectionShare.objects.filter(collection=collection, group__user=user, can_write=True).exists()
+
+
+def collection_team_access(queryset: QuerySet[Collection], *, user) -> QuerySet[Collection]:
+    """Annotates ``team_access``: ``user``'s groups each collection is shared with, as
+    ``{"id", "name", "can_write"}`` rows (empty when none): how a team member reaches it."""
+    if user is None or not user.is_authenticated:
+        return queryset
+    rows = (
+        _team_shares(user.pk)
+        .order_by("group__name")
+        .values(row=JSONObject(id="group_id", name="group__name", can_write="can_write"))
+    )
+    return queryset.annotate(team_access=ArraySubquery(rows))
 
 
 def readable_collection_ids(user) -> QuerySet:
@@ -141,9 +193,11 @@ def readable_collection_ids_checked(*, user, collection_ids: list[int]) -> list[
 def _readable_among(user, wanted: tuple[int, ...]) -> list[int]:
     """Which of ``wanted`` ``user`` may read: the rule's SQL, compiled once per user and ids.
 
-    Compiling the rule (two EXISTS subqueries) cost more CPU than anything else in a
+    Compiling the rule (its EXISTS subqueries) cost more CPU than anything else in a
     retrieve request (py-spy under load); the SQL depends only on the user's and the
     collections' ids, so the compiled text is kept and the check itself runs every time.
+    Team membership is joined inside that SQL, never baked into it: a removed member is
+    refused by the very next check.
     """
     if user is None or not user.is_authenticated or not wanted:
         return []
@@ -167,11 +221,21 @@ def collection_for_reader(*, user, collection_id) -> Collection:
     return collection
 
 
-def collection_for_writer(*, user, collection_id) -> Collection:
-    """The collection if ``user`` may change it; unreadable ones are NotFound, readable ones Forbidden."""
+def collection_for_content_writer(*, user, collection_id) -> Collection:
+    """The collection if ``user`` may change its documents and sources; else NotFound or Forbidden."""
     collection = collection_for_reader(user=user, collection_id=collection_id)
-    if not collection_is_writable(user=user, collection=collection):
-        raise ForbiddenError("only the collection's owner can change it")
+    if not collection_is_content_writable(user=user, collection=collection):
+        raise ForbiddenError(
+            "only the collection's owner, or a team it is shared with for writing, can change it"
+        )
+    return collection
+
+
+def collection_for_manager(*, user, collection_id) -> Collection:
+    """The collection if ``user`` manages it (settings and sharing); else NotFound or Forbidden."""
+    collection = collection_for_reader(user=user, collection_id=collection_id)
+    if not collection_is_manageable(user=user, collection=collection):
+        raise ForbiddenError("only the collection's owner can change its settings and sharing")
     return collection
 
 
@@ -206,9 +270,10 @@ def readable_documents(*, user, collection_ids=None) -> QuerySet[Document]:
     return Document.objects.filter(collection__in=collections, status=Document.Status.READY)
 
 
-def document_for_writer(*, user, document_id) -> Document:
+def document_for_content_writer(*, user, document_id) -> Document:
+    """The document if ``user`` writes its collection's content; unreadable NotFound, else Forbidden."""
     document = document_for_reader(user=user, document_id=document_id)
-    collection_for_writer(user=user, collection_id=document.collection_id)
+    collection_for_content_writer(user=user, collection_id=document.collection_id)
     return document
 
 
@@ -217,10 +282,10 @@ def source_for_reader(*, user, source_id) -> Source:
     return _readable_row(Source, user, source_id, related="collection", missing="no such source")
 
 
-def source_for_writer(*, user, source_id) -> Source:
-    """A source its collection's writers may sync, change and remove."""
+def source_for_content_writer(*, user, source_id) -> Source:
+    """A source its collection's content writers may sync, change and remove."""
     source = source_for_reader(user=user, source_id=source_id)
-    collection_for_writer(user=user, collection_id=source.collection_id)
+    collection_for_content_writer(user=user, collection_id=source.collection_id)
     return source
 
 

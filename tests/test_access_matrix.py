@@ -255,3 +255,332 @@ def test_search_never_returns_alices_private_chunks_even_as_the_best_match(alice
     assert results and {r["collection_id"] for r in results} <= set(ids)
     private_docs = {alices["d"]["private"].pk, alices["d"]["unlisted"].pk}
     assert not private_docs & {r["document_id"] for r in results + response.json()["references"]}
+
+
+# --- Teams: Alice shares her private collection with two Django groups ------------------------------
+#
+# Dora is in "readers" (read), Erin in "writers" (read and write); Fred was in "writers" and was
+# removed; Charlie is in no team; Sam is staff (staff read nothing private). Every role asks every
+# question below and gets the answer its column says.
+
+OWNER, READER, WRITER, FORMER, OUTSIDER, STAFF = "alice", "dora", "erin", "fred", "charlie", "sam"
+# Reads: members and the owner read; anyone else is told the collection does not exist.
+READ = {OWNER: 200, READER: 200, WRITER: 200, FORMER: 404, OUTSIDER: 404, STAFF: 404}
+# Owner-only management: members (who can read it) are forbidden, the rest told it does not exist.
+MANAGE = {READER: 403, WRITER: 403, FORMER: 404, OUTSIDER: 404, STAFF: 404}
+
+
+@pytest.fixture
+def teams(alices, alice, make_user, tmp_path, settings):
+    from django.contrib.auth.models import Group
+
+    from knowledge.services.sources import source_add
+    from knowledge.services.teams import collection_share_set
+
+    users = {OWNER: alice, **{name: make_user(name) for name in (READER, WRITER, FORMER)}}
+    users[OUTSIDER] = make_user(OUTSIDER)
+    users[STAFF] = make_user(STAFF, is_staff=True)
+    readers, writers = Group.objects.create(name="readers"), Group.objects.create(name="writers")
+    alice.groups.add(readers, writers)  # an owner shares with teams she is in
+    users[READER].groups.add(readers)
+    users[WRITER].groups.add(writers)
+    users[FORMER].groups.add(writers)
+    private = alices["c"]["private"]
+    collection_share_set(collection=private, user=alice, group="readers", can_write=False)
+    collection_share_set(collection=private, user=alice, group=writers.pk, can_write=True)
+    users[FORMER].groups.remove(writers)
+    settings.KNOWLEDGE_SOURCES_FOLDER_ROOTS = [tmp_path.resolve()]
+    (tmp_path / "glossary.md").write_text("# Glossary\n\nA gravity hill is an optical illusion.\n")
+    source = source_add(
+        collection=private, location=str(tmp_path), kind="folder", user=alice, operator=True, grace_hours=0
+    )
+    return {**alices, "users": users, "groups": {"readers": readers, "writers": writers}, "source": source}
+
+
+def _api_as(user) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token_create(user=user, name='matrix')[1]}")
+    return client
+
+
+def _web_as(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _team_api_calls(t):
+    c, d, s = t["c"]["private"].pk, t["d"]["private"].pk, t["source"].pk
+    readers = t["groups"]["readers"].pk
+    ask = {"question": QUESTION, "collections": [c]}
+    return [
+        ("get", f"/api/v1/collections/{c}/", None, READ),
+        ("get", f"/api/v1/collections/{c}/documents/", None, READ),
+        ("get", f"/api/v1/documents/{d}/", None, READ),
+        ("get", f"/api/v1/collections/{c}/sources/", None, READ),
+        ("get", f"/api/v1/sources/{s}/", None, READ),
+        ("post", "/api/v1/retrieve/", ask, READ),
+        ("post", "/api/v1/query/", ask, READ),
+        ("get", f"/api/v1/collections/{c}/subscriptions/", None, {**MANAGE, OWNER: 200}),
+        ("get", f"/api/v1/collections/{c}/shares/", None, {**MANAGE, OWNER: 200}),
+        ("patch", f"/api/v1/collections/{c}/", {"description": "mine now"}, MANAGE),
+        ("patch", f"/api/v1/collections/{c}/", {"visibility": "public"}, MANAGE),
+        ("patch", f"/api/v1/collections/{c}/", {"listed": True}, MANAGE),
+        ("post", f"/api/v1/collections/{c}/share-link/", None, MANAGE),
+        ("post", f"/api/v1/collections/{c}/shares/", {"group": "writers", "access": "write"}, MANAGE),
+        ("delete", f"/api/v1/collections/{c}/shares/{readers}/", None, MANAGE),
+        ("delete", f"/api/v1/collections/{c}/", None, MANAGE),
+        # Content writes, refused to everyone but writers (done for real in the write tests below).
+        ("delete", f"/api/v1/documents/{d}/", None, {**MANAGE, WRITER: None, OWNER: None}),
+        ("post", f"/api/v1/documents/{d}/reindex/", {}, {**MANAGE, WRITER: None, OWNER: None}),
+        ("post", f"/api/v1/sources/{s}/sync/", None, {**MANAGE, WRITER: None, OWNER: None}),
+        ("delete", f"/api/v1/sources/{s}/", None, {**MANAGE, WRITER: None, OWNER: None}),
+    ]
+
+
+def _team_pages(t):
+    c, d, s = t["c"]["private"].pk, t["d"]["private"].pk, t["source"].pk
+    readers = t["groups"]["readers"].pk
+    no_writes = {**MANAGE, WRITER: None, OWNER: None}
+    return [
+        ("get", f"/collections/{c}/", None, READ),
+        ("get", f"/collections/{c}/documents.json", None, READ),
+        ("get", f"/documents/{d}/view/", None, READ),
+        ("get", f"/documents/{d}/file/", None, READ),
+        ("get", f"/chat/?collection={c}", None, READ),
+        ("post", f"/collections/{c}/settings/", {"action": "details", "name": "mine now"}, MANAGE),
+        ("post", f"/collections/{c}/settings/", {"action": "visibility", "visibility": "public"}, MANAGE),
+        ("post", f"/collections/{c}/settings/", {"action": "rotate_link"}, MANAGE),
+        ("post", f"/collections/{c}/settings/", {"action": "delete"}, MANAGE),
+        ("post", f"/collections/{c}/listing/", {"listed": "1"}, MANAGE),
+        ("post", f"/collections/{c}/teams/", {"action": "unshare", "group": readers}, MANAGE),
+        (
+            "post",
+            f"/collections/{c}/teams/",
+            {"action": "share", "group": readers, "access": "write"},
+            MANAGE,
+        ),
+        ("post", f"/collections/{c}/upload/", {}, no_writes),
+        ("post", f"/documents/{d}/delete/", None, no_writes),
+        ("post", f"/sources/{s}/sync/", None, no_writes),
+        ("post", f"/collections/{c}/settings/", {"action": "reindex", "chunk_profile": "1"}, no_writes),
+    ]
+
+
+def test_every_role_gets_its_answer_on_every_api_call_and_page(teams):
+    """The matrix: one row per call, one column per role; nothing a refused call touched changed."""
+    failures = []
+    for role, user in teams["users"].items():
+        api, web = _api_as(user), _web_as(user)
+        for method, url, body, expected in _team_api_calls(teams):
+            if expected.get(role) is not None:
+                got = getattr(api, method)(url, body, format="json").status_code
+                if got != expected[role]:
+                    failures.append((role, method, url, got, expected[role]))
+        for method, url, body, expected in _team_pages(teams):
+            if expected.get(role) is not None:
+                got = getattr(web, method)(url, body or {}).status_code
+                if got != expected[role]:
+                    failures.append((role, method, url, got, expected[role]))
+    assert not failures
+    private = teams["c"]["private"]
+    private.refresh_from_db()
+    assert (private.name, private.description, private.visibility, private.listed) == (
+        "alice private",
+        "",
+        "private",
+        False,
+    )
+    assert Document.objects.filter(pk=teams["d"]["private"].pk, status="ready").exists()
+    assert set(private.shares.values_list("group__name", "can_write")) == {
+        ("readers", False),
+        ("writers", True),
+    }
+    assert teams["source"].syncs.count() == 0
+
+
+def test_mcp_tools_answer_each_role_like_the_api(teams):
+    from config.errors import ForbiddenError, NotFoundError
+    from knowledge.mcp import tools
+
+    private = teams["c"]["private"]
+    for role, user in teams["users"].items():
+        listed = {row["id"]: row for row in tools.list_collections(user=user, base_url="")["collections"]}
+        if READ[role] == 200:
+            found = tools.search_knowledge(
+                user=user, base_url="", question=QUESTION, collections=[private.pk]
+            )
+            assert {r["document_id"] for r in found["results"]} == {teams["d"]["private"].pk}, role
+            assert private.pk in listed, role
+        else:
+            with pytest.raises(NotFoundError):
+                tools.search_knowledge(user=user, base_url="", question=QUESTION, collections=[private.pk])
+            with pytest.raises(NotFoundError):
+                tools.reindex_collection(user=user, base_url="", collection=private.pk)
+            assert private.pk not in listed, role
+    with pytest.raises(ForbiddenError):
+        tools.reindex_collection(user=teams["users"][READER], base_url="", collection=private.pk)
+    assert (
+        tools.reindex_collection(user=teams["users"][WRITER], base_url="", collection=private.pk)[
+            "documents_queued"
+        ]
+        == 1
+    )
+    # How each reaches it: through a team, and with which access; the owner through none.
+    rows = {
+        role: next(
+            r
+            for r in tools.list_collections(user=teams["users"][role], base_url="")["collections"]
+            if r["id"] == private.pk
+        )
+        for role in (OWNER, READER, WRITER)
+    }
+    assert [(t["name"], t["access"]) for t in rows[READER]["teams"]] == [("readers", "read")]
+    assert [(t["name"], t["access"]) for t in rows[WRITER]["teams"]] == [("writers", "write")]
+    assert (rows[READER]["can_write"], rows[WRITER]["can_write"], rows[OWNER]["can_write"]) == (
+        False,
+        True,
+        True,
+    )
+    assert not rows[WRITER]["can_manage"] and rows[OWNER]["can_manage"]
+    assert rows[WRITER]["share_token"] is None and rows[OWNER]["share_token"]
+
+
+def test_a_group_writer_uploads_reindexes_syncs_and_deletes_and_a_reader_cannot(teams, corpus):
+    private, document = teams["c"]["private"], teams["d"]["private"]
+    reader, writer = _api_as(teams["users"][READER]), _api_as(teams["users"][WRITER])
+    upload = (corpus / "text" / "gravity_hill.md").read_bytes().replace(b"gravity", b"magnetic")
+
+    def send(client):
+        from django.core.files.uploadedfile import SimpleUploadedFile
+
+        file = SimpleUploadedFile("magnetic_hill.md", upload, content_type="text/markdown")
+        return client.post(f"/api/v1/collections/{private.pk}/documents/", {"file": file}, format="multipart")
+
+    assert send(reader).status_code == 403
+    added = send(writer)
+    assert added.status_code == 201, added.content
+    assert reader.post(f"/api/v1/documents/{document.pk}/reindex/", {}, format="json").status_code == 403
+    assert writer.post(f"/api/v1/documents/{document.pk}/reindex/", {}, format="json").status_code == 202
+    assert reader.post(f"/api/v1/sources/{teams['source'].pk}/sync/").status_code == 403
+    assert writer.post(f"/api/v1/sources/{teams['source'].pk}/sync/").status_code == 202
+    assert teams["source"].syncs.get().added == 1  # the glossary, read from the folder
+    assert reader.delete(f"/api/v1/documents/{document.pk}/").status_code == 403
+    assert writer.delete(f"/api/v1/documents/{document.pk}/").status_code == 204
+    assert not Document.objects.filter(pk=document.pk).exists()
+    assert writer.delete(f"/api/v1/sources/{teams['source'].pk}/").status_code == 204
+
+
+def test_the_collection_page_shows_writers_content_controls_and_only_the_owner_management(teams):
+    private = teams["c"]["private"]
+    pages = {
+        role: _web_as(teams["users"][role]).get(f"/collections/{private.pk}/").content.decode()
+        for role in (OWNER, READER, WRITER)
+    }
+    content = ['id="upload-form"', 'class="danger">Delete</button>', 'id="reindex-form"', "Sync now"]
+    management = [
+        'id="teams"',
+        'id="visibility-form"',
+        'id="edit-details"',
+        'id="delete-collection-form"',
+        'id="share-url"',
+        'id="listing-form"',
+        private.share_token,
+    ]
+    for marker in content:
+        assert marker in pages[OWNER] and marker in pages[WRITER] and marker not in pages[READER], marker
+    for marker in management:
+        assert marker in pages[OWNER] and marker not in pages[WRITER] and marker not in pages[READER], marker
+    assert "shared with your team writers (read and write)" in pages[WRITER]
+    assert "shared with your team readers (read)" in pages[READER]
+    listing = _web_as(teams["users"][READER]).get("/collections/").content.decode()
+    assert "alice private" in listing and "team readers" in listing
+    # The page's re-index works for a writer, not for a reader.
+    from knowledge.models import ChunkProfile
+
+    profile = ChunkProfile.objects.get(pk=private.chunk_profile_id)
+    body = {"action": "reindex", "chunk_profile": profile.pk}
+    assert (
+        _web_as(teams["users"][READER]).post(f"/collections/{private.pk}/settings/", body).status_code == 403
+    )
+    assert (
+        _web_as(teams["users"][WRITER]).post(f"/collections/{private.pk}/settings/", body).status_code == 302
+    )
+
+
+def test_a_removed_member_finds_nothing_at_their_very_next_search(teams):
+    """Membership is joined in the SQL, so the compiled rule kept per user cannot keep a member in."""
+    from knowledge.mcp import tools
+
+    private, document = teams["c"]["private"], teams["d"]["private"]
+    dora = teams["users"][READER]
+    profile = Profile.objects.create(owner=dora, name="dora profile", tag="dp")
+    ProfileCollection.objects.create(profile=profile, collection=private)
+    api = _api_as(dora)
+    by_id = {"question": QUESTION, "collections": [private.pk]}
+    by_profile = {"question": QUESTION, "profile": profile.pk}
+    for body in (by_id, by_profile):  # twice each: the rule's SQL is compiled and kept
+        for _ in range(2):
+            found = api.post("/api/v1/retrieve/", body, format="json").json()["results"]
+            assert {r["document_id"] for r in found} == {document.pk}
+    assert tools.search_knowledge(user=dora, base_url="", question=QUESTION, collections=[private.pk])[
+        "results"
+    ]
+
+    dora.groups.remove(teams["groups"]["readers"])
+
+    assert api.post("/api/v1/retrieve/", by_id, format="json").status_code == 404
+    through_profile = api.post("/api/v1/retrieve/", by_profile, format="json")
+    assert through_profile.status_code == 200 and not through_profile.json()["results"]
+    with pytest.raises(Exception, match="no such collection"):
+        tools.search_knowledge(user=dora, base_url="", question=QUESTION, collections=[private.pk])
+    assert api.get(f"/api/v1/collections/{private.pk}/").status_code == 404
+
+
+def test_the_shares_api_lets_the_owner_share_with_her_own_teams_only(teams, make_user):
+    from django.contrib.auth.models import Group
+
+    private, handbook = teams["c"]["private"], teams["c"]["admin"]
+    alice = _api_as(teams["users"][OWNER])
+    strangers = Group.objects.create(name="strangers")
+    url = f"/api/v1/collections/{private.pk}/shares/"
+    listed = alice.get(url).json()["results"]
+    assert [(s["group_name"], s["access"], s["created_by"]) for s in listed] == [
+        ("readers", "read", "alice"),
+        ("writers", "write", "alice"),
+    ]
+    changed = alice.post(url, {"group": "readers", "access": "write"}, format="json")
+    assert changed.status_code == 200 and changed.json()["access"] == "write"
+    for body in ({"group": "strangers"}, {"group": strangers.pk}, {"group": "nobody"}):
+        refused = alice.post(url, body, format="json")
+        assert refused.status_code == 404 and "team you are in" in refused.json()["error"]["message"], (
+            refused.json()
+        )
+    for body in (
+        {},
+        {"group": True},
+        {"group": ["readers"]},
+        {"group": "readers", "access": "admin"},
+        {"group": "readers", "extra": 1},
+    ):
+        assert alice.post(url, body, format="json").status_code == 400, body
+    assert not private.shares.filter(group=strangers).exists()
+    assert alice.delete(f"{url}{strangers.pk}/").status_code == 404
+    assert alice.delete(f"{url}{teams['groups']['readers'].pk}/").status_code == 204
+    assert _api_as(teams["users"][READER]).get(f"/api/v1/collections/{private.pk}/").status_code == 404
+    # Staff share an admin-owned collection with any team; its members write it, not manage it.
+    sam = _api_as(teams["users"][STAFF])
+    created = sam.post(
+        f"/api/v1/collections/{handbook.pk}/shares/", {"group": "strangers", "access": "write"}, format="json"
+    )
+    assert created.status_code == 201 and created.json()["created_by"] == STAFF
+    stranger = make_user("stranger")
+    stranger.groups.add(strangers)
+    body = _api_as(stranger).get(f"/api/v1/collections/{handbook.pk}/").json()
+    assert (body["can_write"], body["can_manage"], body["teams"][0]["name"]) == (True, False, "strangers")
+    assert (
+        _api_as(stranger)
+        .post(f"/api/v1/collections/{handbook.pk}/shares/", {"group": "strangers"}, format="json")
+        .status_code
+        == 403
+    )

@@ -19,6 +19,7 @@ from knowledge.models import (
     Chunk,
     ChunkProfile,
     Collection,
+    CollectionShare,
     Document,
     DocumentSummary,
     KnowledgeSetting,
@@ -205,9 +206,20 @@ class CollectionAdminForm(forms.ModelForm):
         return cleaned
 
 
+class CollectionShareInline(admin.TabularInline):
+    """Teams (groups) the collection is shared with; memberships are the groups' own admin pages."""
+
+    model = CollectionShare
+    fields = ["group", "can_write", "created_by", "created_at"]
+    readonly_fields = ["created_by", "created_at"]
+    autocomplete_fields = ["group"]
+    extra = 0
+
+
 @admin.register(Collection)
 class CollectionAdmin(admin.ModelAdmin):
     form = CollectionAdminForm
+    inlines = [CollectionShareInline]
     list_display = [
         "name",
         "owner",
@@ -243,6 +255,15 @@ class CollectionAdmin(admin.ModelAdmin):
         if new_model:  # an emptied field changes nothing
             queued = collection_reindex(collection=obj, embedding_model=new_model)
             self.message_user(request, f"Queued {queued} document(s) for re-embedding with {new_model}.")
+
+    def save_formset(self, request, form, formset, change):
+        for share in formset.save(commit=False):
+            if isinstance(share, CollectionShare) and share.pk is None:
+                share.created_by = request.user
+            share.save()
+        for gone in formset.deleted_objects:
+            gone.delete()
+        formset.save_m2m()
 
     def get_readonly_fields(self, request, obj=None):
         # Changing the profile of a collection with chunks goes through a re-index.

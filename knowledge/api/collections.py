@@ -11,8 +11,9 @@ from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.throttles import user_throttle_charge
 from config.errors import ForbiddenError, NotFoundError
 from knowledge.access import (
-    collection_for_writer,
-    collection_is_writable,
+    collection_for_manager,
+    collection_is_manageable,
+    collection_team_access,
     listed_collections,
     readable_collections,
 )
@@ -45,8 +46,9 @@ def with_counts(queryset: QuerySet[Collection]) -> QuerySet[Collection]:
 
 
 def collection_for_api_reader(*, user, collection_id) -> Collection:
-    """A readable collection (knowledge.access decides) with what the API shows: counts and owner."""
-    collection = with_counts(readable_collections(user)).filter(pk=collection_id).first()
+    """A readable collection (knowledge.access decides) with what the API shows: counts, owner, teams."""
+    readable = collection_team_access(readable_collections(user), user=user)
+    collection = with_counts(readable).filter(pk=collection_id).first()
     if collection is None:
         raise NotFoundError("no such collection")
     return collection
@@ -66,7 +68,18 @@ class OwnerName:
 class CollectionSerializer(OwnerName, serializers.ModelSerializer):
     owner = serializers.SerializerMethodField()
     is_admin_owned = serializers.BooleanField(read_only=True)
-    can_write = serializers.SerializerMethodField()
+    can_write = serializers.SerializerMethodField(
+        help_text="You may upload, delete and re-index its documents and add, sync and remove its sources: "
+        "the owner (staff for admin-owned) and members of a team it is shared with for writing."
+    )
+    can_manage = serializers.SerializerMethodField(
+        help_text="You may change its settings, listing, share link, subscriptions and team shares, "
+        "or delete it: the owner (staff for admin-owned) only."
+    )
+    teams = serializers.SerializerMethodField(
+        help_text="Your teams (groups) it is shared with, how you reach it as a member: "
+        '[{"id", "name", "access": "read" or "write"}]; empty when none.'
+    )
     document_count = serializers.IntegerField(read_only=True)
     chunk_count = serializers.IntegerField(read_only=True, help_text="Searchable chunks (current profile).")
     chunk_profile = serializers.CharField(source="chunk_profile.name", read_only=True)
@@ -88,6 +101,8 @@ class CollectionSerializer(OwnerName, serializers.ModelSerializer):
             "owner",
             "is_admin_owned",
             "can_write",
+            "can_manage",
+            "teams",
             "document_count",
             "chunk_count",
             "chunk_profile",
@@ -101,14 +116,29 @@ class CollectionSerializer(OwnerName, serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
+    def get_can_manage(self, collection) -> bool:
+        return collection_is_manageable(user=self.context["request"].user, collection=collection)
+
     def get_can_write(self, collection) -> bool:
-        return collection_is_writable(user=self.context["request"].user, collection=collection)
+        teams = self.get_teams(collection)
+        return self.get_can_manage(collection) or any(team["access"] == "write" for team in teams)
+
+    def get_teams(self, collection) -> list[dict]:
+        if not hasattr(collection, "team_access"):  # read once per collection, kept for the other fields
+            one = collection_team_access(
+                Collection.objects.filter(pk=collection.pk), user=self.context["request"].user
+            )
+            collection.team_access = getattr(one.first(), "team_access", [])
+        rows = collection.team_access or []
+        return [
+            {"id": r["id"], "name": r["name"], "access": "write" if r["can_write"] else "read"} for r in rows
+        ]
 
     def get_share_token(self, collection) -> str | None:
-        return collection.share_token if self.get_can_write(collection) else None
+        return collection.share_token if self.get_can_manage(collection) else None
 
     def get_share_url(self, collection) -> str | None:
-        if not self.get_can_write(collection):
+        if not self.get_can_manage(collection):
             return None
         return self.context["request"].build_absolute_uri(collection_share_path(collection=collection))
 
@@ -162,7 +192,8 @@ class CollectionListView(ApiView):
     def get(self, request):
         filters = CollectionFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        queryset = with_counts(listed_collections(request.user)).order_by("name", "pk")
+        listed = collection_team_access(listed_collections(request.user), user=request.user)
+        queryset = with_counts(listed).order_by("name", "pk")
         return self.paginated(_filtered(queryset, request.user, filters.validated_data), CollectionSerializer)
 
     @extend_schema(
@@ -208,7 +239,7 @@ class CollectionDetailView(ApiView):
         responses={200: CollectionSerializer, **errors(400, 403, 404, 429)},
     )
     def patch(self, request, collection_id: int):
-        collection = collection_for_writer(user=request.user, collection_id=collection_id)
+        collection = collection_for_manager(user=request.user, collection_id=collection_id)
         changes = validated(CollectionUpdateSerializer, request.data)
         if changes.get("embedding_model"):
             # A model change re-embeds every document, as a re-index does: it counts as a write.
@@ -219,7 +250,7 @@ class CollectionDetailView(ApiView):
 
     @extend_schema(summary="Delete a collection you own", responses={204: None, **errors(403, 404)})
     def delete(self, request, collection_id: int):
-        collection = collection_for_writer(user=request.user, collection_id=collection_id)
+        collection = collection_for_manager(user=request.user, collection_id=collection_id)
         collection_delete(collection=collection)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -275,7 +306,7 @@ class CollectionShareLinkView(ApiView):
         responses={200: CollectionSerializer, **errors(403, 404)},
     )
     def post(self, request, collection_id: int):
-        collection = collection_for_writer(user=request.user, collection_id=collection_id)
+        collection = collection_for_manager(user=request.user, collection_id=collection_id)
         collection_link_rotate(collection=collection)
         fresh = collection_for_api_reader(user=request.user, collection_id=collection.pk)
         return Response(CollectionSerializer(fresh, context={"request": request}).data)

@@ -13,10 +13,10 @@ from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.throttles import user_throttle_charge
 from config.errors import UploadTooLargeError
 from knowledge.access import (
+    collection_for_content_writer,
     collection_for_reader,
-    collection_for_writer,
+    document_for_content_writer,
     document_for_reader,
-    document_for_writer,
 )
 from knowledge.models import Chunk, Document, DocumentSummary
 from knowledge.services.collections import chunk_profile_get, collection_reindex
@@ -185,7 +185,7 @@ class CollectionDocumentsView(ApiView):
         responses={201: DocumentSerializer, 200: DocumentSerializer, **errors(400, 403, 404, 413, 415, 429)},
     )
     def post(self, request, collection_id: int):
-        collection = collection_for_writer(user=request.user, collection_id=collection_id)
+        collection = collection_for_content_writer(user=request.user, collection_id=collection_id)
         user_throttle_charge(user=request.user, scope="uploads")  # one file per request
         _refuse_oversized_body(request)
         data = validated(UploadSerializer, _upload_fields(request.data))
@@ -244,7 +244,7 @@ class DocumentDetailView(ApiView):
         summary="Delete a document of a collection you own", responses={204: None, **errors(403, 404)}
     )
     def delete(self, request, document_id: int):
-        document_delete(document=document_for_writer(user=request.user, document_id=document_id))
+        document_delete(document=document_for_content_writer(user=request.user, document_id=document_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -257,7 +257,7 @@ class DocumentRetryView(ApiView):
         responses={202: DocumentSerializer, **errors(400, 403, 404, 429)},
     )
     def post(self, request, document_id: int):
-        document = document_for_writer(user=request.user, document_id=document_id)
+        document = document_for_content_writer(user=request.user, document_id=document_id)
         user_throttle_charge(user=request.user, scope="writes")
         document_retry(document=document)
         return Response(
@@ -288,7 +288,7 @@ class DocumentReindexView(ApiView):
         responses={202: ReindexResultSerializer, **errors(400, 403, 404, 429)},
     )
     def post(self, request, document_id: int):
-        document = document_for_writer(user=request.user, document_id=document_id)
+        document = document_for_content_writer(user=request.user, document_id=document_id)
         name = validated(ReindexSerializer, request.data).get("chunk_profile")
         user_throttle_charge(user=request.user, scope="writes")
         if name:

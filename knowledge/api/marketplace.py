@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from accounts.api.base import ApiView, errors
-from knowledge.access import collection_for_writer, marketplace_listing_for
+from knowledge.access import collection_for_manager, marketplace_listing_for
 from knowledge.api.collections import COLLECTION_FIELDS, OwnerName
 from knowledge.models import Collection, Subscription
 from knowledge.services.marketplace import (
@@ -114,7 +114,7 @@ class CollectionSubscriptionsView(ApiView):
         responses={200: SubscriptionSerializer(many=True), **errors(403, 404)},
     )
     def get(self, request, collection_id: int):
-        collection = collection_for_writer(user=request.user, collection_id=collection_id)
+        collection = collection_for_manager(user=request.user, collection_id=collection_id)
         return self.paginated(collection_subscriptions(collection=collection), SubscriptionSerializer)
 
 
@@ -125,7 +125,7 @@ class CollectionSubscriptionDetailView(ApiView):
         summary="Revoke a subscription to a collection you own", responses={204: None, **errors(403, 404)}
     )
     def delete(self, request, collection_id: int, subscription_id: int):
-        collection = collection_for_writer(user=request.user, collection_id=collection_id)
+        collection = collection_for_manager(user=request.user, collection_id=collection_id)
         subscription_revoke(owner=request.user, subscription_id=subscription_id, collection=collection)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
@@ -139,7 +139,7 @@ class CollectionSubscriptionReinstateView(ApiView):
         responses={200: SubscriptionSerializer, **errors(403, 404)},
     )
     def post(self, request, collection_id: int, subscription_id: int):
-        collection = collection_for_writer(user=request.user, collection_id=collection_id)
+        collection = collection_for_manager(user=request.user, collection_id=collection_id)
         subscription = subscription_reinstate(
             owner=request.user, subscription_id=subscription_id, collection=collection
         )

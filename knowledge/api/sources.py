@@ -10,10 +10,10 @@ from rest_framework.response import Response
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.throttles import user_throttle_charge
 from knowledge.access import (
+    collection_for_content_writer,
     collection_for_reader,
-    collection_for_writer,
+    source_for_content_writer,
     source_for_reader,
-    source_for_writer,
 )
 from knowledge.models import Source, SourceSync
 from knowledge.services.sources import last_sync, source_add, source_delete, source_sync_queue, with_last_sync
@@ -96,7 +96,7 @@ class CollectionSourcesView(ApiView):
         responses={201: SourceSerializer, **errors(400, 403, 404, 429)},
     )
     def post(self, request, collection_id: int):
-        collection = collection_for_writer(user=request.user, collection_id=collection_id)
+        collection = collection_for_content_writer(user=request.user, collection_id=collection_id)
         user_throttle_charge(user=request.user, scope="writes")  # a source makes the server fetch
         data = validated(SourceCreateSerializer, request.data)
         options = {name: data[name] for name in _OPTION_FIELDS if data.get(name) not in (None, "", [])}
@@ -124,7 +124,7 @@ class SourceDetailView(ApiView):
         summary="Stop following a source (its documents stay)", responses={204: None, **errors(403, 404)}
     )
     def delete(self, request, source_id: int):
-        source_delete(source=source_for_writer(user=request.user, source_id=source_id))
+        source_delete(source=source_for_content_writer(user=request.user, source_id=source_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -137,7 +137,7 @@ class SourceSyncView(ApiView):
         responses={202: SourceSerializer, **errors(400, 403, 404, 429)},
     )
     def post(self, request, source_id: int):
-        source = source_for_writer(user=request.user, source_id=source_id)
+        source = source_for_content_writer(user=request.user, source_id=source_id)
         user_throttle_charge(user=request.user, scope="writes")
         source_sync_queue(source=source, trigger="api")
         return Response(SourceSerializer(source).data, status=status.HTTP_202_ACCEPTED)

@@ -16,6 +16,7 @@ from knowledge.api import (
     query,
     retrieve,
     sources,
+    teams,
     usage,
 )
 
@@ -34,6 +35,16 @@ urlpatterns = [
         "collections/<int:collection_id>/share-link/",
         collections.CollectionShareLinkView.as_view(),
         name="collection_share_link",
+    ),
+    path(
+        "collections/<int:collection_id>/shares/",
+        teams.CollectionSharesView.as_view(),
+        name="collection_shares",
+    ),
+    path(
+        "collections/<int:collection_id>/shares/<int:group_id>/",
+        teams.CollectionShareDetailView.as_view(),
+        name="collection_share",
     ),
     path(
         "collections/<int:collection_id>/documents/",

@@ -14,7 +14,8 @@ from rest_framework import serializers
 
 from accounts.api.base import MAX_ID, StrictSerializer, validated
 from knowledge.access import (
-    collection_for_writer,
+    collection_for_content_writer,
+    collection_team_access,
     listed_collections,
     profiles_for_user,
     readable_collections,
@@ -59,7 +60,7 @@ class CallerRequest:
 
 
 def list_collections(*, user, base_url: str, search: str = "") -> dict:
-    queryset = with_counts(listed_collections(user)).order_by("name", "pk")
+    queryset = with_counts(collection_team_access(listed_collections(user), user=user)).order_by("name", "pk")
     term = search.strip()
     if term:
         queryset = queryset.filter(Q(name__icontains=term) | Q(description__icontains=term))
@@ -222,7 +223,7 @@ class ReindexRequestSerializer(StrictSerializer):
 
 def reindex_collection(*, user, base_url: str, **arguments) -> dict:
     data = validated(ReindexRequestSerializer, _given(arguments))
-    collection = collection_for_writer(user=user, collection_id=data["collection"])
+    collection = collection_for_content_writer(user=user, collection_id=data["collection"])
     target = collection.chunk_profile
     if data.get("chunk_profile"):
         target = chunk_profile_get(name=data["chunk_profile"])

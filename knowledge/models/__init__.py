@@ -1,5 +1,5 @@
 from knowledge.models.chat import ChatSession, ChatTurn, RatedAnswer
-from knowledge.models.collections import ChunkProfile, Collection, LinkGrant, Subscription
+from knowledge.models.collections import ChunkProfile, Collection, CollectionShare, LinkGrant, Subscription
 from knowledge.models.documents import Chunk, Document, DocumentSummary
 from knowledge.models.profiles import Profile, ProfileCollection
 from knowledge.models.settings import KnowledgeSetting
@@ -10,6 +10,7 @@ __all__ = [
     "Chunk",
     "ChunkProfile",
     "Collection",
+    "CollectionShare",
     "Document",
     "DocumentSummary",
     "KnowledgeSetting",

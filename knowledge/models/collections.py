@@ -182,3 +182,36 @@ class Subscription(models.Model):
     def __str__(self) -> str:
         state = "active" if self.is_active else "revoked" if self.revoked_at else "ended"
         return f"{self.user} -> {self.collection} ({state})"
+
+
+class CollectionShare(models.Model):
+    """The owner shared ``collection`` with a team (a Django group): its members read it, or also write it.
+
+    Membership is read at query time (``user.groups``), so removing someone from the group takes the
+    collection away from them at their next request.
+    """
+
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="shares")
+    group = models.ForeignKey("auth.Group", on_delete=models.CASCADE, related_name="collection_shares")
+    can_write = models.BooleanField(
+        default=False, help_text="Members may also upload, delete and re-index documents and sync sources."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Who shared it (empty when that account is gone).",
+    )
+
+    class Meta:
+        ordering = ["group__name"]
+        constraints = [
+            models.UniqueConstraint(fields=["collection", "group"], name="one_share_per_collection_group")
+        ]
+
+    def __str__(self) -> str:
+        access = "read and write" if self.can_write else "read"
+        return f"{self.collection} shared with {self.group} ({access})"

@@ -14,7 +14,7 @@ from accounts.audit import audit_record
 from config.errors import ForbiddenError, KnowledgeError, NotFoundError
 from config.validation import text_clean
 from knowledge.access import (
-    collection_is_writable,
+    collection_is_manageable,
     marketplace_listing_for,
     marketplace_listings,
     readable_collections,
@@ -137,7 +137,7 @@ def _owned_subscription(*, owner, subscription_id, collection: Collection | None
 def _locked_subscription(*, subscription_id, collection_id: int, owner=None) -> Subscription:
     """Locks the collection, then the subscription (always in that order, so two never deadlock)."""
     locked = collection_access_lock(collection_id=collection_id)
-    if owner is not None and not collection_is_writable(user=owner, collection=locked):
+    if owner is not None and not collection_is_manageable(user=owner, collection=locked):
         raise NotFoundError("no such subscription")
     subscription = (
         Subscription.objects.select_related("collection", "user")

@@ -12,10 +12,13 @@ from accounts.throttles import user_throttle_charge
 from config.errors import KnowledgeError
 from config.validation import id_parse
 from knowledge.access import (
+    collection_for_content_writer,
+    collection_for_manager,
     collection_for_reader,
-    collection_for_writer,
-    collection_is_writable,
-    document_for_writer,
+    collection_is_content_writable,
+    collection_is_manageable,
+    collection_team_access,
+    document_for_content_writer,
     listed_collections,
 )
 from knowledge.models import ChunkProfile, Collection, Document
@@ -43,16 +46,15 @@ from knowledge.services.sharing import (
     collection_link_rotate,
     collection_share_path,
 )
+from knowledge.services.teams import collection_shares, shareable_groups
 from knowledge.web.pages import knowledge_page, wants_json
 from knowledge.web.snippets import snippet
 from knowledge.web.sources import source_rows
 
 
-def collection_settings_redirect(collection):
-    """Back to the collection page with its settings section open, where the change was made."""
-    return redirect(
-        reverse("knowledge:collection", kwargs={"collection_id": collection.pk}) + "#collection-settings"
-    )
+def collection_settings_redirect(collection, *, section: str = "collection-settings"):
+    """Back to the collection page at the section where the change was made (settings, by default)."""
+    return redirect(reverse("knowledge:collection", kwargs={"collection_id": collection.pk}) + "#" + section)
 
 
 def home(request):
@@ -71,7 +73,8 @@ def collection_list(request):
         )
         messages.success(request, f"Created {collection.name}.")
         return redirect("knowledge:collection", collection_id=collection.pk)
-    collections = listed_collections(request.user).select_related("owner", "chunk_profile")
+    listed = collection_team_access(listed_collections(request.user), user=request.user)
+    collections = listed.select_related("owner", "chunk_profile")
     return render(
         request,
         "knowledge/collections.html",
@@ -84,12 +87,14 @@ def collection_detail(request, collection_id: int):
     collection = collection_for_reader(user=request.user, collection_id=collection_id)
     documents_fail_stale(documents=collection.documents.all())
     documents = collection.documents.order_by("-created_at")
-    can_write = collection_is_writable(user=request.user, collection=collection)
+    can_manage = collection_is_manageable(user=request.user, collection=collection)
     owner_only = {}
-    if can_write:
+    if can_manage:
         owner_only = {
             "share_url": request.build_absolute_uri(collection_share_path(collection=collection)),
             "subscriptions": collection_subscriptions(collection=collection),
+            "team_shares": collection_shares(collection=collection),
+            "shareable_groups": shareable_groups(user=request.user),
         }
     search = request.GET.get("q", "").strip()[:500]
     return render(
@@ -101,7 +106,11 @@ def collection_detail(request, collection_id: int):
             "results": _search_results(request.user, collection, search) if search else [],
             "documents": documents,
             "has_ready": documents.filter(status=Document.Status.READY).exists(),
-            "can_write": can_write,
+            "can_write": collection_is_content_writable(user=request.user, collection=collection),
+            "can_manage": can_manage,
+            "your_teams": collection_team_access(
+                Collection.objects.filter(pk=collection.pk), user=request.user
+            ).values_list("team_access", flat=True)[0],
             "visibilities": Collection.Visibility.choices,
             "chunk_profiles": ChunkProfile.objects.order_by("name"),
             "sources": source_rows(collection),
@@ -131,10 +140,14 @@ def collection_link_view(request, share_token: str):
 @require_POST
 @knowledge_page
 def collection_settings(request, collection_id: int):
-    """Owner actions from the collection page: name, description and tags, visibility, a new share link,
-    re-index, delete."""
-    collection = collection_for_writer(user=request.user, collection_id=collection_id)
+    """Actions from the collection page: re-index (content writers); name, description and tags,
+    visibility, a new share link, delete (managers)."""
     action = request.POST.get("action")
+    if action == "reindex":
+        collection = collection_for_content_writer(user=request.user, collection_id=collection_id)
+        _reindex(request, collection)
+        return collection_settings_redirect(collection)
+    collection = collection_for_manager(user=request.user, collection_id=collection_id)
     if action == "details":
         collection_update(
             collection=collection,
@@ -151,20 +164,6 @@ def collection_settings(request, collection_id: int):
     elif action == "rotate_link":
         collection_link_rotate(collection=collection)
         messages.success(request, "A new share link is in place; the old one and everyone it let in are out.")
-    elif action == "reindex":
-        if not request.POST.get("chunk_profile"):
-            raise KnowledgeError("choose a chunk profile")
-        profile_id = id_parse(request.POST["chunk_profile"], field="the chunk profile")
-        profile = ChunkProfile.objects.filter(pk=profile_id).first()
-        if profile is None:
-            raise KnowledgeError("choose a chunk profile")
-        user_throttle_charge(user=request.user, scope="writes")
-        queued = collection_reindex(collection=collection, chunk_profile=profile)
-        messages.success(
-            request,
-            f"Re-indexing {queued} document(s) under {profile.name}; "
-            "the current chunks stay searchable until it is done.",
-        )
     elif action == "delete":
         name = collection.name
         collection_delete(collection=collection)
@@ -173,6 +172,22 @@ def collection_settings(request, collection_id: int):
     else:
         raise KnowledgeError("unknown action")
     return collection_settings_redirect(collection)
+
+
+def _reindex(request, collection) -> None:
+    if not request.POST.get("chunk_profile"):
+        raise KnowledgeError("choose a chunk profile")
+    profile_id = id_parse(request.POST["chunk_profile"], field="the chunk profile")
+    profile = ChunkProfile.objects.filter(pk=profile_id).first()
+    if profile is None:
+        raise KnowledgeError("choose a chunk profile")
+    user_throttle_charge(user=request.user, scope="writes")
+    queued = collection_reindex(collection=collection, chunk_profile=profile)
+    messages.success(
+        request,
+        f"Re-indexing {queued} document(s) under {profile.name}; "
+        "the current chunks stay searchable until it is done.",
+    )
 
 
 # Passages a search within a collection shows, best first.
@@ -228,7 +243,7 @@ def collection_documents_status(request, collection_id: int):
 @knowledge_page
 def collection_upload(request, collection_id: int):
     """One or more files; the page's script sends one per request to show per-file progress."""
-    collection = collection_for_writer(user=request.user, collection_id=collection_id)
+    collection = collection_for_content_writer(user=request.user, collection_id=collection_id)
     files = request.FILES.getlist("file")
     if not files:
         raise KnowledgeError("choose at least one file to upload")
@@ -267,7 +282,7 @@ def collection_upload(request, collection_id: int):
 @require_POST
 @knowledge_page
 def document_retry_view(request, document_id: int):
-    document = document_for_writer(user=request.user, document_id=document_id)
+    document = document_for_content_writer(user=request.user, document_id=document_id)
     user_throttle_charge(user=request.user, scope="writes")
     document_retry(document=document)
     messages.success(request, f"Processing {document.filename} again.")
@@ -277,7 +292,7 @@ def document_retry_view(request, document_id: int):
 @require_POST
 @knowledge_page
 def document_delete_view(request, document_id: int):
-    document = document_for_writer(user=request.user, document_id=document_id)
+    document = document_for_content_writer(user=request.user, document_id=document_id)
     collection_id = document.collection_id
     document_delete(document=document)
     messages.success(request, f"Deleted {document.filename}.")

@@ -8,7 +8,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from config.errors import NotFoundError
-from knowledge.access import collection_for_writer, marketplace_listing_for
+from knowledge.access import collection_for_manager, marketplace_listing_for
 from knowledge.services.collections import collection_update
 from knowledge.services.marketplace import (
     marketplace_collections,
@@ -73,7 +73,7 @@ def unsubscribe_view(request, collection_id: int):
 @knowledge_page
 def collection_listing_view(request, collection_id: int):
     """The owner lists or unlists their collection in the marketplace."""
-    collection = collection_for_writer(user=request.user, collection_id=collection_id)
+    collection = collection_for_manager(user=request.user, collection_id=collection_id)
     listed = request.POST.get("listed") in {"1", "true", "on"}
     collection_update(collection=collection, listed=listed)
     state = "listed in" if listed else "removed from"
@@ -88,7 +88,7 @@ SUBSCRIPTION_OWNER_ACTIONS = {"revoke": subscription_revoke, "reinstate": subscr
 @knowledge_page
 def subscription_owner_action_view(request, collection_id: int, subscription_id: int, action: str):
     """The owner revokes a subscriber (who stays out) or lets a revoked one back in."""
-    collection = collection_for_writer(user=request.user, collection_id=collection_id)
+    collection = collection_for_manager(user=request.user, collection_id=collection_id)
     if action not in SUBSCRIPTION_OWNER_ACTIONS:
         raise NotFoundError("no such action")
     subscription = SUBSCRIPTION_OWNER_ACTIONS[action](

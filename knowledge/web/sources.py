@@ -10,7 +10,7 @@ from django.views.decorators.http import require_POST
 
 from accounts.throttles import user_throttle_charge
 from config.errors import KnowledgeError
-from knowledge.access import collection_for_writer, source_for_writer
+from knowledge.access import collection_for_content_writer, source_for_content_writer
 from knowledge.models import Source, SourceSync
 from knowledge.services.source_readers import SourceReadError, preview_items
 from knowledge.services.sources import (
@@ -77,7 +77,7 @@ def _state_words(last: SourceSync | None) -> str:
 @require_POST
 @knowledge_page
 def source_add_view(request, collection_id: int):
-    collection = collection_for_writer(user=request.user, collection_id=collection_id)
+    collection = collection_for_content_writer(user=request.user, collection_id=collection_id)
     user_throttle_charge(user=request.user, scope="writes")
     source = source_add(
         collection=collection,
@@ -97,7 +97,7 @@ def source_add_view(request, collection_id: int):
 @knowledge_page
 def source_preview_view(request, collection_id: int):
     """What the source would read, as JSON for the form; nothing is stored."""
-    collection = collection_for_writer(user=request.user, collection_id=collection_id)
+    collection = collection_for_content_writer(user=request.user, collection_id=collection_id)
     user_throttle_charge(user=request.user, scope="writes")  # a preview fetches a page
     location = request.POST.get("location", "").strip()
     kind = request.POST.get("kind", "") or source_kind_guess(location)
@@ -113,7 +113,7 @@ def source_preview_view(request, collection_id: int):
 @require_POST
 @knowledge_page
 def source_sync_view(request, source_id: int):
-    source = source_for_writer(user=request.user, source_id=source_id)
+    source = source_for_content_writer(user=request.user, source_id=source_id)
     user_throttle_charge(user=request.user, scope="writes")  # a sync makes the server fetch
     source_sync_queue(source=source, trigger="page")
     messages.success(request, f"Syncing {source.location}.")
@@ -123,7 +123,7 @@ def source_sync_view(request, source_id: int):
 @require_POST
 @knowledge_page
 def source_delete_view(request, source_id: int):
-    source = source_for_writer(user=request.user, source_id=source_id)
+    source = source_for_content_writer(user=request.user, source_id=source_id)
     collection_id = source.collection_id
     source_delete(source=source)
     messages.success(request, f"No longer following {source.location}; its documents stay.")

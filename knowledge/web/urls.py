@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from knowledge.web import chat, collections, marketplace, profiles, sources, usage
+from knowledge.web import chat, collections, marketplace, profiles, sources, teams, usage
 
 app_name = "knowledge"
 
@@ -46,6 +46,7 @@ urlpatterns = [
         marketplace.subscription_owner_action_view,
         name="subscription_action",
     ),
+    path("collections/<int:collection_id>/teams/", teams.collection_teams_view, name="collection_teams"),
     path(
         "collections/<int:collection_id>/listing/",
         marketplace.collection_listing_view,

@@ -63,7 +63,14 @@ def test_an_operator_action_skips_a_subscription_gone_since_it_was_selected(alic
 
 
 def _collection_form(name: str) -> dict:
-    return {"name": name, "visibility": "private", "chunk_profile": chunk_profile_default().pk, "tags": ""}
+    return {
+        "name": name,
+        "visibility": "private",
+        "chunk_profile": chunk_profile_default().pk,
+        "tags": "",
+        "shares-TOTAL_FORMS": "0",  # the inline of team shares, left empty
+        "shares-INITIAL_FORMS": "0",
+    }
 
 
 def test_admin_writes_count_against_the_operators_rates(admin_client, alice, corpus, one_per_minute):

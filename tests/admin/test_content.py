@@ -164,8 +164,40 @@ def _collection_change_form(collection: Collection, **changes) -> dict:
         "tags": ",".join(collection.tags),
         "visibility": collection.visibility,
         "embedding_model": collection.embedding_model,
+        **team_shares_form(),
     }
     return {**form, **changes}
+
+
+def team_shares_form(*groups, can_write: bool = False) -> dict:
+    """The collection page's inline of team shares: ``groups`` to add (none: the inline left empty)."""
+    form = {"shares-TOTAL_FORMS": str(len(groups)), "shares-INITIAL_FORMS": "0"}
+    for index, group in enumerate(groups):
+        form[f"shares-{index}-group"] = str(group.pk)
+        if can_write:
+            form[f"shares-{index}-can_write"] = "on"
+    return form
+
+
+@pytest.mark.django_db
+def test_an_operator_shares_a_collection_with_a_team_in_the_admin(admin_client, admin_user, alice, bob):
+    from django.contrib.auth.models import Group
+
+    from knowledge.access import collection_is_content_writable, readable_collections
+
+    collection = _collection_with_content(alice, "notes", documents=0, chunks_each=0)
+    editors = Group.objects.create(name="editors")
+    bob.groups.add(editors)
+    url = f"/admin/knowledge/collection/{collection.pk}/change/"
+    assert "Collection shares" in admin_client.get(url).content.decode()
+    response = admin_client.post(
+        url, {**_collection_change_form(collection), **team_shares_form(editors, can_write=True)}
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    share = collection.shares.get()
+    assert (share.group, share.can_write, share.created_by) == (editors, True, admin_user)
+    assert readable_collections(bob).filter(pk=collection.pk).exists()
+    assert collection_is_content_writable(user=bob, collection=collection)
 
 
 @pytest.mark.django_db

@@ -176,3 +176,32 @@ def test_collection_reindexed_and_share_link_rotated_on_the_page(page, alice):
     assert event.changes["chunk_profile"] == [notes.chunk_profile_id, other.pk]
     page.post(f"/collections/{notes.pk}/settings/", {"action": "rotate_link"})
     assert only_event("share_link.rotated", object_id=str(notes.pk)).channel == "page"
+
+
+def test_team_shares_given_changed_and_stopped_are_recorded(bearer, alice):
+    from django.contrib.auth.models import Group
+
+    team = Group.objects.create(name="research")
+    alice.groups.add(team)
+    notes = collection_create(name="Notes", owner=alice)
+    api = bearer(alice)
+    url = f"/api/v1/collections/{notes.pk}/shares/"
+
+    assert api.post(url, {"group": "research", "access": "read"}, format="json").status_code == 201
+    assert api.post(url, {"group": team.pk, "access": "read"}, format="json").status_code == 200  # no change
+    assert api.post(url, {"group": team.pk, "access": "write"}, format="json").status_code == 200
+    assert api.delete(f"{url}{team.pk}/").status_code == 204
+
+    shared = AuditEvent.objects.filter(action="collection.team_shared", object_id=str(notes.pk)).order_by(
+        "pk"
+    )
+    assert [e.changes for e in shared] == [
+        {"team research": [None, "read"]},
+        {"team research": ["read", "write"]},
+    ]
+    stopped = only_event("collection.team_unshared", object_id=str(notes.pk))
+    assert (stopped.actor, stopped.channel, stopped.changes) == (
+        alice,
+        "api",
+        {"team research": ["write", None]},
+    )

@@ -11,11 +11,13 @@ import re
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from django.contrib.auth.models import Group
 
 from knowledge.chat import chat_ask
 from knowledge.config import global_settings_ensure
 from knowledge.models import Collection, EvalRun, KnowledgeSetting
 from knowledge.services.collections import collection_create
+from knowledge.services.teams import collection_share_set
 from tests.browser import test_pages_ux
 from tests.browser.test_pages_ux import DESKTOP, upload
 from tests.conftest import CORPUS
@@ -29,13 +31,16 @@ chromium = test_pages_ux.chromium  # one Chromium for the module
 
 @pytest.fixture
 def site(alice, bob, django_user_model):
-    """Alice's listed collection with a Markdown file and a PDF, an answered session; Bob's public
-    collection; an operator account."""
+    """Alice's listed collection with a Markdown file and a PDF, shared with one of her two teams, an
+    answered session; Bob's public collection; an operator account."""
     collection = collection_create(name="Hills", owner=alice, description="Odd places")
     markdown = upload(collection, CORPUS / "text" / "gravity_hill.md")
     pdf = upload(collection, CORPUS / "pdf" / "pasa.pdf")
     Collection.objects.filter(pk=collection.pk).update(listed=True, tags=["geology"])
     collection_create(name="Bob's public notes", owner=bob, visibility="public")
+    for name in ("Geology", "Field trips"):  # the Teams card: one team shared with, a form to share more
+        alice.groups.add(Group.objects.create(name=name))
+    collection_share_set(collection=collection, user=alice, group="Geology", can_write=True)
     turn = chat_ask(user=alice, question="Why do cars seem to roll uphill?", collection_ids=[collection.pk])
     # An unanswered question, so the usage insight's content gaps have a row.
     chat_ask(user=alice, question="What is the parental leave policy?", collection_ids=[collection.pk])

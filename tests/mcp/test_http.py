@@ -172,7 +172,7 @@ def test_alice_never_reaches_bobs_private_collection(live_mcp, alice, bob, token
         assert result.structured_content["error"]["status"] == 404, (tool, arguments)
         assert "bob" not in message and "notes" not in message.split("no such", 1)[1]
     assert [c["name"] for c in listed["collections"]] == ["bob shared"]
-    assert error_text(foreign_reindex) == "only the collection's owner can change it"
+    assert error_text(foreign_reindex).startswith("only the collection's owner, or a team")
     assert foreign_reindex.structured_content["error"]["status"] == 403
     assert resource_error is not None and "no such collection" in str(resource_error)
     assert "gravity_hill.md" in own.contents[0].text
