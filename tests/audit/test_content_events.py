@@ -50,6 +50,7 @@ def test_collection_changed_in_the_admin_with_before_and_after(admin_as, operato
     form = admin_as.get(url).context["adminform"].form
     data = {name: value for name, value in form.initial.items() if value is not None}
     data.update(name="Notes", owner=alice.pk, visibility="unlisted", description="", tags="[]")
+    data.update({"shares-TOTAL_FORMS": "0", "shares-INITIAL_FORMS": "0"})  # the team shares inline, empty
     data.pop("chunk_profile", None)
     response = admin_as.post(url, data)
     assert response.status_code == 302, response.context["adminform"].form.errors
