@@ -9,9 +9,11 @@ only reads the filter, draws and answers.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path
@@ -34,6 +36,22 @@ from knowledge.services.insight_gaps import insight_gaps
 TEMPLATE = "admin/knowledge/insight.html"
 
 
+# The page quotes every user's questions and names private collections: staff need the right to
+# read the asked questions (chat turns) in the admin, not only a staff flag.
+INSIGHT_PERMISSION = "knowledge.view_chatturn"
+
+
+def _readers_of_questions(view):
+    @functools.wraps(view)
+    def checked(request, *args, **kwargs):
+        if not request.user.has_perm(INSIGHT_PERMISSION):
+            raise PermissionDenied("reading usage insight needs the permission to view chat turns")
+        return view(request, *args, **kwargs)
+
+    return checked
+
+
+@_readers_of_questions
 def insight_page(request):
     """The dashboard; a bad filter shows its message above the (unfiltered) form with status 400."""
     try:
@@ -53,6 +71,7 @@ def insight_page(request):
     return _page(request, context)
 
 
+@_readers_of_questions
 def insight_csv_download(request, chart: str):
     """One chart's figures as a CSV attachment; a bad filter or chart is a plain-text 4xx."""
     try:

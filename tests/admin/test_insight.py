@@ -8,6 +8,7 @@ import datetime
 import io
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.utils import timezone
 
 from knowledge.models import ChatSession, ChatTurn, Profile, ProfileCollection
@@ -252,7 +253,13 @@ def test_the_insight_is_for_staff_only(client, alice, django_user_model):
         client.logout()
     staff = django_user_model.objects.create_user("staff", password="pw-staff", is_staff=True)
     client.force_login(staff)
+    for path in ("/admin/insight/", "/admin/insight/questions.csv"):
+        assert client.get(path).status_code == 403  # staff who may not read the asked questions
+    staff.user_permissions.add(Permission.objects.get(codename="view_chatturn"))
+    staff = django_user_model.objects.get(pk=staff.pk)  # permissions are cached on the instance
+    client.force_login(staff)
     assert client.get("/admin/insight/").status_code == 200
+    assert client.get("/admin/insight/questions.csv").status_code == 200
 
 
 def test_the_bars_are_as_tall_as_their_figures_and_lines_skip_days_without_answers():
