@@ -13,6 +13,7 @@ and may rename a verb with ``audit_verbs``; without a name they are admin.added/
 from __future__ import annotations
 
 from django.contrib import admin
+from django.core.files import File
 from django.db import transaction
 
 from accounts.audit import audit_changes, audit_record, audit_recorded
@@ -28,6 +29,9 @@ class AuditedModelAdmin:
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
+        # An admin whose save goes through a service may store another instance than ``obj``
+        # (the document admin's upload): the saved one is the form's.
+        obj = form.instance if form.instance.pk is not None else obj
         if audit_recorded(object_type=obj._meta.label_lower, object_id=obj.pk):
             return
         changes = form_changes(form, change=change)
@@ -57,8 +61,13 @@ def _record_deleted(action: str, label: str, doomed: list[tuple]) -> None:
 def form_changes(form, *, change: bool) -> dict:
     """{field: [before, after]} of the form's changed fields; before is None when adding."""
     names = [name for name in form.changed_data if name in form.cleaned_data]
-    before = {name: form.initial.get(name) for name in names} if change else {}
-    return audit_changes(before, {name: form.cleaned_data[name] for name in names})
+    before = {name: _file_name(form.initial.get(name)) for name in names} if change else {}
+    return audit_changes(before, {name: _file_name(form.cleaned_data[name]) for name in names})
+
+
+def _file_name(value):
+    """An uploaded file is recorded by its name: its content never enters the log."""
+    return value.name if isinstance(value, File) else value
 
 
 class AuditedAdminSite(admin.AdminSite):

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.core.files import File
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 from django.db.models import Model
@@ -154,6 +155,8 @@ def _plain(value):
     """A JSON value: model instances as their id, dates as ISO text, sets and querysets as lists."""
     if isinstance(value, Model):
         return value.pk
+    if isinstance(value, File):  # iterating a file would copy its content into the log
+        return value.name
     if hasattr(value, "__iter__") and not isinstance(value, str | bytes | dict | list | tuple):
         value = [item.pk if isinstance(item, Model) else item for item in value]
     return json.loads(json.dumps(value, cls=DjangoJSONEncoder, default=str))

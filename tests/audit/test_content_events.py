@@ -207,3 +207,20 @@ def test_team_shares_given_changed_and_stopped_are_recorded(bearer, alice):
         "api",
         {"team research": ["write", None]},
     )
+
+
+def test_an_admin_upload_is_one_event_naming_the_file_never_holding_its_content(
+    admin_as, operator, alice, corpus
+):
+    notes = collection_create(name="Notes", owner=alice)
+    data = (corpus / "text" / "gravity_hill.md").read_bytes()
+    before = set(AuditEvent.objects.values_list("pk", flat=True))
+    form = {"collection": notes.pk, "upload": SimpleUploadedFile("gravity_hill.md", data), "tags": ""}
+    assert admin_as.post("/admin/knowledge/document/add/", form).status_code == 302
+    document = Document.objects.get(collection=notes)
+    events = list(AuditEvent.objects.exclude(pk__in=before))
+    assert [(e.action, e.object_id, e.actor, e.channel) for e in events] == [
+        ("document.uploaded", str(document.pk), operator, "admin")
+    ]
+    recorded = str(events[0].changes)
+    assert "gravity" in recorded and data.decode()[:40] not in recorded and "roll" not in recorded
