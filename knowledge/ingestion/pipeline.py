@@ -113,13 +113,25 @@ def _process(
             raise DocumentGone(document.pk) from None
         _fail(document, claim, str(exc))
     except QuotaExceededError as exc:  # nothing was written; an old version stays searchable
-        _fail(document, claim, str(exc))
+        _refused_over_quota(document, claim, str(exc))
     except (DocumentGone, ClaimLost):
         raise
     except Exception as exc:
         logger.exception("Processing document %s failed", document.pk)
         _fail(document, claim, f"processing failed: {exc}")
         raise
+
+
+def _refused_over_quota(document: Document, claim: Claim | None, error: str) -> None:
+    """A run refused by the chunk quota wrote nothing: a document that already has chunks (a
+    re-index, a re-run) keeps serving them and says why it was not re-done; a new one failed."""
+    if not Chunk.objects.filter(document=document).exists():
+        _fail(document, claim, error)
+        return
+    with transaction.atomic():
+        if claim is not None and not job_finish(claim=claim, failed=True):
+            raise ClaimLost(document.pk)
+        _update(document, status=Document.Status.READY, error=error, stage="")
 
 
 def _fail(document: Document, claim: Claim | None, error: str) -> None:
@@ -339,7 +351,7 @@ def _write_chunks(
         locked = Document.objects.select_for_update().filter(pk=document.pk).first()
         if locked is None:
             raise DocumentGone(document.pk)
-        _chunk_quota_check(locked, chunk_set, limits, adding=len(drafts))
+        _chunk_quota_check(locked, limits, adding=len(drafts))
         # The job's row stays locked to the end of this transaction: the sweep cannot hand
         # it to another run between this check and the commit.
         if claim is not None and not job_finish(claim=claim):
@@ -371,13 +383,15 @@ def _write_chunks(
     )
 
 
-def _chunk_quota_check(document: Document, chunk_set: ChunkSet, limits: dict, *, adding: int) -> None:
-    """Over the uploader's chunk quota the run fails and writes nothing; the set it replaces and a
-    retired old version's chunks are gone once it commits, so they do not count against it."""
+def _chunk_quota_check(document: Document, limits: dict, *, adding: int) -> None:
+    """Over the uploader's chunk quota the run fails and writes nothing. A document's new chunks
+    replace its old ones (a re-index's new set replaces the serving one at the switch), and a new
+    version retires the old version's, so those do not count against it; an old version credits
+    only its own uploader, who is the one charged for it."""
     if limits["chunks"] is None:
         return
-    replaced = Q(document=document, chunk_profile=chunk_set.profile, embedding_model=chunk_set.model)
-    removing = Chunk.objects.filter(replaced | Q(document_id=document.replaces_id)).count()
+    retired = Q(document_id=document.replaces_id, document__uploaded_by_id=document.uploaded_by_id)
+    removing = Chunk.objects.filter(Q(document=document) | retired).count()
     quota_chunks_check(
         user_id=document.uploaded_by_id,
         limits=limits,

@@ -162,15 +162,44 @@ def test_a_new_version_over_the_chunk_quota_fails_and_the_old_one_stays_searchab
     assert not Chunk.objects.filter(document=new).exists()
 
 
-def test_a_reindex_over_a_lowered_quota_fails_and_keeps_the_chunks(alice, mine, no_default_quotas):
+def test_a_reindex_over_a_lowered_quota_keeps_the_document_serving_and_says_why(
+    alice, mine, no_default_quotas
+):
     document = upload(mine, alice, 0).document
     before = set(Chunk.objects.filter(document=document).values_list("pk", flat=True))
     assert len(before) > 1
     limit(alice, chunks=len(before) - 1)
     document_reindex(document=document)
     document.refresh_from_db()
-    assert document.status == "failed" and "chunk quota reached" in document.error
+    assert document.status == "ready" and "chunk quota reached" in document.error
     assert set(Chunk.objects.filter(document=document).values_list("pk", flat=True)) == before
+
+
+def test_replacing_another_users_version_credits_the_uploader_nothing_of_it(
+    alice, bob, mine, no_default_quotas
+):
+    """Bob (a team writer) replaces Alice's version: its chunks are Alice's, not a credit to Bob."""
+    from django.contrib.auth.models import Group
+
+    from knowledge.services.teams import collection_share_set
+
+    team = Group.objects.create(name="writers")
+    alice.groups.add(team)
+    bob.groups.add(team)
+    collection_share_set(collection=mine, user=alice, group=team.pk, can_write=True)
+    name, _ = note(0)
+    longer = note(0)[1] + b"\n\n" + note(1)[1] + b"\n\n" + note(3)[1]
+    elsewhere = collection_create(name="sizing", owner=alice)
+    needed = Chunk.objects.filter(
+        document=document_upload(collection=elsewhere, filename=name, data=longer, uploaded_by=alice).document
+    ).count()
+    alices = upload(mine, alice, 0).document
+    assert 0 < Chunk.objects.filter(document=alices).count() < needed
+    limit(bob, chunks=needed - 1)
+    new = document_upload(collection=mine, filename=name, data=longer, uploaded_by=bob).document
+    new.refresh_from_db()
+    assert new.status == "failed" and f"chunk quota reached: 0 of {needed - 1} chunks used" in new.error
+    assert Document.objects.get(pk=alices.pk).status == "ready"
 
 
 def test_a_reindex_within_the_quota_replaces_its_own_set(alice, mine, no_default_quotas):
