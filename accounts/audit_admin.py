@@ -11,8 +11,10 @@ import json
 from collections.abc import Iterator
 
 from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.core.exceptions import ValidationError
 from django.core.serializers.json import DjangoJSONEncoder
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404, HttpResponseBadRequest, StreamingHttpResponse
 from django.urls import path
 from django.utils.html import format_html, format_html_join
 
@@ -82,7 +84,11 @@ class AuditEventAdmin(admin.ModelAdmin):
         """The changelist's current selection (same filters and search) as a streamed file."""
         if fmt not in ("csv", "jsonl") or not self.has_view_permission(request):
             raise Http404("no such export")
-        events = self.get_changelist_instance(request).get_queryset(request)
+        try:
+            events = self.get_changelist_instance(request).get_queryset(request)
+        except (IncorrectLookupParameters, ValidationError) as exc:
+            message = "; ".join(getattr(exc, "messages", [])) or str(exc)
+            return HttpResponseBadRequest(f"bad filter: {message}", content_type="text/plain; charset=utf-8")
         lines = _csv_lines(events) if fmt == "csv" else _jsonl_lines(events)
         content_type = "text/csv" if fmt == "csv" else "application/jsonl"
         response = StreamingHttpResponse(lines, content_type=f"{content_type}; charset=utf-8")

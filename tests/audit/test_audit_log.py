@@ -86,6 +86,12 @@ def test_exports_keep_the_filters_and_defuse_formulas(admin_as, event, alice):
     assert admin_as.get("/admin/accounts/auditevent/export/xml/").status_code == 404
 
 
+@pytest.mark.parametrize("query", ["at__year=abc", "at__gte=not-a-date", "actor__id__exact=x"])
+def test_an_export_with_a_bad_filter_is_a_400_naming_it(admin_as, event, query):
+    response = admin_as.get(f"/admin/accounts/auditevent/export/csv/?{query}")
+    assert response.status_code == 400 and response.content.decode().startswith("bad filter")
+
+
 def test_no_secret_is_ever_recorded(admin_as, bearer, alice, client):
     token, secret = token_create(user=alice, name="t")
     shared = collection_create(name="Shared", owner=alice, visibility="unlisted")
