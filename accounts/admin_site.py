@@ -18,6 +18,14 @@ from django.db import transaction
 
 from accounts.audit import audit_changes, audit_record, audit_recorded
 
+# The verbs a service may record for what an admin calls added, changed or deleted: its record
+# of the same change stands in for the admin's.
+SAME_CHANGE = {
+    "added": frozenset({"added", "created", "uploaded"}),
+    "changed": frozenset({"changed", "locked"}),
+    "deleted": frozenset({"deleted", "removed"}),
+}
+
 
 class AuditedModelAdmin:
     """Mixed in front of every registered ModelAdmin (see the module's docstring)."""
@@ -32,7 +40,8 @@ class AuditedModelAdmin:
         # An admin whose save goes through a service may store another instance than ``obj``
         # (the document admin's upload): the saved one is the form's.
         obj = form.instance if form.instance.pk is not None else obj
-        if audit_recorded(object_type=obj._meta.label_lower, object_id=obj.pk):
+        verbs = SAME_CHANGE["changed" if change else "added"]
+        if audit_recorded(object_type=obj._meta.label_lower, object_id=obj.pk, verbs=verbs):
             return
         changes = form_changes(form, change=change)
         if change and not changes:
@@ -54,7 +63,7 @@ class AuditedModelAdmin:
 
 def _record_deleted(action: str, label: str, doomed: list[tuple]) -> None:
     for pk, shown in doomed:
-        if not audit_recorded(object_type=label, object_id=pk):
+        if not audit_recorded(object_type=label, object_id=pk, verbs=SAME_CHANGE["deleted"]):
             audit_record(action=action, object_type=label, object_id=pk, object_repr=shown)
 
 

@@ -44,9 +44,10 @@ class AuditContext:
     actor: Any = None
     address: str = ""
     request: Any = None
-    # (object_type, object_id) recorded in this context: the admin's own record skips them,
-    # so an admin action that calls a recording service leaves one record, not two.
-    recorded: set[tuple[str, str]] = field(default_factory=set)
+    # (object_type, object_id, verb) recorded in this context: the admin's own record of the same
+    # kind of change skips them, so an admin action that calls a recording service leaves one
+    # record, not two (and a service's record of another kind, a re-index, hides nothing).
+    recorded: set[tuple[str, str, str]] = field(default_factory=set)
 
 
 _current: ContextVar[AuditContext | None] = ContextVar("audit_context", default=None)
@@ -107,14 +108,17 @@ def audit_record(
         object_repr=str(object_repr)[:200],
         changes=_redacted(changes or {}),
     )
-    context.recorded.add((event.object_type, event.object_id))
+    context.recorded.add((event.object_type, event.object_id, action.rsplit(".", 1)[-1]))
     return event
 
 
-def audit_recorded(*, object_type: str, object_id: Any) -> bool:
-    """Whether this request (or command) recorded an event about the object already."""
+def audit_recorded(*, object_type: str, object_id: Any, verbs: frozenset[str]) -> bool:
+    """Whether this request (or command) recorded an event about the object whose action ends in
+    one of ``verbs`` (``collection.changed``: "changed")."""
     context = _current.get()
-    return context is not None and (object_type, str(object_id)) in context.recorded
+    if context is None:
+        return False
+    return any((object_type, str(object_id), verb) in context.recorded for verb in verbs)
 
 
 def audit_changes(before: dict, after: dict) -> dict:

@@ -44,6 +44,7 @@ from knowledge.services.marketplace import (
     subscriptions_revoke_as_operator,
 )
 from knowledge.services.queries import count_subquery
+from knowledge.services.teams import collection_share_record
 
 
 def _charged(model_admin, request, scope: str, amount: int = 1) -> bool:
@@ -257,11 +258,23 @@ class CollectionAdmin(admin.ModelAdmin):
             self.message_user(request, f"Queued {queued} document(s) for re-embedding with {new_model}.")
 
     def save_formset(self, request, form, formset, change):
+        """Team shares given, changed or stopped here are audited as on the page and the API."""
         for share in formset.save(commit=False):
-            if isinstance(share, CollectionShare) and share.pk is None:
-                share.created_by = request.user
+            before = None
+            if isinstance(share, CollectionShare):
+                before = _stored_access(share)
+                if share.pk is None:
+                    share.created_by = request.user
             share.save()
+            if isinstance(share, CollectionShare):
+                collection_share_record(
+                    collection=share.collection, group=share.group, before=before, after=share.can_write
+                )
         for gone in formset.deleted_objects:
+            if isinstance(gone, CollectionShare):
+                collection_share_record(
+                    collection=gone.collection, group=gone.group, before=gone.can_write, after=None
+                )
             gone.delete()
         formset.save_m2m()
 
@@ -543,3 +556,10 @@ class ChatTurnAdmin(admin.ModelAdmin):
     list_select_related = ["session"]
     raw_id_fields = ["session"]
     search_fields = ["question", "answer"]
+
+
+def _stored_access(share: CollectionShare) -> bool | None:
+    """The share's stored can_write before this save; None for a new share."""
+    if share.pk is None:
+        return None
+    return CollectionShare.objects.filter(pk=share.pk).values_list("can_write", flat=True).first()

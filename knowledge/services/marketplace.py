@@ -118,9 +118,13 @@ def collection_subscriptions(*, collection: Collection) -> QuerySet[Subscription
 def subscriptions_end_all(*, collection: Collection) -> int:
     """Unlisting ends every active subscription: relisting does not bring them back (each subscribes anew)."""
     collection_access_lock(collection_id=collection.pk)
-    return Subscription.objects.filter(collection=collection, is_active=True).update(
+    ending = list(Subscription.objects.filter(collection=collection, is_active=True).select_related("user"))
+    Subscription.objects.filter(pk__in=[s.pk for s in ending]).update(
         is_active=False, updated_at=timezone.now()
     )
+    for subscription in ending:
+        audit_record(action="subscription.ended", obj=subscription, changes={"reason": [None, "unlisted"]})
+    return len(ending)
 
 
 def _owned_subscription(*, owner, subscription_id, collection: Collection | None) -> Subscription:

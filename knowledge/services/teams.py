@@ -58,11 +58,24 @@ def collection_share_set(
         defaults={"can_write": can_write},
         create_defaults={"can_write": can_write, "created_by": user},
     )
-    if before is None or before.can_write != can_write:
-        access = {None: None, False: "read", True: "write"}
-        change = [access[None if before is None else before.can_write], access[can_write]]
-        audit_record(action="collection.team_shared", obj=collection, changes={f"team {team.name}": change})
+    collection_share_record(
+        collection=collection,
+        group=team,
+        before=None if before is None else before.can_write,
+        after=can_write,
+    )
     return share, created
+
+
+def collection_share_record(*, collection: Collection, group: Group, before: bool | None, after: bool | None):
+    """Audit a team share given, changed (read/write) or stopped; ``None`` is "not shared"."""
+    if before == after:
+        return
+    access = {None: None, False: "read", True: "write"}
+    action = "collection.team_unshared" if after is None else "collection.team_shared"
+    audit_record(
+        action=action, obj=collection, changes={f"team {group.name}": [access[before], access[after]]}
+    )
 
 
 @transaction.atomic

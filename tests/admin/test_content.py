@@ -227,3 +227,44 @@ def test_renaming_a_collection_to_a_name_the_owner_already_uses_is_refused_and_c
     assert (mine.name, mine.description) == ("Mine", "kept")
     with pytest.raises(KnowledgeError, match="needs a name"):
         collection_update(collection=mine, name="   ")
+
+
+@pytest.mark.django_db
+def test_team_shares_and_a_visibility_change_beside_a_re_embed_are_audited_in_the_admin(
+    admin_client, admin_user, alice
+):
+    """The inline's shares are recorded as on the page; the re-embed's own record hides no other change."""
+    from django.contrib.auth.models import Group
+
+    from accounts.models import AuditEvent
+
+    collection = _collection_with_content(alice, "notes", documents=0, chunks_each=0)
+    editors = Group.objects.create(name="editors")
+    url = f"/admin/knowledge/collection/{collection.pk}/change/"
+    shared = admin_client.post(url, {**_collection_change_form(collection), **team_shares_form(editors)})
+    assert shared.status_code == 302, shared.content.decode()[:2000]
+    event = AuditEvent.objects.get(action="collection.team_shared", object_id=str(collection.pk))
+    assert (event.actor, event.channel, event.changes) == (
+        admin_user,
+        "admin",
+        {"team editors": [None, "read"]},
+    )
+
+    share = collection.shares.get()
+    form = {
+        **_collection_change_form(
+            collection, embedding_model="intfloat/multilingual-e5-small", visibility="public"
+        ),
+        "shares-TOTAL_FORMS": "1",
+        "shares-INITIAL_FORMS": "1",
+        "shares-0-id": str(share.pk),
+        "shares-0-collection": str(collection.pk),
+        "shares-0-group": str(editors.pk),
+        "shares-0-DELETE": "on",
+    }
+    response = admin_client.post(url, form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    changed = AuditEvent.objects.get(action="collection.changed", object_id=str(collection.pk))
+    assert changed.changes["visibility"] == ["private", "public"]
+    stopped = AuditEvent.objects.get(action="collection.team_unshared", object_id=str(collection.pk))
+    assert stopped.changes == {"team editors": ["read", None]}

@@ -95,6 +95,21 @@ def test_subscription_created_revoked_reinstated(bearer, alice, bob, admin_as, o
     assert (event.actor, event.channel) == (operator, "admin")
 
 
+def test_unlisting_ends_each_subscription_with_its_own_event(bearer, alice, bob, charlie):
+    listed = collection_create(name="Listed", owner=alice, visibility="public")
+    listed.listed = True
+    listed.save()
+    for user in (bob, charlie):
+        assert bearer(user).post(f"/api/v1/collections/{listed.pk}/subscribe/").status_code in (200, 201)
+    response = bearer(alice).patch(f"/api/v1/collections/{listed.pk}/", {"listed": False}, format="json")
+    assert response.status_code == 200, response.content
+    ended = AuditEvent.objects.filter(action="subscription.ended").order_by("pk")
+    assert sorted(e.object_id for e in ended) == sorted(
+        str(pk) for pk in Subscription.objects.filter(collection=listed).values_list("pk", flat=True)
+    )
+    assert {(e.actor, e.channel) for e in ended} == {(alice, "api")}
+
+
 def test_document_uploaded_reindexed_deleted(page, bearer, alice, corpus, admin_as, operator):
     notes = collection_create(name="Notes", owner=alice)
     path = corpus / "office" / "dummy.docx"
