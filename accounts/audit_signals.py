@@ -10,8 +10,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.db.models.signals import post_save
+from django.utils import timezone
 
 from accounts.audit import audit_record
+from accounts.models import AuditEvent
 
 
 def connect() -> None:
@@ -31,10 +33,17 @@ def _login_failed(sender, credentials, request=None, **kwargs) -> None:
 
 
 def _locked_out(sender, request=None, username=None, **kwargs) -> None:
-    """Only the failure that reached the limit: django-axes sends this signal again for every later
-    failure while locked out (counted, or refused uncounted: axes_failures_since_start None). The
-    count grows by one a failure, so it equals the limit once per lock-out."""
-    if getattr(request, "axes_failures_since_start", None) != settings.AXES_FAILURE_LIMIT:
+    """Once per lock-out: django-axes sends this signal again for every later failure while locked
+    out (counted, or refused uncounted: axes_failures_since_start None). The count may pass the
+    limit without ever equalling it (two failures at once; an address's count over a name's), so
+    the record is kept unless this name already has one within the cool-off."""
+    failures = getattr(request, "axes_failures_since_start", None)
+    if failures is None or failures < settings.AXES_FAILURE_LIMIT:
+        return
+    since = timezone.now() - settings.AXES_COOLOFF_TIME
+    if AuditEvent.objects.filter(
+        action="auth.locked_out", object_repr=username or "", at__gte=since
+    ).exists():
         return
     _record_named("auth.locked_out", username or "")
 

@@ -36,6 +36,18 @@ def test_failed_sign_in_then_lock_out_once(alice, settings):
     assert (locked.object_repr, locked.channel) == ("alice", "page")
 
 
+def test_a_lock_out_whose_count_jumps_past_the_limit_is_still_recorded_once(alice, settings, rf):
+    """Two failures at once, or an address's count over the name's: the limit is passed, not met."""
+    from axes.signals import user_locked_out
+
+    settings.AXES_FAILURE_LIMIT = 3
+    for failures in (5, 6, None):  # past the limit, again, then refused uncounted while locked
+        request = rf.post("/accounts/login/")
+        request.axes_failures_since_start = failures
+        user_locked_out.send(sender="axes", request=request, username="alice", ip_address="127.0.0.1")
+    assert only_event("auth.locked_out").object_id == str(alice.pk)
+
+
 def test_failed_sign_in_of_an_unknown_name_through_the_api(anon):
     anon.post("/api/v1/auth/token/", {"username": "nobody", "password": "x"}, format="json")
     event = only_event("auth.login_failed")
