@@ -204,6 +204,16 @@ def _refuse_when_used_up(name: str, *, limit: int | None, used: int) -> None:
         raise QuotaExceededError(message, quota=name, limit=limit, used=used)
 
 
+def quota_tokens_refusal(*, user_id: int | None) -> str:
+    """Why an LLM call for ``user_id`` outside a question (a search's reranking) must not be made:
+    the month's LLM tokens are used up; "" when it may."""
+    limit = quota_limits_for(user_id=user_id)["llm_tokens_per_month"]
+    if user_id is None or limit is None:
+        return ""
+    used = _ledger_used(user_id)["llm_tokens_per_month"]
+    return _LEDGER_REFUSALS["llm_tokens_per_month"].format(used=used, limit=limit) if used >= limit else ""
+
+
 def quota_tokens_record(*, user_id: int, tokens: int) -> None:
     """Add the LLM tokens a question spent to the user's ledger (after the calls reported them)."""
     if tokens > 0:

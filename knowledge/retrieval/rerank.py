@@ -12,6 +12,7 @@ import logging
 
 from knowledge.clients.json_reply import json_object
 from knowledge.clients.llm import LLMError, complete, llm_config
+from knowledge.quotas import quota_tokens_record, quota_tokens_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -22,11 +23,15 @@ _PROMPT = (
 )
 
 
-def rerank(question: str, items: list, *, collection_ids: set[int], ask=None) -> tuple[list, str]:
+def rerank(
+    question: str, items: list, *, collection_ids: set[int], ask=None, user_id: int | None = None
+) -> tuple[list, str]:
     """Reorder ``items`` (RetrievedChunk) of ``collection_ids``; returns (items, status).
 
     ``ask(step, messages, max_tokens=...)`` makes the call within an agentic
-    answer's budget; without it, the configured LLM is called directly.
+    answer's budget (which counts its tokens); without it, the configured LLM is called
+    directly, for ``user_id``: not once their month's LLM tokens are used up (the search
+    keeps its order and says why), and what it spends goes to their ledger.
     """
     positions = [i for i, item in enumerate(items) if item.chunk.collection_id in collection_ids]
     if not positions:
@@ -37,9 +42,14 @@ def rerank(question: str, items: list, *, collection_ids: set[int], ask=None) ->
         config = llm_config()
         if not config.configured:
             return items, f"skipped: {config.status}"
+        if refusal := quota_tokens_refusal(user_id=user_id):
+            return items, f"skipped: {refusal}"
 
         def ask(_step, messages, max_tokens):
-            return complete(config, messages, max_tokens=max_tokens)
+            result = complete(config, messages, max_tokens=max_tokens)
+            if user_id is not None:
+                quota_tokens_record(user_id=user_id, tokens=result.input_tokens + result.output_tokens)
+            return result
 
     try:
         scores = parse_scores(ask("rerank", messages, max_tokens=max_tokens).text, expected=len(chosen))

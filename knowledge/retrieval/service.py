@@ -168,7 +168,9 @@ def retrieve(
     primary = _load(chosen)
     if rerank_ids:
         with timer.stage("rerank"):
-            primary, context.stats["rerank"] = rerank(question, primary, collection_ids=rerank_ids)
+            primary, context.stats["rerank"] = rerank(
+                question, primary, collection_ids=rerank_ids, user_id=getattr(user, "pk", None)
+            )
     context.primary_chunks = primary[: config["maxDocs"]]
     context.runners_up = _runners_up(context.primary_chunks, candidates)
     with timer.stage("expand"):

@@ -82,3 +82,28 @@ def test_parse_scores(text, expected):
 def test_parse_scores_refuses_unusable_replies(text):
     with pytest.raises(ValueError):
         parse_scores(text, expected=2)
+
+
+def test_a_searchs_reranking_spends_the_users_tokens_and_stops_at_their_quota(
+    alice, profile, llm_env, settings
+):
+    """A search (API /retrieve/, MCP search) reranks with the LLM outside any question: its tokens go
+    to the user's ledger, and once the month's are used up the search keeps its order and says why."""
+    from knowledge.models import Quota
+    from knowledge.quotas import quota_usage_report
+
+    settings.KNOWLEDGE_QUOTA_LLM_TOKENS_PER_MONTH = None
+    Quota.objects.create(user=alice, llm_tokens_per_month=400)
+    llm_env.script(
+        Reply(text=json.dumps({"scores": [1, 2, 3, 4, 5, 6]}), prompt_tokens=300, completion_tokens=20)
+    )
+    assert retrieve(user=alice, question=QUESTION, profile=profile).stats["rerank"] == "reranked"
+    assert quota_usage_report(user=alice)["llm_tokens_month"]["used"] == 320
+    llm_env.script(
+        Reply(text=json.dumps({"scores": [1, 2, 3, 4, 5, 6]}), prompt_tokens=300, completion_tokens=20)
+    )
+    assert retrieve(user=alice, question=QUESTION, profile=profile).stats["rerank"] == "reranked"
+    calls = len(llm_env.requests)
+    refused = retrieve(user=alice, question=QUESTION, profile=profile)
+    assert refused.stats["rerank"] == "skipped: LLM token quota reached: 640 of 400 tokens used this month"
+    assert len(llm_env.requests) == calls and len(refused.primary_chunks) == 2
