@@ -211,9 +211,11 @@ class ChatStream:
             generate=generate,
         )
         started = time.perf_counter()
-        _context, answer = yield from run.run()
+        try:
+            _context, answer = yield from run.run()
+        finally:  # also when the client left half-way: the steps' calls were made and count
+            self._calls.extend(run.budget.calls)
         self._durations["agentic"] = _ms_since(started)
-        self._calls.extend(run.budget.calls)
         self._trace = {**run.trace.as_dict(), "settings": run.settings.as_dict()}
         return answer if answer is not None else self._direct()
 
@@ -253,6 +255,7 @@ class ChatStream:
             config=context.config, context_text=context.context_text, history=history, question=self.question
         )
         chunks = stream_chat(llm, messages)
+        received, result = [], None
         try:
             while True:
                 try:
@@ -260,10 +263,13 @@ class ChatStream:
                 except StopIteration as done:
                     result = done.value
                     break
+                received.append(delta)
                 if deltas:
                     yield self._emit(ev.ANSWER_DELTA, {"text": delta})
         finally:
             chunks.close()
+            if result is None:  # cut off before the LLM reported its usage: what it sent still counts
+                self._calls.append(_estimated_call(llm, messages, "".join(received)))
         self._calls.append(call_summary("synthesis", result))
         cited = resolve_citations(result.text, context.sources)
         return Answer(
@@ -524,3 +530,17 @@ def chat_ask(*, on_event: Callable[[Event], None] | None = None, **arguments) ->
         if on_event is not None:
             on_event(event)
     return stream.turn
+
+
+def _estimated_call(llm: LLMConfig, messages: list[dict], text: str) -> dict:
+    """A synthesis stopped half-way (the client left, the LLM failed): its tokens, estimated from the
+    prompt and the text received, so that leaving early spends the quota too."""
+    prompt = "\n".join(str(message.get("content", "")) for message in messages)
+    return {
+        "purpose": "synthesis (cut off)",
+        "model": llm.model,
+        "input_tokens": llm_token_count(prompt),
+        "output_tokens": llm_token_count(text),
+        "token_source": "estimate",
+        "duration_ms": 0,
+    }

@@ -165,3 +165,25 @@ def test_search_only_is_not_a_question_and_reads_no_quota(bearer, alice, hills, 
     touched = [q["sql"] for q in queries.captured_queries if "quota" in q["sql"] or "usageday" in q["sql"]]
     assert touched == []
     assert not UsageDay.objects.exists()
+
+
+def test_a_client_that_leaves_mid_answer_still_spends_the_tokens_it_was_sent(
+    alice, hills, llm_env, no_default_quotas
+):
+    """The LLM reports usage only at its end: an answer cut off by its client is counted from the
+    prompt and the text sent, so leaving early is no way around the token quota."""
+    from knowledge.chat import chat_stream
+    from knowledge.synthesis import events as ev
+    from tests.synthesis.openai_server import Reply
+
+    llm_env.script(
+        Reply(text="Gravity hills are optical illusions of the slope around them. " * 20, chunk_delay=0.01)
+    )
+    stream = chat_stream(user=alice, question=QUESTION, collection_ids=[hills.pk])
+    events = iter(stream)
+    for event in events:
+        if event.name == ev.ANSWER_DELTA:
+            break
+    events.close()  # the client went away after the first words
+    spent = UsageDay.objects.get(user=alice).llm_tokens
+    assert spent > 100, "the prompt alone is hundreds of tokens"
