@@ -100,6 +100,28 @@ def run(
     idle_before = _count_connections()
     results = Results()
     deadline = time.monotonic() + seconds
+    started = time.monotonic()
+    workers = clients_started(
+        target, (tokens, collection_id, questions, query_share), clients, deadline, results
+    )
+    _sample_connections(results, deadline, stdout)
+    for worker in workers:
+        worker.join(timeout=REQUEST_TIMEOUT)
+    elapsed = time.monotonic() - started
+    figures = _figures(results, clients=clients, seconds=elapsed)
+    figures["users"] = len(tokens)
+    figures["db_connections"].update(idle_before=idle_before, idle_after=_idle_again(idle_before, stdout))
+    if sse:
+        figures["sse"] = _sse_streams(target, token, collection_id, questions, sse)
+    _print(stdout, figures)
+    stdout.write(json.dumps(figures) + "\n")
+    return figures
+
+
+def clients_started(target, work: tuple, clients: int, deadline: float, results: Results) -> list:
+    """``clients`` threads asking until ``deadline``, each with one connection; ``work`` is
+    (tokens, collection id, questions, query share), the tokens shared out among the clients."""
+    tokens, collection_id, questions, query_share = work
     workers = [
         threading.Thread(
             target=_client,
@@ -117,21 +139,9 @@ def run(
         )
         for n in range(clients)
     ]
-    started = time.monotonic()
     for worker in workers:
         worker.start()
-    _sample_connections(results, deadline, stdout)
-    for worker in workers:
-        worker.join(timeout=REQUEST_TIMEOUT)
-    elapsed = time.monotonic() - started
-    figures = _figures(results, clients=clients, seconds=elapsed)
-    figures["users"] = len(tokens)
-    figures["db_connections"].update(idle_before=idle_before, idle_after=_idle_again(idle_before, stdout))
-    if sse:
-        figures["sse"] = _sse_streams(target, token, collection_id, questions, sse)
-    _print(stdout, figures)
-    stdout.write(json.dumps(figures) + "\n")
-    return figures
+    return workers
 
 
 def _prepare(stdout, *, users: int) -> tuple[list[str], int]:

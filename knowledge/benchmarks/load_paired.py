@@ -10,8 +10,6 @@ change's own cost.
 from __future__ import annotations
 
 import json
-import random
-import threading
 import time
 from urllib.parse import urlsplit
 
@@ -57,27 +55,7 @@ def run(
 
 
 def _round(target, work: tuple, *, clients: int, seconds: float, results: load.Results) -> None:
-    tokens, collection_id, questions, query_share = work
-    deadline = time.monotonic() + seconds
-    workers = [
-        threading.Thread(
-            target=load._client,
-            args=(
-                target,
-                tokens[n % len(tokens)],
-                collection_id,
-                questions,
-                query_share,
-                deadline,
-                results,
-                random.Random(n),
-            ),
-            daemon=True,
-        )
-        for n in range(clients)
-    ]
-    for worker in workers:
-        worker.start()
+    workers = load.clients_started(target, work, clients, time.monotonic() + seconds, results)
     for worker in workers:
         worker.join(timeout=load.REQUEST_TIMEOUT)
 
