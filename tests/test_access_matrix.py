@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 
 from accounts.tokens import token_create
 from knowledge.chat import chat_ask
-from knowledge.models import ChatSession, Document, Profile, ProfileCollection
+from knowledge.models import ChatSession, Chunk, Document, Profile, ProfileCollection
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import document_upload
 
@@ -404,6 +404,13 @@ def test_mcp_tools_answer_each_role_like_the_api(teams):
     from knowledge.mcp import tools
 
     private = teams["c"]["private"]
+    passage = Chunk.objects.filter(document=teams["d"]["private"]).values_list("pk", flat=True).first()
+    reading_tools = {
+        "answer_research_question": {"question": QUESTION, "collections": [private.pk]},
+        "agentic_research_question": {"question": QUESTION, "collections": [private.pk]},
+        "get_passage": {"chunk": passage},
+        "optimize_search": {"queries": [QUESTION, "another wording"], "collections": [private.pk]},
+    }
     for role, user in teams["users"].items():
         listed = {row["id"]: row for row in tools.list_collections(user=user, base_url="")["collections"]}
         if READ[role] == 200:
@@ -412,11 +419,16 @@ def test_mcp_tools_answer_each_role_like_the_api(teams):
             )
             assert {r["document_id"] for r in found["results"]} == {teams["d"]["private"].pk}, role
             assert private.pk in listed, role
+            for name, arguments in reading_tools.items():
+                assert getattr(tools, name)(user=user, base_url="", **arguments), (role, name)
         else:
             with pytest.raises(NotFoundError):
                 tools.search_knowledge(user=user, base_url="", question=QUESTION, collections=[private.pk])
             with pytest.raises(NotFoundError):
                 tools.reindex_collection(user=user, base_url="", collection=private.pk)
+            for name, arguments in reading_tools.items():
+                with pytest.raises(NotFoundError):
+                    getattr(tools, name)(user=user, base_url="", **arguments)
             assert private.pk not in listed, role
     with pytest.raises(ForbiddenError):
         tools.reindex_collection(user=teams["users"][READER], base_url="", collection=private.pk)
