@@ -105,7 +105,7 @@ class CollectionSourcesView(ApiView):
             interval_hours=data.get("interval_hours"), cron=data["cron"], grace_hours=data["grace_hours"],
             user=request.user, operator=request.user.is_staff,
         )  # fmt: skip
-        source_sync_queue(source=source, trigger="api")
+        source_sync_queue(source=source, trigger="api", first=True)
         return Response(SourceSerializer(source).data, status=status.HTTP_201_CREATED)
 
 

@@ -385,14 +385,18 @@ def sync_report(run: SourceSync) -> dict:
     }
 
 
-def source_sync_queue(*, source: Source, trigger: str) -> None:
-    """ "Sync now" from a page or the API: the sync runs on a worker (a site can take minutes)."""
+def source_sync_queue(*, source: Source, trigger: str, first: bool = False) -> None:
+    """ "Sync now" from a page or the API: the sync runs on a worker (a site can take minutes).
+
+    ``first``: the sync that adding a source starts, which its "source.added" event already records.
+    """
     from django_q.tasks import async_task
 
     if _running(source).exists():
         raise KnowledgeError("this source is being synced already; wait for that sync to end")
     with transaction.atomic():  # recorded only if the sync is queued, which the commit does
-        audit_record(action="source.synced", obj=source, changes={"trigger": [None, trigger]})
+        if not first:
+            audit_record(action="source.synced", obj=source, changes={"trigger": [None, trigger]})
         transaction.on_commit(
             lambda: async_task(SYNC_TASK, source.pk, trigger, task_name=f"sync-source-{source.pk}")
         )

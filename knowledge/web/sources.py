@@ -88,7 +88,7 @@ def source_add_view(request, collection_id: int):
         user=request.user,
         operator=request.user.is_staff,
     )
-    source_sync_queue(source=source, trigger="page")
+    source_sync_queue(source=source, trigger="page", first=True)
     messages.success(request, f"Following {source.location}: the first sync has started.")
     return redirect("knowledge:collection", collection_id=collection.pk)
 

@@ -239,3 +239,37 @@ def test_an_admin_upload_is_one_event_naming_the_file_never_holding_its_content(
     ]
     recorded = str(events[0].changes)
     assert "gravity" in recorded and data.decode()[:40] not in recorded and "roll" not in recorded
+
+
+def test_chunk_profiles_added_and_changed_in_the_admin(admin_as, operator):
+    from knowledge.models import ChunkProfile
+
+    form = {"name": "short", "strategy": "paragraph", "chunk_size": "400", "chunk_overlap": "50"}
+    response = admin_as.post("/admin/knowledge/chunkprofile/add/", form)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    profile = ChunkProfile.objects.get(name="short")
+    added = only_event("chunk_profile.added", object_id=str(profile.pk))
+    assert (added.actor, added.changes["chunk_size"]) == (operator, [None, 400])
+    form["chunk_size"] = "600"
+    assert admin_as.post(f"/admin/knowledge/chunkprofile/{profile.pk}/change/", form).status_code == 302
+    changed = only_event("chunk_profile.changed", object_id=str(profile.pk))
+    assert (changed.channel, changed.changes) == ("admin", {"chunk_size": [400, 600]})
+
+
+def test_sources_added_synced_and_removed_through_the_api(bearer, alice, django_capture_on_commit_callbacks):
+    notes = collection_create(name="Notes", owner=alice)
+    api = bearer(alice)
+    with django_capture_on_commit_callbacks():  # the syncs are queued, not run
+        response = api.post(
+            f"/api/v1/collections/{notes.pk}/sources/",
+            {"location": "https://docs.example.org/"},
+            format="json",
+        )
+        assert response.status_code == 201, response.content
+        source_id = str(response.json()["id"])
+        assert api.post(f"/api/v1/sources/{source_id}/sync/").status_code == 202
+    added = only_event("source.added", object_id=source_id)
+    assert (added.actor, added.channel) == (alice, "api")
+    assert only_event("source.synced", object_id=source_id).actor == alice
+    assert api.delete(f"/api/v1/sources/{source_id}/").status_code == 204
+    assert only_event("source.removed", object_id=source_id).actor == alice
