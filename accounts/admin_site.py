@@ -13,7 +13,6 @@ and may rename a verb with ``audit_verbs``; without a name they are admin.added/
 from __future__ import annotations
 
 from django.contrib import admin
-from django.core.files import File
 from django.db import transaction
 
 from accounts.audit import audit_changes, audit_record, audit_recorded
@@ -70,13 +69,8 @@ def _record_deleted(action: str, label: str, doomed: list[tuple]) -> None:
 def form_changes(form, *, change: bool) -> dict:
     """{field: [before, after]} of the form's changed fields; before is None when adding."""
     names = [name for name in form.changed_data if name in form.cleaned_data]
-    before = {name: _file_name(form.initial.get(name)) for name in names} if change else {}
-    return audit_changes(before, {name: _file_name(form.cleaned_data[name]) for name in names})
-
-
-def _file_name(value):
-    """An uploaded file is recorded by its name: its content never enters the log."""
-    return value.name if isinstance(value, File) else value
+    before = {name: form.initial.get(name) for name in names} if change else {}
+    return audit_changes(before, {name: form.cleaned_data[name] for name in names})
 
 
 class AuditedAdminSite(admin.AdminSite):
