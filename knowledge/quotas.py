@@ -2,7 +2,7 @@
 
 Limits (None: no limit), docs/design.md#quotas:
 
-    documents             documents stored that the user uploaded (a source's: its creator's)
+    documents             documents stored that the user uploaded (a source's: the collection owner's)
     bytes                 the bytes of those documents' originals
     chunks                the chunks stored for those documents that are searched or being written
                           for a re-index (a set a finished re-index left behind is not the user's)
