@@ -2,9 +2,10 @@
 
 Limits (None: no limit), docs/design.md#quotas:
 
-    documents             documents stored that the user uploaded (a source's: its creator's)
+    documents             documents stored that the user uploaded (a source's: the collection owner's)
     bytes                 the bytes of those documents' originals
-    chunks                the chunks stored for those documents
+    chunks                the chunks stored for those documents that are searched or being written
+                          for a re-index (a set a finished re-index left behind is not the user's)
     questions_per_day     questions asked today (the server's TIME_ZONE)
     llm_tokens_per_month  LLM tokens (input and output, every call of a question) this calendar month
 
@@ -26,8 +27,8 @@ import datetime
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Q, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import Count, F, Q, Sum, Value
+from django.db.models.functions import Coalesce, NullIf
 from django.utils import timezone
 
 from config.errors import QuotaExceededError
@@ -96,7 +97,17 @@ def _stored(user_id: int) -> dict[str, int]:
 
 
 def _chunks_stored(user_id: int) -> int:
-    return Chunk.objects.filter(document__uploaded_by_id=user_id).count()
+    """The chunks of the user's documents in their collection's serving set or its re-index's target."""
+    serving = Q(
+        chunk_profile=F("collection__chunk_profile"), embedding_model=F("collection__embedding_model")
+    )
+    target = Q(
+        chunk_profile=Coalesce("collection__pending_chunk_profile", "collection__chunk_profile"),
+        embedding_model=Coalesce(
+            NullIf("collection__pending_embedding_model", Value("")), "collection__embedding_model"
+        ),
+    )
+    return Chunk.objects.filter(serving | target, document__uploaded_by_id=user_id).count()
 
 
 def _lock(user_id: int) -> None:
@@ -152,9 +163,11 @@ def quota_chunks_check(
     *, user_id: int | None, limits: dict, filename: str, adding: int, removing: int
 ) -> None:
     """Refuse a chunk set that would take the user over the chunk quota once the ``removing``
-    chunks it replaces (its own old set, a retired old version's) are gone."""
+    chunks it replaces (its own old set, the user's own retired old version's, the set a re-index
+    replaces at its switch) are gone. A set that adds no more than it replaces is never refused, so
+    a re-index of the same size passes even over a lowered limit."""
     limit = limits["chunks"]
-    if limit is None:
+    if limit is None or adding <= removing:
         return
     used = _chunks_stored(user_id)
     if used - removing + adding > limit:

@@ -236,7 +236,13 @@ class CollectionAdmin(admin.ModelAdmin):
     list_select_related = ["owner", "chunk_profile"]
     search_fields = ["name", "description", "owner__username"]
     raw_id_fields = ["owner"]
-    readonly_fields = ["pending_chunk_profile", "pending_embedding_model", "created_at", "updated_at"]
+    readonly_fields = [
+        "pending_chunk_profile",
+        "pending_embedding_model",
+        "reindex_error",
+        "created_at",
+        "updated_at",
+    ]
     actions = ["reindex_under_active_profile"]
     audit_name, audit_verbs = "collection", {"added": "created"}
 

@@ -109,6 +109,7 @@ class CollectionSerializer(OwnerName, serializers.ModelSerializer):
             "pending_chunk_profile",
             "embedding_model",
             "pending_embedding_model",
+            "reindex_error",
             "share_token",
             "share_url",
             "created_at",

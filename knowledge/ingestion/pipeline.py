@@ -22,12 +22,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from config.errors import QuotaExceededError
@@ -36,6 +35,7 @@ from knowledge.ingestion.drafts import ChunkingOptions, document_drafts
 from knowledge.ingestion.extraction_process import extraction_run
 from knowledge.ingestion.headers import embedding_text, title_from_filename
 from knowledge.ingestion.producer import Producer
+from knowledge.ingestion.reindex import ChunkSet, chunk_set_wanted, finish_pending_reindex, reindex_stop
 from knowledge.ingestion.summary import SummaryDraft, SummaryWriter, summary_by, summary_writer
 from knowledge.ingestion.titles import document_title
 from knowledge.ingestion.types import ChunkDraft, ExtractionError
@@ -113,7 +113,7 @@ def _process(
             raise DocumentGone(document.pk) from None
         _fail(document, claim, str(exc))
     except QuotaExceededError as exc:  # nothing was written; an old version stays searchable
-        _refused_over_quota(document, claim, str(exc))
+        _quota_refused(document, ChunkSet(profile, model), claim, str(exc))
     except (DocumentGone, ClaimLost):
         raise
     except Exception as exc:
@@ -122,24 +122,32 @@ def _process(
         raise
 
 
-def _refused_over_quota(document: Document, claim: Claim | None, error: str) -> None:
-    """A run refused by the chunk quota wrote nothing: a document that already has chunks (a
-    re-index, a re-run) keeps serving them and says why it was not re-done; a new one failed."""
-    if not Chunk.objects.filter(document=document).exists():
-        _fail(document, claim, error)
-        return
-    with transaction.atomic():
-        if claim is not None and not job_finish(claim=claim, failed=True):
-            raise ClaimLost(document.pk)
-        _update(document, status=Document.Status.READY, error=error, stage="")
-
-
 def _fail(document: Document, claim: Claim | None, error: str) -> None:
     """The document failed, unless the run lost its job to another run (then that run decides)."""
     with transaction.atomic():
         if claim is not None and not job_finish(claim=claim, failed=True):
             raise ClaimLost(document.pk)
         _update(document, status=Document.Status.FAILED, error=error, stage="")
+
+
+def _quota_refused(document: Document, chunk_set: ChunkSet, claim: Claim | None, error: str) -> None:
+    """Over the chunk quota nothing was written. A document still serving its current chunks stays
+    ready with the reason (a re-index of it is what was refused), and a collection re-index it was
+    part of stops, since it could never switch; any other document fails."""
+    collection = Collection.objects.get(pk=document.collection_id)
+    serving = Chunk.objects.filter(
+        document=document,
+        chunk_profile_id=collection.chunk_profile_id,
+        embedding_model=collection.embedding_model,
+    )
+    if not serving.exists():
+        _fail(document, claim, error)
+        return
+    with transaction.atomic():
+        if claim is not None and not job_finish(claim=claim, failed=True):
+            raise ClaimLost(document.pk)
+        _update(document, status=Document.Status.READY, error=f"not re-indexed: {error}", stage="")
+        reindex_stop(collection_id=collection.pk, chunk_set=chunk_set, reason=f"{document.filename}: {error}")
 
 
 def document_chunk_drafts(document: Document, profile: ChunkProfile) -> list[ChunkDraft]:
@@ -334,14 +342,6 @@ def _write_summary(document: Document, summary: tuple[SummaryDraft, np.ndarray])
     )
 
 
-@dataclass(frozen=True)
-class ChunkSet:
-    """Which of a document's chunk sets a run replaces: one per chunk profile and embedding model."""
-
-    profile: ChunkProfile
-    model: str
-
-
 def _write_chunks(
     document, chunk_set: ChunkSet, drafts, vectors, summary: Callable[[], tuple], claim: Claim | None
 ) -> None:
@@ -351,7 +351,10 @@ def _write_chunks(
         locked = Document.objects.select_for_update().filter(pk=document.pk).first()
         if locked is None:
             raise DocumentGone(document.pk)
-        _chunk_quota_check(locked, limits, adding=len(drafts))
+        if not chunk_set_wanted(collection_id=document.collection_id, chunk_set=chunk_set):
+            _unwanted_set_skip(document, claim)
+            return
+        _chunk_quota_check(locked, chunk_set, limits, adding=len(drafts))
         # The job's row stays locked to the end of this transaction: the sweep cannot hand
         # it to another run between this check and the commit.
         if claim is not None and not job_finish(claim=claim):
@@ -373,7 +376,7 @@ def _write_chunks(
             chunks_done=len(chunks),
         )
         _retire_replaced_version(locked)
-        _finish_pending_reindex(document.collection_id, chunk_set)
+        finish_pending_reindex(document.collection_id, chunk_set)
     logger.info(
         "Document %s ready: %s chunks (job %s, run %s)",
         document.pk,
@@ -383,15 +386,36 @@ def _write_chunks(
     )
 
 
-def _chunk_quota_check(document: Document, limits: dict, *, adding: int) -> None:
-    """Over the uploader's chunk quota the run fails and writes nothing. A document's new chunks
-    replace its old ones (a re-index's new set replaces the serving one at the switch), and a new
-    version retires the old version's, so those do not count against it; an old version credits
-    only its own uploader, who is the one charged for it."""
+def _unwanted_set_skip(document: Document, claim: Claim | None) -> None:
+    """The re-index this run wrote for stopped or was cancelled meanwhile: its set would be searched
+    by nobody and only cost quota, so nothing is written; a document serving chunks is ready again."""
+    if claim is not None and not job_finish(claim=claim):
+        raise ClaimLost(document.pk)
+    collection = document.collection
+    serving = Chunk.objects.filter(
+        document=document,
+        chunk_profile_id=collection.chunk_profile_id,
+        embedding_model=collection.embedding_model,
+    )
+    if serving.exists():
+        _update(document, status=Document.Status.READY, stage="")
+    logger.info("Document %s: its re-index stopped meanwhile; wrote nothing", document.pk)
+
+
+def _chunk_quota_check(document: Document, chunk_set: ChunkSet, limits: dict, *, adding: int) -> None:
+    """Over the uploader's chunk quota the run fails and writes nothing; the set it replaces and a
+    retired old version's chunks are gone once it commits, so they do not count against it."""
     if limits["chunks"] is None:
         return
-    retired = Q(document_id=document.replaces_id, document__uploaded_by_id=document.uploaded_by_id)
-    removing = Chunk.objects.filter(Q(document=document) | retired).count()
+    replaced = Q(document=document, chunk_profile=chunk_set.profile, embedding_model=chunk_set.model)
+    # A retired old version's chunks are credited only to its own uploader (a team writer replacing
+    # the owner's version pays for the whole new set).
+    replaced |= Q(document_id=document.replaces_id, document__uploaded_by_id=document.uploaded_by_id)
+    collection = document.collection
+    serving = (collection.chunk_profile_id, collection.embedding_model)
+    if (chunk_set.profile.pk, chunk_set.model) != serving:  # a re-index's set replaces the serving one
+        replaced |= Q(document=document, chunk_profile_id=serving[0], embedding_model=serving[1])
+    removing = Chunk.objects.filter(replaced).count()
     quota_chunks_check(
         user_id=document.uploaded_by_id,
         limits=limits,
@@ -434,51 +458,6 @@ def _retire_replaced_version(document: Document) -> None:
     storage, name = old.file.storage, old.file.name
     old.delete()
     transaction.on_commit(lambda: storage.delete(name) if name else None)
-
-
-def pending_reindex_check(collection_id: int) -> None:
-    """Switch the collection if a re-index in progress lacks nothing any more (after a delete: the
-    last document without the new set may be the one deleted, and no run would check again)."""
-    collection = Collection.objects.filter(pk=collection_id).first()
-    target = collection.reindex_target if collection else None
-    if target is not None:
-        profile_id, model = target
-        _finish_pending_reindex(collection_id, ChunkSet(ChunkProfile.objects.get(pk=profile_id), model))
-
-
-def _finish_pending_reindex(collection_id: int, chunk_set: ChunkSet) -> None:
-    """Switch the collection to its pending profile and model once no document lacks the new chunks.
-
-    Until then every search reads the current set (the scope names the collection's profile and
-    model), so the switch is this one row update, committed with the last document's chunks.
-    """
-    # NO KEY: the chunk inserts hold key-share locks on this row; a plain FOR UPDATE would deadlock.
-    collection = Collection.objects.select_for_update(no_key=True).get(pk=collection_id)
-    if collection.reindex_target != (chunk_set.profile.pk, chunk_set.model):
-        return
-    current = Chunk.objects.filter(
-        document=OuterRef("pk"),
-        chunk_profile_id=collection.chunk_profile_id,
-        embedding_model=collection.embedding_model,
-    )
-    new = Chunk.objects.filter(
-        document=OuterRef("pk"), chunk_profile=chunk_set.profile, embedding_model=chunk_set.model
-    )
-    missing = Document.objects.filter(Exists(current), ~Exists(new), collection=collection).exists()
-    if not missing:
-        collection.chunk_profile = chunk_set.profile
-        collection.embedding_model = chunk_set.model
-        collection.pending_chunk_profile = None
-        collection.pending_embedding_model = ""
-        collection.save(
-            update_fields=[
-                "chunk_profile",
-                "embedding_model",
-                "pending_chunk_profile",
-                "pending_embedding_model",
-                "updated_at",
-            ]
-        )
 
 
 def _update(document: Document, **fields) -> None:

@@ -111,6 +111,12 @@ class Collection(models.Model):
         default="",
         help_text="A re-embed in progress: becomes the model once every document has its new vectors.",
     )
+    reindex_error = models.TextField(
+        blank=True,
+        default="",
+        help_text="Why the last re-index stopped before its switch (e.g. a document over its uploader's "
+        "chunk quota); cleared when a re-index is asked for again.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

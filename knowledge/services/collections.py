@@ -177,7 +177,8 @@ def collection_reindex(
     )
     collection.pending_chunk_profile_id = profile_id if profile_id != collection.chunk_profile_id else None
     collection.pending_embedding_model = model if model != collection.embedding_model else ""
-    collection.save(update_fields=_PENDING_FIELDS)
+    collection.reindex_error = ""  # a stopped re-index's reason stands until the next is asked for
+    collection.save(update_fields=[*_PENDING_FIELDS, "reindex_error"])
     targets = {"chunk_profile": [collection.chunk_profile_id, profile_id]}
     targets["embedding_model"] = [collection.embedding_model, model]
     audit_record(action="collection.reindexed", obj=collection, changes=targets)

@@ -18,7 +18,7 @@ from accounts.audit import audit_record
 from config.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.ingestion.extract import detect_format
 from knowledge.ingestion.formats.image import image_kind
-from knowledge.ingestion.pipeline import pending_reindex_check
+from knowledge.ingestion.reindex import pending_reindex_check
 from knowledge.ingestion.types import ExtractionError, UnsupportedFormat
 from knowledge.models import Collection, Document
 from knowledge.processing_jobs import PROCESSING_INTERRUPTED, job_enqueue, jobs_recover_stale

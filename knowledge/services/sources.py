@@ -288,7 +288,9 @@ def _upload(
             collection=source.collection,
             filename=listed.filename,
             data=listed.data,
-            uploaded_by=source.created_by,
+            # Charged to the collection's owner, not to whoever added the source: a team writer who
+            # leaves keeps no quota for documents the source keeps bringing in (README "Quotas").
+            uploaded_by=source.collection.owner,
             sync=True if wait else None,
         )
     except KnowledgeError as exc:
