@@ -15,7 +15,16 @@ from csp.constants import NONE, SELF
 
 from config.api_settings import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401
 from config.database import database_config, default_shared_buffers_mb
-from config.env import env_bool, env_choice, env_int, env_int_or_none, env_list, env_size_or_none, env_str
+from config.env import (
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_int_or_none,
+    env_list,
+    env_size_or_none,
+    env_str,
+)
 from knowledge.ingestion.limits import DEFAULT_LIMITS as DEFAULT_INGEST_LIMITS
 from knowledge.ingestion.limits import MEGABYTE_FIELDS as INGEST_MEGABYTE_FIELDS
 from knowledge.ingestion.limits import SETTINGS as INGEST_LIMIT_SETTINGS
@@ -148,6 +157,17 @@ AXES_RESET_ON_SUCCESS = False  # else one good log-in of the attacker's own acco
 TRUSTED_PROXY_COUNT = REST_FRAMEWORK["NUM_PROXIES"]  # read once, from the environment, in api_settings
 # Audit events older than this are purged by the workers' housekeeping; 0 keeps them forever.
 KNOWLEDGE_AUDIT_RETENTION_DAYS = env_int("KNOWLEDGE_AUDIT_RETENTION_DAYS", 365, minimum=0)
+
+# Releases (docs/design.md#releases). A retired release's chunks are kept this many days for a
+# rollback; 0 deletes them when the next release is promoted.
+KNOWLEDGE_RELEASE_RETENTION_DAYS = env_int("KNOWLEDGE_RELEASE_RETENTION_DAYS", 14, minimum=0)
+# The gate promotes a candidate when no quality metric (recall@k, MRR, nDCG, abstention, first-quote
+# hit) drops by more than this, and its median search latency is at most LATENCY_RATIO times the
+# serving release's; otherwise it holds it for the operator.
+KNOWLEDGE_RELEASE_GATE_TOLERANCE = env_float("KNOWLEDGE_RELEASE_GATE_TOLERANCE", 0.02, minimum=0)
+KNOWLEDGE_RELEASE_GATE_LATENCY_RATIO = env_float("KNOWLEDGE_RELEASE_GATE_LATENCY_RATIO", 1.5, minimum=1)
+# At most this many questions per gate run (the newest rated answers first, then imported sets).
+KNOWLEDGE_RELEASE_GATE_QUESTIONS = env_int("KNOWLEDGE_RELEASE_GATE_QUESTIONS", 200, minimum=1)
 
 # A cache every server process shares: Redis when REDIS_URL is set, else a table in
 # the database. DRF's request throttles count there; a per-process memory cache

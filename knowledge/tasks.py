@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django_q.models import Schedule
 
 from config.errors import KnowledgeError
+from knowledge.evaluation.gate import release_gate_run
 from knowledge.evaluation.store import eval_run_collection
 from knowledge.ingestion.pipeline import document_process
 from knowledge.models import Collection, Document, EvalSet, Source
@@ -74,3 +75,11 @@ def sync_source(source_id: int, trigger: str = "schedule") -> int | None:
         return None
     logger.info("Source %s synced (%s): %s", source_id, run.status, sync_report(run))
     return run.pk
+
+
+def release_gate(release_id: int) -> str:
+    """Measure a built release against the serving one and promote or hold it (knowledge.evaluation.gate).
+    Returns its state; a release discarded or decided meanwhile is left as it is."""
+    release = release_gate_run(release_id=release_id)
+    logger.info("Release %s of collection %s: %s", release.number, release.collection_id, release.state)
+    return release.state

@@ -36,17 +36,17 @@ class QuestionResult:
     first_quote: tuple[str, str] | None = None  # the source of an extracted answer's first quote
 
 
-def _source(chunk) -> tuple[str, str]:
+def chunk_source(chunk) -> tuple[str, str]:
     return normalise(chunk.document.filename), normalise(chunk.source_ref)
 
 
 def question_result(question: EvalQuestion, context: KnowledgeContext, elapsed_ms: float) -> QuestionResult:
-    ranked = list(dict.fromkeys(_source(r.chunk) for r in context.primary_chunks))
+    ranked = list(dict.fromkeys(chunk_source(r.chunk) for r in context.primary_chunks))
     retrieved_at = {}
     for cut in RECALL_CUTS:
         primaries = [r.chunk for r in context.primary_chunks[:cut]]
         references = expand_references(primaries, scope=context.scope).chunks if primaries else []
-        retrieved_at[cut] = {_source(chunk) for chunk in primaries + references}
+        retrieved_at[cut] = {chunk_source(chunk) for chunk in primaries + references}
     timings = {**context.timings_ms, "retrieval": elapsed_ms}
     result = QuestionResult(question, ranked, retrieved_at, timings, len(context.primary_chunks))
     result.answerable = context.answerable

@@ -1,15 +1,21 @@
-"""A collection's re-index: it writes a second chunk set per document (the target's profile and
-model) while searches read the current one, and switches in one row update once no document lacks
-the new set; or it stops, with its reason, when a document can never have it."""
+"""A collection's re-index builds a release: it writes a second chunk set per document (the
+target's profile and model) while searches read the serving release's, and once no document lacks
+the new set the release becomes a candidate for the gate (knowledge.evaluation.gate), which
+promotes or holds it; or the build stops, with its reason, when a document can never have it."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
 
+from django.conf import settings
+from django.db import transaction
 from django.db.models import Exists, OuterRef
+from django.utils import timezone
 
-from knowledge.models import Chunk, ChunkProfile, Collection, Document
+from knowledge.clients.embedding import embedding_model_info
+from knowledge.ingestion.versions import EXTRACTION_VERSION, parser_version, product_version
+from knowledge.models import Chunk, ChunkProfile, Collection, Document, Release
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +54,9 @@ def reindex_stop(*, collection_id: int, chunk_set: ChunkSet, reason: str) -> Non
         return  # finished, cancelled or replaced by another re-index meanwhile
     target = chunk_set.profile.name if collection.pending_chunk_profile_id else chunk_set.model
     collection.reindex_error = f"re-index to {target} stopped: {reason}"
+    Release.objects.filter(
+        collection=collection, state=Release.State.BUILDING, **_set_fields(chunk_set)
+    ).update(state=Release.State.DISCARDED, reason=collection.reindex_error)
     collection.pending_chunk_profile = None
     collection.pending_embedding_model = ""
     collection.save(
@@ -60,35 +69,129 @@ def reindex_stop(*, collection_id: int, chunk_set: ChunkSet, reason: str) -> Non
 
 
 def finish_pending_reindex(collection_id: int, chunk_set: ChunkSet) -> None:
-    """Switch the collection to its pending profile and model once no document lacks the new chunks.
+    """Make the building release a candidate once no document lacks its chunks, and queue its gate.
 
-    Until then every search reads the current set (the scope names the collection's profile and
-    model), so the switch is this one row update, committed with the last document's chunks.
+    The collection keeps the release as its re-index target while the gate runs and while it is
+    held, so documents added meanwhile are written in both sets and a promotion finds it complete.
     """
     # NO KEY: the chunk inserts hold key-share locks on this row; a plain FOR UPDATE would deadlock.
     collection = Collection.objects.select_for_update(no_key=True).get(pk=collection_id)
     if collection.reindex_target != (chunk_set.profile.pk, chunk_set.model):
         return
+    release = Release.objects.filter(
+        collection=collection, state=Release.State.BUILDING, **_set_fields(chunk_set)
+    ).first()
+    if release is None or documents_missing(collection, release.chunk_set):
+        return
+    release.state, release.built_at = Release.State.CANDIDATE, timezone.now()
+    release.save(update_fields=["state", "built_at"])
+    release_gate_enqueue(release.pk)
+
+
+def documents_missing(collection: Collection, chunk_set: tuple[int, str]) -> bool:
+    """Whether a document serving chunks lacks ``chunk_set``'s (the set is not complete)."""
     current = Chunk.objects.filter(
         document=OuterRef("pk"),
         chunk_profile_id=collection.chunk_profile_id,
         embedding_model=collection.embedding_model,
     )
     new = Chunk.objects.filter(
-        document=OuterRef("pk"), chunk_profile=chunk_set.profile, embedding_model=chunk_set.model
+        document=OuterRef("pk"), chunk_profile_id=chunk_set[0], embedding_model=chunk_set[1]
     )
-    missing = Document.objects.filter(Exists(current), ~Exists(new), collection=collection).exists()
-    if not missing:
-        collection.chunk_profile = chunk_set.profile
-        collection.embedding_model = chunk_set.model
-        collection.pending_chunk_profile = None
-        collection.pending_embedding_model = ""
-        collection.save(
-            update_fields=[
-                "chunk_profile",
-                "embedding_model",
-                "pending_chunk_profile",
-                "pending_embedding_model",
-                "updated_at",
-            ]
+    return Document.objects.filter(Exists(current), ~Exists(new), collection=collection).exists()
+
+
+RELEASE_GATE_TASK = "knowledge.tasks.release_gate"
+
+
+def release_gate_enqueue(release_id: int) -> None:
+    """Queue the gate once the candidate's state is committed (by dotted name: tasks sit above)."""
+    from django_q.tasks import async_task
+
+    transaction.on_commit(
+        lambda: async_task(
+            RELEASE_GATE_TASK,
+            release_id,
+            task_name=f"release-{release_id}-gate",
+            q_options={"group": "releases"},
         )
+    )
+
+
+def release_build_start(*, collection: Collection, chunk_set: tuple[int, str], created_by=None) -> Release:
+    """A building release for ``chunk_set``, in the caller's transaction (the collection row locked).
+
+    A release being built, measured or held for another set is replaced (its chunks go: nobody
+    would search them), and so is a retired release of the same set: it holds the text of versions
+    replaced or deleted since, so every document writes the set afresh.
+    """
+    replaced = Release.objects.filter(collection=collection).filter(
+        state__in=[Release.State.BUILDING, Release.State.CANDIDATE, Release.State.HELD]
+    ) | Release.objects.filter(
+        collection=collection,
+        state=Release.State.RETIRED,
+        chunk_profile_id=chunk_set[0],
+        embedding_model=chunk_set[1],
+    )
+    for release in replaced:
+        release_chunks_discard(release, reason="replaced by a newer re-index")
+    return Release.objects.create(
+        collection=collection,
+        chunk_profile_id=chunk_set[0],
+        embedding_model=chunk_set[1],
+        embedding_backend=_backend_of(chunk_set[1]),
+        parser_version=parser_version(),
+        extraction_version=EXTRACTION_VERSION,
+        product_version=product_version(),
+        created_by=created_by,
+    )
+
+
+def release_chunks_discard(release: Release, *, reason: str) -> int:
+    """Discard ``release`` (never the serving one): its chunks go; returns how many."""
+    if release.state == Release.State.SERVING:
+        raise ValueError("the serving release cannot be discarded")
+    deleted, _ = Chunk.objects.filter(
+        collection_id=release.collection_id,
+        chunk_profile_id=release.chunk_profile_id,
+        embedding_model=release.embedding_model,
+    ).delete()
+    release.state, release.reason = Release.State.DISCARDED, reason
+    release.save(update_fields=["state", "reason"])
+    return deleted
+
+
+def _backend_of(model: str) -> str:
+    engine = embedding_model_info(model).engine
+    return settings.KNOWLEDGE_EMBEDDING_BACKEND if engine == "minilm" else engine
+
+
+def _set_fields(chunk_set: ChunkSet) -> dict:
+    return {"chunk_profile": chunk_set.profile, "embedding_model": chunk_set.model}
+
+
+def serving_release(collection: Collection) -> Release:
+    """The release whose chunks the collection serves (recorded now for a collection made before
+    releases, or through a path that made none)."""
+    release = Release.objects.filter(collection=collection, state=Release.State.SERVING).first()
+    if release is not None:
+        return release
+    stale = Release.objects.filter(
+        collection=collection,
+        chunk_profile_id=collection.chunk_profile_id,
+        embedding_model=collection.embedding_model,
+    ).exclude(state=Release.State.DISCARDED)
+    for release in stale:  # a live release of the serving set that is not marked serving
+        release.state = Release.State.DISCARDED
+        release.save(update_fields=["state"])
+    return Release.objects.create(
+        collection=collection,
+        state=Release.State.SERVING,
+        chunk_profile_id=collection.chunk_profile_id,
+        embedding_model=collection.embedding_model,
+        embedding_backend=_backend_of(collection.embedding_model),
+        parser_version=parser_version(),
+        extraction_version=EXTRACTION_VERSION,
+        product_version=product_version(),
+        promoted_at=timezone.now(),
+    )

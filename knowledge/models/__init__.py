@@ -40,3 +40,7 @@ __all__ += ["Source", "SourceItem", "SourceSync"]
 from knowledge.models.quotas import Quota, UsageDay  # noqa: E402
 
 __all__ += ["Quota", "UsageDay"]
+
+from knowledge.models.releases import Release  # noqa: E402
+
+__all__ += ["Release"]

@@ -12,6 +12,12 @@ class EvalSet(models.Model):
 
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True)
+    collections = models.ManyToManyField(
+        Collection,
+        blank=True,
+        related_name="gate_eval_sets",
+        help_text="Collections whose new releases are measured on this set before they serve.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from django.db.models import IntegerField, Value
+from django.db import connection
+from django.db.models import CharField, IntegerField, Value
 
 from knowledge.access import readable_collections
 
@@ -31,6 +32,8 @@ class Scope:
     embedding_model: str | None = None
     # Set by multi-step retrieval: only these documents' chunks, on top of access (never widening it).
     document_ids: tuple[int, ...] | None = None
+    # Set by ``pinned``: collections_params are three columns, sent as arrays.
+    collections_pinned: bool = False
 
     def sql(self, alias: str = "c", *, per_row: bool = False) -> str:
         """A boolean condition over the chunk table aliased ``alias``.
@@ -51,7 +54,10 @@ class Scope:
     def params(self) -> list:
         model = [self.embedding_model] if self.embedding_model else []
         documents = [list(self.document_ids)] if self.document_ids is not None else []
-        return [*self.collections_params, *model, *documents]
+        collections = self.collections_params
+        if self.collections_pinned:  # kept as tuples: a Scope is hashable (a cache key)
+            collections = [list(column) for column in collections]
+        return [*collections, *model, *documents]
 
     def restricted_to(self, document_ids) -> Scope:
         return replace(self, document_ids=tuple(int(d) for d in document_ids))
@@ -60,25 +66,48 @@ class Scope:
         """Only the chunks embedded by ``embedding_model`` (the collections on that model)."""
         return replace(self, embedding_model=embedding_model)
 
+    def pinned(self) -> Scope:
+        """The scope with its chunk sets read now, once: every statement of one search then reads
+        the same release of each collection, even when a promotion or rollback commits between two
+        of them (each statement would otherwise take its own snapshot of the collection rows)."""
+        with connection.cursor() as cursor:
+            cursor.execute(self.collections_sql, self.collections_params)
+            rows = cursor.fetchall()
+        # Arrays, not a VALUES list: the text stays the same for any number of collections, so
+        # statements prepared per scope text (expansion, lexical) are reused.
+        columns = tuple(zip(*rows, strict=True)) if rows else ((), (), ())
+        return replace(
+            self, collections_sql=_PINNED_CHUNK_SETS, collections_params=columns, collections_pinned=True
+        )
+
+
+_PINNED_CHUNK_SETS = "SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::varchar[])"
+
 
 def search_scope(
-    *, user, collection_ids: Iterable[int] | None = None, chunk_profile_id: int | None = None
+    *,
+    user,
+    collection_ids: Iterable[int] | None = None,
+    chunk_profile_id: int | None = None,
+    embedding_model: str | None = None,
 ) -> Scope:
-    """Chunks of the active chunk profile and model of every collection ``user`` may read, within
-    ``collection_ids``.
+    """Chunks of the serving release (chunk profile and model) of every collection ``user`` may
+    read, within ``collection_ids``.
 
-    ``chunk_profile_id`` searches that profile's chunks instead of each
-    collection's active one (evaluation of a non-active profile); access is unchanged.
+    ``chunk_profile_id`` and ``embedding_model`` search that chunk set instead of each collection's
+    serving one (evaluation of a candidate release or of a non-active profile); access is unchanged.
     """
     allowed = readable_collections(user)
     if collection_ids is not None:
         # An empty list would make Django refuse to compile the subquery (EmptyResultSet); id 0 never exists.
         allowed = allowed.filter(pk__in=list(collection_ids) or [0])
     rows = allowed.order_by()
-    if chunk_profile_id is None:
-        rows = rows.values("pk", "chunk_profile_id", "embedding_model")
-    else:
+    profile, model = "chunk_profile_id", "embedding_model"
+    if chunk_profile_id is not None:
         rows = rows.annotate(_profile=Value(int(chunk_profile_id), output_field=IntegerField()))
-        rows = rows.values("pk", "_profile", "embedding_model")
+        profile = "_profile"
+    if embedding_model is not None:
+        rows, model = rows.annotate(_model=Value(str(embedding_model), output_field=CharField())), "_model"
+    rows = rows.values("pk", profile, model)
     sql, params = rows.query.sql_with_params()
     return Scope(sql, tuple(params))

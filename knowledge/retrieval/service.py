@@ -134,6 +134,7 @@ def retrieve(
     k: int | None = None,
     overrides: dict | None = None,
     chunk_profile_id: int | None = None,
+    embedding_model: str | None = None,
     document_ids: Iterable[int] | None = None,
     rerank_enabled: bool = True,
     asked: QuestionScope | None = None,
@@ -142,7 +143,8 @@ def retrieve(
 
     ``k`` replaces maxDocs for this call; ``overrides`` are per-call parameter
     values (evaluation runs) applied above the profile but below admin locks;
-    ``chunk_profile_id`` searches that chunk profile instead of the active ones;
+    ``chunk_profile_id`` and ``embedding_model`` search that chunk set instead of the serving
+    release's (a candidate release, a non-active profile);
     ``document_ids`` narrows the search to those documents inside the SQL
     (multi-step retrieval), within what access allows; ``rerank_enabled=False``
     skips the profile's LLM reranking (to measure what it changes). ``asked`` is the scope an edge
@@ -152,7 +154,7 @@ def retrieve(
     asked = asked if asked is not None else question_scope_of(profile, collection_ids)
     config = resolved_config(asked.profile, overrides, k)
     rerank_ids = set(asked.rerank_ids) if rerank_enabled else set()
-    scope = _search_scope(user, asked.search_ids, chunk_profile_id)
+    scope = _search_scope(user, asked.search_ids, chunk_profile_id, embedding_model).pinned()
     if document_ids is not None:
         scope = scope.restricted_to(document_ids)
     timer = _Timer()
@@ -193,7 +195,7 @@ def _runners_up(primary: list[RetrievedChunk], candidates: list[Candidate]) -> l
     ]
 
 
-def _search_scope(user, collection_ids, chunk_profile_id) -> Scope:
+def _search_scope(user, collection_ids, chunk_profile_id, embedding_model) -> Scope:
     """``search_scope``, compiled once per user, collections and chunk profile in this process.
 
     The scope is SQL whose text depends only on those ids (the access check itself
@@ -201,15 +203,25 @@ def _search_scope(user, collection_ids, chunk_profile_id) -> Scope:
     request's CPU under load (py-spy).
     """
     if user is None or not user.is_authenticated:
-        return search_scope(user=user, collection_ids=collection_ids, chunk_profile_id=chunk_profile_id)
+        return search_scope(
+            user=user,
+            collection_ids=collection_ids,
+            chunk_profile_id=chunk_profile_id,
+            embedding_model=embedding_model,
+        )
     ids = None if collection_ids is None else tuple(collection_ids)
-    return _compiled_scope(user.pk, ids, chunk_profile_id)
+    return _compiled_scope(user.pk, ids, chunk_profile_id, embedding_model)
 
 
 @lru_cache(maxsize=1024)
-def _compiled_scope(user_id: int, collection_ids, chunk_profile_id) -> Scope:
+def _compiled_scope(user_id: int, collection_ids, chunk_profile_id, embedding_model) -> Scope:
     user = get_user_model()(pk=user_id)  # the rule reads only the id
-    return search_scope(user=user, collection_ids=collection_ids, chunk_profile_id=chunk_profile_id)
+    return search_scope(
+        user=user,
+        collection_ids=collection_ids,
+        chunk_profile_id=chunk_profile_id,
+        embedding_model=embedding_model,
+    )
 
 
 def _searched(question: str, scope: Scope, config, timer: _Timer) -> tuple[_Search, list[Candidate], dict]:

@@ -51,16 +51,15 @@ def typical_similarity(scope: Scope, *, chunks: int) -> float | None:
     is measured once per narrowing at worst).
     """
     # A search narrowed to some documents (multi-step retrieval) is judged by its collections' yardstick.
-    collections = replace(scope, document_ids=None)
-    return _typical_cached(collections.sql(), tuple(collections.params()), chunks, scope.embedding_model)
+    return _typical_cached(replace(scope, document_ids=None), chunks)
 
 
 @lru_cache(maxsize=256)
-def _typical_cached(scope_sql: str, scope_params: tuple, chunks: int, model: str | None) -> float | None:
+def _typical_cached(scope: Scope, chunks: int) -> float | None:
     with connection.cursor() as cursor:
-        cursor.execute(_SAMPLE_SQL.format(scope=scope_sql), [*scope_params, SAMPLE_CHUNKS * 2])
+        cursor.execute(_SAMPLE_SQL.format(scope=scope.sql()), [*scope.params(), SAMPLE_CHUNKS * 2])
         rows = cursor.fetchall()
-    return _median_self_match(rows, model)
+    return _median_self_match(rows, scope.embedding_model)
 
 
 def _questions_embedded(sentences: list[str], model: str | None) -> np.ndarray:

@@ -8,13 +8,15 @@ from accounts.audit import audit_changes, audit_record, audit_values
 from config.errors import KnowledgeError, NotFoundError
 from config.validation import text_clean
 from knowledge.clients.embedding import EMBEDDING_MODELS
-from knowledge.models import Chunk, ChunkProfile, Collection, Document
+from knowledge.ingestion.reindex import release_build_start, serving_release
+from knowledge.models import ChunkProfile, Collection, Document
 from knowledge.services.documents import (
     document_files_delete_on_commit,
     document_reindex,
     enqueue_document_processing,
 )
 from knowledge.services.marketplace import subscriptions_end_all
+from knowledge.services.releases import release_promote, releases_unbuilt_discard
 
 MAX_DESCRIPTION = 20000
 # What a collection's audit record shows of a change (and of a new collection).
@@ -81,6 +83,7 @@ def collection_create(
                 chunk_profile=chunk_profile or chunk_profile_default(),
                 embedding_model=model,  # empty: the default model (Collection.save)
             )
+            serving_release(collection)  # release 1: what its first documents are read into
             audit_record(
                 action="collection.created",
                 obj=collection,
@@ -159,18 +162,23 @@ _PENDING_FIELDS = ["pending_chunk_profile", "pending_embedding_model", "updated_
 
 @transaction.atomic
 def collection_reindex(
-    *, collection: Collection, chunk_profile: ChunkProfile | None = None, embedding_model: str | None = None
+    *,
+    collection: Collection,
+    chunk_profile: ChunkProfile | None = None,
+    embedding_model: str | None = None,
+    actor=None,
 ) -> int:
-    """Re-chunk and re-embed every document under ``chunk_profile`` and ``embedding_model`` (each
-    defaults to the one a re-index in progress targets, else the collection's current one: a
-    re-index of the profile keeps a model change going, and the other way round).
+    """Build a candidate release under ``chunk_profile`` and ``embedding_model`` (each defaults to
+    the one a re-index in progress targets, else the collection's current one: a re-index of the
+    profile keeps a model change going, and the other way round).
 
-    The current chunks stay searchable until every document has its new set;
-    then the collection switches profile and model in one step (see the pipeline).
-    Asking for the current profile and model cancels a re-index in progress.
-    Returns the number of documents queued.
+    The serving release answers until every document has its new chunks; then the gate measures
+    the candidate and promotes or holds it (see knowledge.ingestion.reindex). Asking for the
+    serving profile and model cancels a release being built or held. Returns the number of
+    documents queued.
     """
     collection = Collection.objects.select_for_update().get(pk=collection.pk)
+    serving_release(collection)
     profile_id = chunk_profile.pk if chunk_profile else _pending_or_current_profile(collection)
     model = (
         embedding_model_checked(embedding_model) if embedding_model else _pending_or_current_model(collection)
@@ -183,11 +191,9 @@ def collection_reindex(
     targets["embedding_model"] = [collection.embedding_model, model]
     audit_record(action="collection.reindexed", obj=collection, changes=targets)
     if collection.reindex_target is None:
+        releases_unbuilt_discard(collection, reason="cancelled: the serving profile and model were asked for")
         return 0
-    # A set this collection served before (A -> B, then back to A) or a cancelled re-index left
-    # behind: it holds replaced or deleted versions' text, and a document holding it would count as
-    # done, so the switch would come before its new chunks. Every document writes the set afresh.
-    Chunk.objects.filter(collection=collection, chunk_profile_id=profile_id, embedding_model=model).delete()
+    release = release_build_start(collection=collection, chunk_set=(profile_id, model), created_by=actor)
     document_ids = list(
         Document.objects.filter(collection=collection)
         .exclude(status=Document.Status.FAILED)
@@ -196,10 +202,8 @@ def collection_reindex(
     # Queued with the target's profile: that is how a run knows it writes the new set (pipeline).
     for document_id in document_ids:
         enqueue_document_processing(document_id=document_id, chunk_profile_id=profile_id)
-    if not document_ids:
-        collection.chunk_profile_id, collection.embedding_model = profile_id, model
-        collection.pending_chunk_profile, collection.pending_embedding_model = None, ""
-        collection.save(update_fields=["chunk_profile", "embedding_model", *_PENDING_FIELDS])
+    if not document_ids:  # nothing to build or measure: the empty release serves at once
+        release_promote(release=release, reason="the collection has no documents: nothing to measure")
     return len(document_ids)
 
 
