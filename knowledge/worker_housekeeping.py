@@ -32,6 +32,7 @@ from knowledge.processing_jobs import (
     worker_heartbeat,
     worker_heartbeats_prune,
 )
+from knowledge.services.releases import releases_expire
 from knowledge.worker_probes import cluster_name, probe_send, probes_prune
 
 logger = logging.getLogger(__name__)
@@ -110,6 +111,7 @@ def housekeeping_once() -> None:
         probes_prune()
         rate_counters_prune()
         audit_events_purge()  # past KNOWLEDGE_AUDIT_RETENTION_DAYS; an index range scan, usually empty
+        releases_expire()  # retired releases past KNOWLEDGE_RELEASE_RETENTION_DAYS: their chunks go
         # Last: the sweep for lost jobs needs an empty queue, and the probe waits in it for a moment.
         probe_send(cluster=cluster_name(), fresh=_round_failed)
         _round_failed = False

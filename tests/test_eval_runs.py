@@ -25,6 +25,7 @@ from knowledge.ingestion.extract import extract_sections
 from knowledge.models import Chunk, ChunkProfile, EvalRun, EvalSet
 from knowledge.services.collections import collection_create, collection_reindex
 from knowledge.services.documents import document_upload
+from tests.releases.helpers import held_promoted
 
 pytest_plugins = ["tests.synthesis.openai_server"]
 
@@ -187,7 +188,7 @@ def test_comparing_two_chunk_profiles_records_a_run_per_profile(hills, alice, ad
     original = hills.chunk_profile
     small = ChunkProfile.objects.create(name="small", strategy="sentence", chunk_size=200, chunk_overlap=20)
     collection_reindex(collection=hills, chunk_profile=small)
-    hills.refresh_from_db()
+    held_promoted(hills)
     assert hills.chunk_profile == small  # the active profile is now the small one
     counts = {p: Chunk.objects.filter(collection=hills, chunk_profile=p).count() for p in (original, small)}
     assert counts[original] and counts[small] and counts[original] != counts[small]

@@ -2,8 +2,9 @@
 modules here registers every ModelAdmin: content (settings, chunk profiles, collections, documents,
 profiles, sharing, chat sessions), llm (the LLM settings row), evaluation (sets, questions, runs) and
 feedback (rated answers and their export to an evaluation set), sources (what collections follow) and
-quotas (per-user and per-group limits, the usage ledger)."""
+quotas (per-user and per-group limits, the usage ledger) and releases (each index release with its
+gate report)."""
 
-from knowledge.admin import content, evaluation, feedback, llm, quotas, sources
+from knowledge.admin import content, evaluation, feedback, llm, quotas, releases, sources
 
-__all__ = ["content", "evaluation", "feedback", "llm", "quotas", "sources"]
+__all__ = ["content", "evaluation", "feedback", "llm", "quotas", "releases", "sources"]

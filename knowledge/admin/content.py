@@ -10,6 +10,7 @@ from django.utils.html import format_html
 
 from accounts.throttles import user_throttle_charge
 from config.errors import KnowledgeError, RateLimitedError
+from knowledge.admin.releases import ReleaseInline, rollback
 from knowledge.clients.embedding import EMBEDDING_MODELS, MINILM
 from knowledge.config import global_setting_set
 from knowledge.forms import ProfileCollectionForm
@@ -220,7 +221,7 @@ class CollectionShareInline(admin.TabularInline):
 @admin.register(Collection)
 class CollectionAdmin(admin.ModelAdmin):
     form = CollectionAdminForm
-    inlines = [CollectionShareInline]
+    inlines = [CollectionShareInline, ReleaseInline]
     list_display = [
         "name",
         "owner",
@@ -243,7 +244,7 @@ class CollectionAdmin(admin.ModelAdmin):
         "created_at",
         "updated_at",
     ]
-    actions = ["reindex_under_active_profile"]
+    actions = ["reindex_under_active_profile", rollback]
     audit_name, audit_verbs = "collection", {"added": "created"}
 
     def get_form(self, request, obj=None, **kwargs):
@@ -260,7 +261,7 @@ class CollectionAdmin(admin.ModelAdmin):
         if change and "listed" in form.changed_data and not obj.listed:
             subscriptions_end_all(collection=obj)  # as collection_update does: relisting restores nothing
         if new_model:  # an emptied field changes nothing
-            queued = collection_reindex(collection=obj, embedding_model=new_model)
+            queued = collection_reindex(collection=obj, embedding_model=new_model, actor=request.user)
             self.message_user(request, f"Queued {queued} document(s) for re-embedding with {new_model}.")
 
     def save_formset(self, request, form, formset, change):
@@ -293,7 +294,9 @@ class CollectionAdmin(admin.ModelAdmin):
         if not _charged(self, request, "writes", amount=queryset.count()):
             return
         profile = chunk_profile_default()
-        queued = sum(collection_reindex(collection=c, chunk_profile=profile) for c in queryset)
+        queued = sum(
+            collection_reindex(collection=c, chunk_profile=profile, actor=request.user) for c in queryset
+        )
         self.message_user(request, f"Queued {queued} document(s) for re-indexing under {profile.name}.")
 
     def get_queryset(self, request):

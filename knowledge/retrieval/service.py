@@ -202,13 +202,9 @@ def _search_scope(user, collection_ids, chunk_profile_id, embedding_model) -> Sc
     runs inside every search); compiling it through the ORM was a fifth of a retrieve
     request's CPU under load (py-spy).
     """
+    chunk_set = {"chunk_profile_id": chunk_profile_id, "embedding_model": embedding_model}
     if user is None or not user.is_authenticated:
-        return search_scope(
-            user=user,
-            collection_ids=collection_ids,
-            chunk_profile_id=chunk_profile_id,
-            embedding_model=embedding_model,
-        )
+        return search_scope(user=user, collection_ids=collection_ids, **chunk_set)
     ids = None if collection_ids is None else tuple(collection_ids)
     return _compiled_scope(user.pk, ids, chunk_profile_id, embedding_model)
 
@@ -216,12 +212,8 @@ def _search_scope(user, collection_ids, chunk_profile_id, embedding_model) -> Sc
 @lru_cache(maxsize=1024)
 def _compiled_scope(user_id: int, collection_ids, chunk_profile_id, embedding_model) -> Scope:
     user = get_user_model()(pk=user_id)  # the rule reads only the id
-    return search_scope(
-        user=user,
-        collection_ids=collection_ids,
-        chunk_profile_id=chunk_profile_id,
-        embedding_model=embedding_model,
-    )
+    chunk_set = {"chunk_profile_id": chunk_profile_id, "embedding_model": embedding_model}
+    return search_scope(user=user, collection_ids=collection_ids, **chunk_set)
 
 
 def _searched(question: str, scope: Scope, config, timer: _Timer) -> tuple[_Search, list[Candidate], dict]:

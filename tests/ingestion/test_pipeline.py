@@ -26,7 +26,8 @@ from pypdf import PdfReader, PdfWriter
 
 from config.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.clients.embedding import E5_SMALL, MAX_CONTENT_TOKENS, count_tokens
-from knowledge.models import Chunk, ChunkProfile, Document
+from knowledge.ingestion.reindex import release_build_start
+from knowledge.models import Chunk, ChunkProfile, Document, Release
 from knowledge.services.collections import collection_create, collection_reindex
 from knowledge.services.documents import (
     PROCESSING_INTERRUPTED,
@@ -36,6 +37,7 @@ from knowledge.services.documents import (
 )
 from knowledge.tasks import process_document
 from tests.conftest import REPO_ROOT, test_database_url
+from tests.releases.helpers import held_promoted
 from tests.retrieval.test_lexical import assert_lexical_copy_is_exact
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -336,6 +338,8 @@ def test_reindex_keeps_old_chunks_searchable_until_the_new_set_is_complete(colle
 
     collection_reindex(collection=collection, chunk_profile=small)
     collection.refresh_from_db()
+    assert collection.chunk_profile == old_profile  # built and held: the gate had no questions
+    held_promoted(collection)
     assert collection.chunk_profile == small
     assert collection.pending_chunk_profile is None
     new_chunks = Chunk.objects.filter(collection=collection, chunk_profile=small)
@@ -354,11 +358,14 @@ def test_a_reindex_waiting_only_for_a_deleted_document_switches_at_the_delete(co
     # A re-index that has finished one document; the other is deleted before its run.
     collection.pending_chunk_profile = small
     collection.save()
+    release_build_start(collection=collection, chunk_set=(small.pk, collection.embedding_model))
     process_document(first.pk, small.pk)
     collection.refresh_from_db()
     assert collection.pending_chunk_profile == small
+    assert Release.objects.get(collection=collection, chunk_profile=small).state == "building"
     document_delete(document=Document.objects.get(pk=second.pk))
-    collection.refresh_from_db()
+    # Complete at the delete: the gate ran, and held it (no questions to measure it on).
+    held_promoted(collection)
     assert collection.chunk_profile == small and collection.pending_chunk_profile is None
 
 
@@ -370,11 +377,11 @@ def test_a_collection_goes_back_to_an_earlier_profile_with_fresh_chunks(collecti
     )
     small = ChunkProfile.objects.create(name="small", strategy="sentence", chunk_size=300, chunk_overlap=50)
     collection_reindex(collection=collection, chunk_profile=small)
-    collection.refresh_from_db()
+    held_promoted(collection)
     assert collection.chunk_profile == small
     # Back again: the set left from before must not count as done (it may hold replaced text).
     collection_reindex(collection=collection, chunk_profile=earlier)
-    collection.refresh_from_db()
+    held_promoted(collection)
     assert collection.chunk_profile == earlier
     again = set(
         Chunk.objects.filter(collection=collection, chunk_profile=earlier).values_list("pk", flat=True)
@@ -389,7 +396,7 @@ def test_a_profile_reindex_keeps_a_model_change_in_progress(collection, corpus):
     collection.pending_embedding_model = E5_SMALL
     collection.save()
     collection_reindex(collection=collection, chunk_profile=collection.chunk_profile)
-    collection.refresh_from_db()
+    held_promoted(collection)
     assert collection.embedding_model == E5_SMALL and collection.pending_embedding_model == ""
 
 

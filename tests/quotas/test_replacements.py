@@ -14,6 +14,7 @@ from knowledge.services.sources import source_add, source_sync
 from knowledge.services.teams import collection_share_set
 from tests.api.conftest import bearer  # noqa: F401 (a fixture)
 from tests.quotas.conftest import limit, note
+from tests.releases.helpers import held_promoted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -82,7 +83,7 @@ def test_a_collection_reindex_at_the_limit_with_as_many_chunks_completes(alice, 
     limit(alice, chunks=used)  # full: the new sets replace the current ones at the switch
     profile = same_sized_profile(shared)
     collection_reindex(collection=shared, chunk_profile=profile)
-    shared.refresh_from_db()
+    held_promoted(shared)
     assert (shared.chunk_profile, shared.pending_chunk_profile, shared.reindex_error) == (profile, None, "")
     assert Chunk.objects.filter(document__in=documents, chunk_profile=profile).count() == used
     assert all(Document.objects.get(pk=d.pk).status == "ready" for d in documents)
@@ -128,7 +129,7 @@ def test_a_reindex_that_grows_past_the_limit_stops_and_says_why(
     limit_row.chunks = None  # raised: the re-index asked again completes and clears the reason
     limit_row.save()
     collection_reindex(collection=shared, chunk_profile=small)
-    shared.refresh_from_db()
+    held_promoted(shared)
     assert (shared.chunk_profile, shared.reindex_error) == (small, "")
     grower.refresh_from_db()
     assert (grower.status, grower.error) == ("ready", "")

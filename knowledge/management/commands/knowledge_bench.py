@@ -5,6 +5,7 @@ knowledge_bench lexical [--chunks N] [--queries N]
 knowledge_bench retrieve [--chunks N] [--scope-share P ...] [--queries N] [--warm-up N] [--drop]
 knowledge_bench load [--clients C] [--seconds S] [--url URL] [--sse N] [--reference-url URL --rounds N]
 knowledge_bench ocr [--files PDF...] [--dpi N ...] [--pages-per-file N]
+knowledge_bench rollback [--chunks N] [--rounds N]
 """
 
 from __future__ import annotations
@@ -67,10 +68,24 @@ class Command(BaseCommand):
         ocr.add_argument("--dpi", type=int, nargs="+", default=[150, 200, 300], metavar="N")
         ocr.add_argument("--pages-per-file", type=int, default=3, metavar="N")
         _add_load_arguments(benchmarks.add_parser("load", help="Concurrent clients against a live server."))
+        rollback = benchmarks.add_parser(
+            "rollback", help="A release rollback on N chunks vs re-embedding them."
+        )
+        rollback.add_argument(
+            "--chunks", type=int, default=10_000, help="Chunks per release (default 10000)."
+        )
+        rollback.add_argument("--rounds", type=int, default=10)
 
     def handle(self, *args, **options):
         handler = getattr(self, f"_{options['benchmark']}")
         handler(options)
+
+    def _rollback(self, options):
+        from knowledge.benchmarks.releases import rollback_benchmark
+
+        if options["chunks"] < 1 or options["rounds"] < 1:
+            raise CommandError("--chunks and --rounds must be at least 1")
+        rollback_benchmark(chunks=options["chunks"], rounds=options["rounds"], out=self.stdout)
 
     def _ingest(self, options):
         from django.conf import settings

@@ -1,7 +1,10 @@
 """Import (replace) a stored evaluation set from JSON Lines or a BEIR folder.
 
     knowledge_eval_import --name NAME (--jsonl FILE | --beir FOLDER [--corpus-out DIR]
-                                       | --from-feedback [--out FILE])
+                                       | --from-feedback [--out FILE]) [--gate COLLECTION ...]
+
+--gate links the set to a collection: its new releases are measured on these questions before
+they serve (knowledge.evaluation.gate). Repeatable.
 
 --corpus-out writes the BEIR corpus as one .txt per document, ready for
 knowledge_ingest; see knowledge.evaluation.store.eval_set_import_beir for the
@@ -19,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 from config.errors import KnowledgeError
 from knowledge.evaluation.feedback import feedback_eval_set_import
 from knowledge.evaluation.store import eval_set_import, eval_set_import_beir
+from knowledge.services.collections import collection_find
 
 
 class Command(BaseCommand):
@@ -36,15 +40,32 @@ class Command(BaseCommand):
         parser.add_argument(
             "--corpus-out", metavar="DIR", help="With --beir: write corpus docs as .txt here."
         )
+        parser.add_argument(
+            "--gate",
+            action="append",
+            default=[],
+            metavar="COLLECTION",
+            help="Measure this collection's new releases on the set before they serve (repeatable).",
+        )
 
     def handle(self, *args, **options):
+        try:  # before importing: a wrong name imports nothing
+            gated = [collection_find(name, any_owner=True) for name in options["gate"]]
+        except KnowledgeError as exc:
+            raise CommandError(str(exc)) from exc
+        eval_set = self._imported(options)
+        if gated:
+            eval_set.collections.add(*gated)
+            names = ", ".join(c.name for c in gated)
+            self.stdout.write(f"new releases of {names} are measured on {eval_set.name!r} before they serve")
+
+    def _imported(self, options):
         if options["corpus_out"] and not options["beir"]:
             raise CommandError("--corpus-out needs --beir")
         if options["out"] and not options["from_feedback"]:
             raise CommandError("--out needs --from-feedback")
         if options["from_feedback"]:
-            self._from_feedback(options["name"], options["out"])
-            return
+            return self._from_feedback(options["name"], options["out"])
         if options["jsonl"]:
             path = Path(options["jsonl"])
             if not path.is_file():
@@ -66,11 +87,13 @@ class Command(BaseCommand):
         self.stdout.write(f"eval set {eval_set.name!r}: {count} question(s), {len(errors)} skipped line(s)")
         if count == 0:
             raise CommandError("no valid questions")
+        return eval_set
 
-    def _from_feedback(self, name: str, out: str | None) -> None:
+    def _from_feedback(self, name: str, out: str | None):
         try:
             eval_set, count = feedback_eval_set_import(name=name, out=Path(out) if out else None)
         except KnowledgeError as exc:
             raise CommandError(str(exc)) from exc
         written = f"; written to {out}" if out else ""
         self.stdout.write(f"eval set {eval_set.name!r}: {count} question(s) from rated answers{written}")
+        return eval_set

@@ -1,0 +1,131 @@
+"""Releases in the admin: each with its gate report; promote or discard a candidate or held one,
+roll a collection back (docs/design.md#releases). The services do the work, in one transaction each."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.utils.html import format_html
+
+from config.errors import KnowledgeError
+from knowledge.models import Release
+from knowledge.services.releases import release_discard, release_promote, release_rollback
+from knowledge.services.releases_report import gate_metrics, release_summary_lines
+
+
+@admin.register(Release)
+class ReleaseAdmin(admin.ModelAdmin):
+    list_display = [
+        "id",
+        "collection",
+        "state",
+        "chunk_profile",
+        "embedding_model",
+        "gate_decision",
+        "created_at",
+    ]
+    list_filter = ["state", "embedding_model", "chunk_profile"]
+    list_select_related = ["collection", "chunk_profile"]
+    search_fields = ["collection__name", "reason"]
+    actions = ["promote", "discard"]
+    readonly_fields = [
+        "collection",
+        "state",
+        "chunk_profile",
+        "embedding_model",
+        "embedding_backend",
+        "parser_version",
+        "extraction_version",
+        "product_version",
+        "reason",
+        "report",
+        "created_by",
+        "created_at",
+        "built_at",
+        "promoted_at",
+        "retired_at",
+    ]
+    exclude = ["gate"]
+
+    def has_add_permission(self, request):
+        return False  # a release is built by a re-index, never typed in
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # discarding (the action) also drops its chunks; a bare delete would orphan them
+
+    @admin.display(description="gate")
+    def gate_decision(self, obj):
+        gate = gate_metrics(obj)
+        if gate is None:
+            return "—"
+        if not gate["questions"]:
+            return "nothing to measure"
+        return f"{gate['decision']}: recall@5 {gate['serving']['recall@5']} → {gate['recall@5']}"
+
+    @admin.display(description="gate report")
+    def report(self, obj):
+        return format_html(
+            '<pre style="white-space:pre-wrap">{}</pre>',
+            "\n".join(release_summary_lines(obj)),
+        )
+
+    @admin.action(description="Promote the selected release (it serves at once)")
+    def promote(self, request, queryset):
+        if queryset.count() != 1:
+            self.message_user(request, "Choose exactly one release to promote.", messages.ERROR)
+            return
+        try:
+            release = release_promote(
+                release=queryset.get(), actor=request.user, reason="promoted by an operator"
+            )
+        except KnowledgeError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return
+        self.message_user(request, f"Release {release.pk} of {release.collection} serves now.")
+
+    @admin.action(description="Discard the selected releases (their chunks are deleted)")
+    def discard(self, request, queryset):
+        for release in queryset.select_related("collection"):
+            try:
+                deleted = release_discard(release=release, actor=request.user)
+            except KnowledgeError as exc:
+                self.message_user(request, str(exc), messages.ERROR)
+                continue
+            self.message_user(request, f"Release {release.pk} discarded ({deleted} chunks deleted).")
+
+
+class ReleaseInline(admin.TabularInline):
+    """A collection's releases on its page, newest first; each links to its report."""
+
+    model = Release
+    fields = ["link", "state", "chunk_profile", "embedding_model", "gate_decision", "reason", "created_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="release")
+    def link(self, obj):
+        return format_html('<a href="../../../release/{}/change/">release {}</a>', obj.pk, obj.pk)
+
+    @admin.display(description="gate")
+    def gate_decision(self, obj):
+        return ReleaseAdmin.gate_decision(None, obj)
+
+
+@admin.action(description="Roll back to the release that served before (at once, nothing re-embedded)")
+def rollback(model_admin, request, queryset):
+    for collection in queryset:
+        try:
+            done = release_rollback(collection=collection, actor=request.user)
+        except KnowledgeError as exc:
+            model_admin.message_user(request, f"{collection}: {exc}", messages.ERROR)
+            continue
+        queued = (
+            f"; {done.documents_queued} document(s) changed since are re-read"
+            if done.documents_queued
+            else ""
+        )
+        model_admin.message_user(request, f"{collection}: release {done.serving.pk} serves again{queued}.")

@@ -1,0 +1,46 @@
+"""A collection switched from MiniLM to e5-small and back keeps answering throughout, and its gate
+report compares the two models on the collection's questions (issue 32)."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowledge.clients.embedding import E5_SMALL, MINILM
+from knowledge.models import Chunk, Release
+from knowledge.services.collections import collection_update
+from knowledge.services.releases import release_promote, release_rollback
+from tests.releases.test_switch_under_load import CLIENTS, Clients
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def test_minilm_to_e5_and_back_answers_throughout_and_the_gate_compares_the_models(alice, handbook):
+    with Clients(alice, handbook.pk) as clients:
+        collection_update(collection=handbook, embedding_model=E5_SMALL)  # built and gated inline
+        candidate = Release.objects.get(collection=handbook, embedding_model=E5_SMALL)
+        report = candidate.gate
+        assert report["questions"] >= 20 and report["candidate"]["release"] == candidate.pk
+        for side in ("serving", "candidate"):
+            assert {"recall@5", "mrr", "ndcg@10", "abstention_accuracy", "first_quote_hit_rate"} <= set(
+                report[side]
+            )
+        if candidate.state == Release.State.HELD:  # e5 measured worse here: the operator decides
+            release_promote(release=candidate, reason="promoted by an operator")
+        handbook.refresh_from_db()
+        assert handbook.embedding_model == E5_SMALL
+        switched = len(clients.answers)
+        while len(clients.answers) < switched + 3 * CLIENTS and not clients.errors:
+            clients.stop.wait(0.2)
+        before = Chunk.objects.count()
+        release_rollback(collection=handbook)  # back to MiniLM at once, nothing embedded
+        assert Chunk.objects.count() == before
+        handbook.refresh_from_db()
+        assert handbook.embedding_model == MINILM
+        back = len(clients.answers)
+        # Questions in flight at the rollback finish on e5; later ones are asked of MiniLM.
+        while len(clients.answers) < back + 3 * CLIENTS and not clients.errors:
+            clients.stop.wait(0.2)
+    assert clients.errors == []
+    assert all(len(sets) == 1 for sets in clients.answers)
+    models = [next(iter(sets))[1] for sets in clients.answers]
+    assert models[0] == MINILM and E5_SMALL in models and models[-1] == MINILM
