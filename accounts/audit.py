@@ -31,11 +31,15 @@ from django.utils import timezone
 
 from accounts.client_address import client_address
 from accounts.models import AuditEvent
+from config.errors import KnowledgeError
 
 # What a secret's value is recorded as: that it changed, never what it is.
 CHANGED = "(changed)"
 _SECRET_NAME = re.compile(r"password|secret|api_key|key_hash|share_token|^token$", re.IGNORECASE)
-PURGE_SETTING = "knowledge.audit_purge"  # the trigger lets a DELETE through only with this set
+# The trigger lets a DELETE through only with both set, and only of rows older than the cutoff
+# (accounts migration 0006).
+PURGE_SETTING = "knowledge.audit_purge"
+PURGE_BEFORE_SETTING = "knowledge.audit_purge_before"
 
 
 @dataclass
@@ -169,14 +173,20 @@ def _plain(value):
 def audit_events_purge(*, now: datetime.datetime | None = None) -> int:
     """Delete events older than KNOWLEDGE_AUDIT_RETENTION_DAYS (0: keep forever); returns how many.
 
-    The only DELETE the append-only trigger allows: it sets the purge flag for this transaction only.
+    The only DELETE the append-only trigger allows: it sets the purge flag and the cutoff for this
+    transaction only, and the trigger refuses any row not older than that cutoff. A ``now`` in the
+    future (a cutoff inside the retention period) is refused here, before anything is deleted.
     """
     days = settings.KNOWLEDGE_AUDIT_RETENTION_DAYS
     if not days:
         return 0
-    cutoff = (now or timezone.now()) - datetime.timedelta(days=days)
+    retention = datetime.timedelta(days=days)
+    cutoff = (now or timezone.now()) - retention
+    if cutoff > timezone.now() - retention:
+        raise KnowledgeError(f"refused: events newer than the {days}-day retention are kept")
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT set_config(%s, 'on', true)", [PURGE_SETTING])
+            cursor.execute("SELECT set_config(%s, %s, true)", [PURGE_BEFORE_SETTING, cutoff.isoformat()])
             cursor.execute(f"DELETE FROM {AuditEvent._meta.db_table} WHERE at < %s", [cutoff])
             return cursor.rowcount
