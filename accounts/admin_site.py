@@ -4,7 +4,9 @@
 model (ours or a library's) can be changed through the admin unrecorded. Exactly one record per
 change: when the admin calls a service that records the change itself (a document deleted
 through ``document_delete``, a setting saved through ``global_setting_set``), the service's
-record stands and the admin adds none (``audit_recorded``).
+record stands and the admin adds none (``audit_recorded``); a service's record of another kind
+of change (collection.reindexed beside the admin's collection.changed) leaves out of the admin's
+record only the fields it named (``audit_recorded_fields``).
 
 Inline rows (a profile's collections) are recorded in the parent's event, one entry a row:
 ``{"<row's verbose name> <row>": [before, after]}``, each side a {field: value} or None (added,
@@ -20,7 +22,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db import transaction
 
-from accounts.audit import audit_changes, audit_record, audit_recorded
+from accounts.audit import audit_changes, audit_record, audit_recorded, audit_recorded_fields
 
 # The verbs a service may record for what an admin calls added, changed or deleted: its record
 # of the same change stands in for the admin's.
@@ -51,9 +53,13 @@ class AuditedModelAdmin:
         verb = "changed" if change else "added"
         if audit_recorded(object_type=saved._meta.label_lower, object_id=saved.pk, verbs=SAME_CHANGE[verb]):
             return
-        changes = {**form_changes(form, change=change), **inline_changes(formsets)}
+        covered = audit_recorded_fields(object_type=saved._meta.label_lower, object_id=saved.pk)
+        changes = {
+            name: values for name, values in form_changes(form, change=change).items() if name not in covered
+        }
+        changes.update(inline_changes(formsets))
         if change and not changes:
-            return  # saved unchanged: nothing happened
+            return  # saved unchanged, or only what a service recorded: nothing more happened
         audit_record(action=self.audit_action(verb), obj=saved, changes=changes)
 
     def delete_model(self, request, obj):

@@ -48,10 +48,11 @@ class AuditContext:
     actor: Any = None
     address: str = ""
     request: Any = None
-    # (object_type, object_id, verb) recorded in this context: the admin's own record of the same
-    # kind of change skips them, so an admin action that calls a recording service leaves one
-    # record, not two (and a service's record of another kind, a re-index, hides nothing).
-    recorded: set[tuple[str, str, str]] = field(default_factory=set)
+    # {(object_type, object_id): {verb: fields its changes named}} recorded in this context: the
+    # admin's own record of the same kind of change skips them, so an admin action that calls a
+    # recording service leaves one record, not two; a service's record of another kind (a re-index)
+    # hides only the fields it named.
+    recorded: dict[tuple[str, str], dict[str, set[str]]] = field(default_factory=dict)
 
 
 _current: ContextVar[AuditContext | None] = ContextVar("audit_context", default=None)
@@ -153,16 +154,24 @@ def _unsaved_event(context, *, action, actor, object_type, object_id, object_rep
 
 
 def _remember(context: AuditContext, event: AuditEvent) -> None:
-    context.recorded.add((event.object_type, event.object_id, event.action.rsplit(".", 1)[-1]))
+    verbs = context.recorded.setdefault((event.object_type, event.object_id), {})
+    verbs.setdefault(event.action.rsplit(".", 1)[-1], set()).update(event.changes)
 
 
 def audit_recorded(*, object_type: str, object_id: Any, verbs: frozenset[str]) -> bool:
     """Whether this request (or command) recorded an event about the object whose action ends in
     one of ``verbs`` (``collection.changed``: "changed")."""
+    return not verbs.isdisjoint(_recorded_verbs(object_type, object_id))
+
+
+def audit_recorded_fields(*, object_type: str, object_id: Any) -> set[str]:
+    """The fields this request's (or command's) events about the object named in their changes."""
+    return set().union(*_recorded_verbs(object_type, object_id).values())
+
+
+def _recorded_verbs(object_type: str, object_id: Any) -> dict[str, set[str]]:
     context = _current.get()
-    if context is None:
-        return False
-    return any((object_type, str(object_id), verb) in context.recorded for verb in verbs)
+    return context.recorded.get((object_type, str(object_id)), {}) if context is not None else {}
 
 
 def audit_changes(before: dict, after: dict) -> dict:

@@ -63,3 +63,16 @@ def test_a_secret_in_a_rows_fields_is_recorded_as_changed(alice):
     )
     event.refresh_from_db()
     assert event.changes == {"row one": [None, {"api_key": CHANGED, "name": "x"}]}
+
+
+def test_a_model_change_is_the_re_index_record_alone_beside_an_owner_change(admin_as, alice, bob):
+    """One record per change: the re-embed records the model, the admin's collection.changed the rest."""
+    from tests.admin.test_content import _collection_change_form
+
+    notes = collection_create(name="Notes", owner=alice)
+    e5 = "intfloat/multilingual-e5-small"
+    url = f"/admin/knowledge/collection/{notes.pk}/change/"
+    response = admin_as.post(url, _collection_change_form(notes, embedding_model=e5, owner=bob.pk))
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert only_event("collection.reindexed", object_id=str(notes.pk)).changes["embedding_model"][1] == e5
+    assert only_event("collection.changed", object_id=str(notes.pk)).changes == {"owner": [alice.pk, bob.pk]}
