@@ -4,7 +4,14 @@
 model (ours or a library's) can be changed through the admin unrecorded. Exactly one record per
 change: when the admin calls a service that records the change itself (a document deleted
 through ``document_delete``, a setting saved through ``global_setting_set``), the service's
-record stands and the admin adds none (``audit_recorded``).
+record stands and the admin adds none (``audit_recorded``); a service's record of another kind
+of change (collection.reindexed beside the admin's collection.changed) leaves out of the admin's
+record only the fields it named (``audit_recorded_fields``).
+
+Inline rows (a profile's collections) are recorded in the parent's event, one entry a row:
+``{"<row's verbose name> <row>": [before, after]}``, each side a {field: value} or None (added,
+deleted). An inline whose save records itself through a service (a collection's team shares)
+sets ``audit_recorded`` on its formset and is left out.
 
 A ModelAdmin names its events with ``audit_name`` ("collection" gives collection.added ...)
 and may rename a verb with ``audit_verbs``; without a name they are admin.added/changed/deleted.
@@ -15,7 +22,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db import transaction
 
-from accounts.audit import audit_changes, audit_record, audit_recorded
+from accounts.audit import audit_changes, audit_record, audit_recorded, audit_recorded_fields
 
 # The verbs a service may record for what an admin calls added, changed or deleted: its record
 # of the same change stands in for the admin's.
@@ -34,18 +41,26 @@ class AuditedModelAdmin:
         name = getattr(self, "audit_name", "admin")
         return f"{name}.{getattr(self, 'audit_verbs', {}).get(verb, verb)}"
 
-    def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)
-        # An admin whose save goes through a service may store another instance than ``obj``
-        # (the document admin's upload): the saved one is the form's.
-        obj = form.instance if form.instance.pk is not None else obj
-        verbs = SAME_CHANGE["changed" if change else "added"]
-        if audit_recorded(object_type=obj._meta.label_lower, object_id=obj.pk, verbs=verbs):
+    def save_related(self, request, form, formsets, change):
+        """Records once the object and its inline rows are saved: Django calls this after save_model,
+        on the change form and for the changelist's editable rows alike."""
+        super().save_related(request, form, formsets, change)
+        # An admin whose save goes through a service may store another instance than the one it was
+        # given (the document admin's upload): the saved one is the form's.
+        saved = form.instance
+        if saved.pk is None or getattr(form, "audit_nothing_saved", False):
+            return  # e.g. an upload of bytes already stored: nothing was added
+        verb = "changed" if change else "added"
+        if audit_recorded(object_type=saved._meta.label_lower, object_id=saved.pk, verbs=SAME_CHANGE[verb]):
             return
-        changes = form_changes(form, change=change)
+        covered = audit_recorded_fields(object_type=saved._meta.label_lower, object_id=saved.pk)
+        changes = {
+            name: values for name, values in form_changes(form, change=change).items() if name not in covered
+        }
+        changes.update(inline_changes(formsets))
         if change and not changes:
-            return  # saved unchanged: nothing happened
-        audit_record(action=self.audit_action("changed" if change else "added"), obj=obj, changes=changes)
+            return  # saved unchanged, or only what a service recorded: nothing more happened
+        audit_record(action=self.audit_action(verb), obj=saved, changes=changes)
 
     def delete_model(self, request, obj):
         label, pk, shown = obj._meta.label_lower, obj.pk, str(obj)
@@ -71,6 +86,32 @@ def form_changes(form, *, change: bool) -> dict:
     names = [name for name in form.changed_data if name in form.cleaned_data]
     before = {name: form.initial.get(name) for name in names} if change else {}
     return audit_changes(before, {name: form.cleaned_data[name] for name in names})
+
+
+def inline_changes(formsets) -> dict:
+    """{"<row's verbose name> <row>": [before, after]} of the inline rows added, changed or deleted;
+    each side is the row's {field: value}, or None for a row added or deleted."""
+    changes = {}
+    for formset in formsets:
+        if getattr(formset, "audit_recorded", False):
+            continue  # its rows went through a service that recorded them
+        name = formset.model._meta.verbose_name
+        deleted = set(formset.deleted_forms) if formset.can_delete else set()
+        for row in formset.forms:
+            existing = row in formset.initial_forms
+            if row in deleted and existing:
+                changes[f"{name} {row.instance}"] = [_row_values(formset, row), None]
+            elif row not in deleted and row.has_changed():
+                fields = form_changes(row, change=existing)
+                before = {k: v[0] for k, v in fields.items()} if existing else None
+                changes[f"{name} {row.instance}"] = [before, {k: v[1] for k, v in fields.items()}]
+    return changes
+
+
+def _row_values(formset, row) -> dict:
+    """A deleted row's fields as they were, without its id, its parent and the delete box."""
+    left_out = {formset.model._meta.pk.name, "DELETE", getattr(formset.fk, "name", "")}
+    return {name: row.initial.get(name) for name in row.fields if name not in left_out}
 
 
 class AuditedAdminSite(admin.AdminSite):

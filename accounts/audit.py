@@ -31,11 +31,15 @@ from django.utils import timezone
 
 from accounts.client_address import client_address
 from accounts.models import AuditEvent
+from config.errors import KnowledgeError
 
 # What a secret's value is recorded as: that it changed, never what it is.
 CHANGED = "(changed)"
 _SECRET_NAME = re.compile(r"password|secret|api_key|key_hash|share_token|^token$", re.IGNORECASE)
-PURGE_SETTING = "knowledge.audit_purge"  # the trigger lets a DELETE through only with this set
+# The trigger lets a DELETE through only with both set, and only of rows older than the cutoff
+# (accounts migration 0006).
+PURGE_SETTING = "knowledge.audit_purge"
+PURGE_BEFORE_SETTING = "knowledge.audit_purge_before"
 
 
 @dataclass
@@ -44,10 +48,11 @@ class AuditContext:
     actor: Any = None
     address: str = ""
     request: Any = None
-    # (object_type, object_id, verb) recorded in this context: the admin's own record of the same
-    # kind of change skips them, so an admin action that calls a recording service leaves one
-    # record, not two (and a service's record of another kind, a re-index, hides nothing).
-    recorded: set[tuple[str, str, str]] = field(default_factory=set)
+    # {(object_type, object_id): {verb: fields its changes named}} recorded in this context: the
+    # admin's own record of the same kind of change skips them, so an admin action that calls a
+    # recording service leaves one record, not two; a service's record of another kind (a re-index)
+    # hides only the fields it named.
+    recorded: dict[tuple[str, str], dict[str, set[str]]] = field(default_factory=dict)
 
 
 _current: ContextVar[AuditContext | None] = ContextVar("audit_context", default=None)
@@ -96,8 +101,46 @@ def audit_record(
     context = _current.get() or AuditContext(channel=AuditEvent.Channel.WORKER)
     if obj is not None:
         object_type, object_id, object_repr = obj._meta.label_lower, obj.pk, object_repr or str(obj)
-    actor = actor or _context_actor(context) or default_actor
-    event = AuditEvent.objects.create(
+    event = _unsaved_event(
+        context,
+        action=action,
+        actor=actor or _context_actor(context) or default_actor,
+        object_type=object_type,
+        object_id=object_id,
+        object_repr=object_repr,
+        changes=changes,
+    )
+    event.save()
+    _remember(context, event)
+    return event
+
+
+def audit_record_each(
+    *, action: str, objs: list[Model], changes: dict | None = None, default_actor=None
+) -> list[AuditEvent]:
+    """One event about each of ``objs``, with the same ``changes``, written in one INSERT (a bulk change)."""
+    context = _current.get() or AuditContext(channel=AuditEvent.Channel.WORKER)
+    actor = _context_actor(context) or default_actor
+    events = [
+        _unsaved_event(
+            context,
+            action=action,
+            actor=actor,
+            object_type=obj._meta.label_lower,
+            object_id=obj.pk,
+            object_repr=str(obj),
+            changes=changes,
+        )
+        for obj in objs
+    ]
+    AuditEvent.objects.bulk_create(events)
+    for event in events:
+        _remember(context, event)
+    return events
+
+
+def _unsaved_event(context, *, action, actor, object_type, object_id, object_repr, changes) -> AuditEvent:
+    return AuditEvent(
         actor=actor,
         actor_name=actor.get_username() if actor is not None else "",
         address=_address(context),
@@ -108,17 +151,27 @@ def audit_record(
         object_repr=str(object_repr)[:200],
         changes=_redacted(changes or {}),
     )
-    context.recorded.add((event.object_type, event.object_id, action.rsplit(".", 1)[-1]))
-    return event
+
+
+def _remember(context: AuditContext, event: AuditEvent) -> None:
+    verbs = context.recorded.setdefault((event.object_type, event.object_id), {})
+    verbs.setdefault(event.action.rsplit(".", 1)[-1], set()).update(event.changes)
 
 
 def audit_recorded(*, object_type: str, object_id: Any, verbs: frozenset[str]) -> bool:
     """Whether this request (or command) recorded an event about the object whose action ends in
     one of ``verbs`` (``collection.changed``: "changed")."""
+    return not verbs.isdisjoint(_recorded_verbs(object_type, object_id))
+
+
+def audit_recorded_fields(*, object_type: str, object_id: Any) -> set[str]:
+    """The fields this request's (or command's) events about the object named in their changes."""
+    return set().union(*_recorded_verbs(object_type, object_id).values())
+
+
+def _recorded_verbs(object_type: str, object_id: Any) -> dict[str, set[str]]:
     context = _current.get()
-    if context is None:
-        return False
-    return any((object_type, str(object_id), verb) in context.recorded for verb in verbs)
+    return context.recorded.get((object_type, str(object_id)), {}) if context is not None else {}
 
 
 def audit_changes(before: dict, after: dict) -> dict:
@@ -150,9 +203,16 @@ def _address(context: AuditContext) -> str:
 
 def _redacted(changes: dict) -> dict:
     return {
-        name: [CHANGED, CHANGED] if _SECRET_NAME.search(name) else [_plain(v) for v in values]
+        name: [CHANGED, CHANGED] if _SECRET_NAME.search(name) else [_redacted_value(v) for v in values]
         for name, values in changes.items()
     }
+
+
+def _redacted_value(value):
+    """A row's fields (the admin's inline rows are {field: value}) are redacted by their own names."""
+    if isinstance(value, dict):
+        return {name: CHANGED if _SECRET_NAME.search(name) else _plain(v) for name, v in value.items()}
+    return _plain(value)
 
 
 def _plain(value):
@@ -169,14 +229,20 @@ def _plain(value):
 def audit_events_purge(*, now: datetime.datetime | None = None) -> int:
     """Delete events older than KNOWLEDGE_AUDIT_RETENTION_DAYS (0: keep forever); returns how many.
 
-    The only DELETE the append-only trigger allows: it sets the purge flag for this transaction only.
+    The only DELETE the append-only trigger allows: it sets the purge flag and the cutoff for this
+    transaction only, and the trigger refuses any row not older than that cutoff. A ``now`` in the
+    future (a cutoff inside the retention period) is refused here, before anything is deleted.
     """
     days = settings.KNOWLEDGE_AUDIT_RETENTION_DAYS
     if not days:
         return 0
-    cutoff = (now or timezone.now()) - datetime.timedelta(days=days)
+    retention = datetime.timedelta(days=days)
+    cutoff = (now or timezone.now()) - retention
+    if cutoff > timezone.now() - retention:
+        raise KnowledgeError(f"refused: events newer than the {days}-day retention are kept")
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT set_config(%s, 'on', true)", [PURGE_SETTING])
+            cursor.execute("SELECT set_config(%s, %s, true)", [PURGE_BEFORE_SETTING, cutoff.isoformat()])
             cursor.execute(f"DELETE FROM {AuditEvent._meta.db_table} WHERE at < %s", [cutoff])
             return cursor.rowcount

@@ -5,15 +5,22 @@ that performs one is covered: log-in page, admin log-in, API password exchange, 
 
 from __future__ import annotations
 
+from axes.models import AccessAttempt
 from axes.signals import user_locked_out
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in, user_login_failed
+from django.db import connection, transaction
+from django.db.models import Sum
 from django.db.models.signals import post_save
 from django.utils import timezone
 
 from accounts.audit import audit_record
 from accounts.models import AuditEvent
+
+# pg_advisory_xact_lock key serialising lock-out records: two failures reaching a limit at once
+# would otherwise both find no record and both write one.
+_LOCKOUT_LOCK = 0x6B6E6F636B  # "knock"
 
 
 def connect() -> None:
@@ -32,28 +39,45 @@ def _login_failed(sender, credentials, request=None, **kwargs) -> None:
     _record_named("auth.login_failed", credentials.get("username") or "")
 
 
-def _locked_out(sender, request=None, username=None, **kwargs) -> None:
-    """Once per lock-out: django-axes sends this signal again for every later failure while locked
-    out (counted, or refused uncounted: axes_failures_since_start None). The count may pass the
-    limit without ever equalling it (two failures at once; an address's count over a name's), so
-    the record is kept unless this name already has one within the cool-off."""
-    failures = getattr(request, "axes_failures_since_start", None)
-    if failures is None or failures < settings.AXES_FAILURE_LIMIT:
+def _locked_out(sender, request=None, username=None, ip_address=None, **kwargs) -> None:
+    """One record per lock-out key (the name, the address) reaching the limit, once per cool-off.
+
+    django-axes sends this signal for every failure at or past the limit, with the larger of the
+    name's and the address's counts: that count passes the limit without meeting it when two
+    failures are counted at once, and an address reaching the limit on a name already past it
+    is a new lock-out (of every name from there). So each key's own count is read, and a key at the
+    limit is recorded unless a record of it is younger than the cool-off; the lock makes a second
+    failure wait for the first's record. A failure refused uncounted (axes_failures_since_start
+    None) adds nothing.
+    """
+    if getattr(request, "axes_failures_since_start", None) is None:
         return
+    keys = {"username": username or "", "address": ip_address or ""}
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_LOCKOUT_LOCK])
+        locked = [f"{kind} {value}" for kind, value in keys.items() if value and _newly_locked(kind, value)]
+        if locked:
+            _record_named("auth.locked_out", username or "", changes={"locked": [None, locked]})
+
+
+def _newly_locked(kind: str, value: str) -> bool:
+    """At the limit by this key's own count, and no record of this key within the cool-off."""
+    column = "username" if kind == "username" else "ip_address"
+    attempts = AccessAttempt.objects.filter(**{column: value})
+    if (attempts.aggregate(n=Sum("failures_since_start"))["n"] or 0) < settings.AXES_FAILURE_LIMIT:
+        return False
     since = timezone.now() - settings.AXES_COOLOFF_TIME
-    if AuditEvent.objects.filter(
-        action="auth.locked_out", object_repr=username or "", at__gte=since
-    ).exists():
-        return
-    _record_named("auth.locked_out", username or "")
+    recent = AuditEvent.objects.filter(action="auth.locked_out", at__gte=since)
+    return not recent.filter(changes__locked__1__contains=[f"{kind} {value}"]).exists()
 
 
-def _record_named(action: str, username: str) -> None:
+def _record_named(action: str, username: str, changes: dict | None = None) -> None:
     user = get_user_model().objects.filter(username=username).first() if username else None
     if user is not None:
-        audit_record(action=action, obj=user)
+        audit_record(action=action, obj=user, changes=changes)
     else:
-        audit_record(action=action, object_type="auth.user", object_repr=username)
+        audit_record(action=action, object_type="auth.user", object_repr=username, changes=changes)
 
 
 def _user_saved(sender, instance, created, **kwargs) -> None:

@@ -266,6 +266,8 @@ class CollectionAdmin(admin.ModelAdmin):
 
     def save_formset(self, request, form, formset, change):
         """Team shares given, changed or stopped here are audited as on the page and the API."""
+        if formset.model is CollectionShare:
+            formset.audit_recorded = True  # accounts.admin_site: recorded here, not in collection.changed
         for share in formset.save(commit=False):
             before = None
             if isinstance(share, CollectionShare):
@@ -424,6 +426,7 @@ class DocumentAdmin(admin.ModelAdmin):
             return super().save_model(request, obj, form, change)
         form.instance = form.result.document  # stored (or found) by document_upload
         if not form.result.created:
+            form.audit_nothing_saved = True  # accounts.admin_site records no upload then
             self.message_user(request, "These bytes were already in the collection.", messages.WARNING)
 
     def save_related(self, request, form, formsets, change):

@@ -10,7 +10,7 @@ from django.db import transaction
 from django.db.models import CharField, Exists, F, Func, OuterRef, Q, QuerySet, Value
 from django.utils import timezone
 
-from accounts.audit import audit_record
+from accounts.audit import audit_record, audit_record_each
 from config.errors import ForbiddenError, KnowledgeError, NotFoundError
 from config.validation import text_clean
 from knowledge.access import (
@@ -123,7 +123,9 @@ def subscriptions_end_all(*, collection: Collection) -> int:
         is_active=False, updated_at=timezone.now()
     )
     for subscription in ending:
-        audit_record(action="subscription.ended", obj=subscription, changes={"reason": [None, "unlisted"]})
+        subscription.is_active = False  # as recorded: "... (ended)"
+    # One event each, as when a subscriber leaves, in one INSERT however many subscribers there were.
+    audit_record_each(action="subscription.ended", objs=ending, changes={"reason": [None, "unlisted"]})
     return len(ending)
 
 

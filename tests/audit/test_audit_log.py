@@ -122,3 +122,51 @@ def test_a_retrieve_request_costs_no_audit_query(bearer, alice):
     assert response.status_code == 200, response.content
     assert not [q for q in queries.captured_queries if "auditevent" in q["sql"]]
     assert AuditEvent.objects.count() == events
+
+
+def _delete_as(settings_: list[tuple[str, str]], pk: int) -> int:
+    """DELETE one event in a transaction that set ``settings_`` (name, value) first."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        for name, value in settings_:
+            cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
+        cursor.execute("DELETE FROM accounts_auditevent WHERE id = %s", [pk])
+        return cursor.rowcount
+
+
+def test_a_purge_flag_deletes_only_rows_older_than_its_own_cutoff(event, alice):
+    """A session that sets the purge flag still cannot delete a recent event, nor any without a cutoff."""
+    old = AuditEvent.objects.create(
+        action="auth.login", actor=alice, at=timezone.now() - datetime.timedelta(days=400)
+    )
+    cutoff = (timezone.now() - datetime.timedelta(days=365)).isoformat()
+    future = (timezone.now() + datetime.timedelta(days=1)).isoformat()
+    purge = ("knowledge.audit_purge", "on")
+    refused = [
+        [purge],  # no cutoff
+        [purge, ("knowledge.audit_purge_before", "soon")],  # unreadable
+        [purge, ("knowledge.audit_purge_before", future)],  # not in the past
+        [purge, ("knowledge.audit_purge_before", cutoff)],  # the event is newer than the cutoff
+    ]
+    for settings_ in refused:
+        with pytest.raises(DatabaseError, match="append-only"):
+            _delete_as(settings_, event.pk)
+    assert AuditEvent.objects.filter(pk=event.pk).exists()
+    assert _delete_as([purge, ("knowledge.audit_purge_before", cutoff)], old.pk) == 1
+
+
+def test_truncate_is_refused_outside_the_test_suites_sessions(event):
+    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # else the pending foreign-key checks refuse it
+            cursor.execute("SET LOCAL knowledge.audit_truncate = 'off'")
+            cursor.execute("TRUNCATE accounts_auditevent CASCADE")
+    assert AuditEvent.objects.filter(pk=event.pk).exists()
+
+
+def test_a_purge_refuses_a_cutoff_inside_the_retention(event, settings):
+    from config.errors import KnowledgeError
+
+    settings.KNOWLEDGE_AUDIT_RETENTION_DAYS = 30
+    with pytest.raises(KnowledgeError, match="retention"):
+        audit_events_purge(now=timezone.now() + datetime.timedelta(days=31))
+    assert AuditEvent.objects.filter(pk=event.pk).exists()

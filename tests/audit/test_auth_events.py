@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
-from django.test import Client
+from axes.models import AccessAttempt
+from axes.signals import user_locked_out
+from django.db import connection, transaction
+from django.test import Client, RequestFactory
 
 from accounts.models import ApiToken, AuditEvent
 from tests.audit.conftest import only_event
@@ -36,16 +42,33 @@ def test_failed_sign_in_then_lock_out_once(alice, settings):
     assert (locked.object_repr, locked.channel) == ("alice", "page")
 
 
+def _counted(*, address: str, failures: int) -> None:
+    """alice's failures from ``address`` as django-axes counts them."""
+    AccessAttempt.objects.create(
+        username="alice",
+        ip_address=address,
+        user_agent="",
+        http_accept="",
+        path_info="/accounts/login/",
+        get_data="",
+        post_data="",
+        failures_since_start=failures,
+    )
+
+
 def test_a_lock_out_whose_count_jumps_past_the_limit_is_still_recorded_once(alice, settings, rf):
     """Two failures at once, or an address's count over the name's: the limit is passed, not met."""
-    from axes.signals import user_locked_out
-
     settings.AXES_FAILURE_LIMIT = 3
+    _counted(address="127.0.0.1", failures=5)  # what django-axes has counted when it sends the signal
     for failures in (5, 6, None):  # past the limit, again, then refused uncounted while locked
         request = rf.post("/accounts/login/")
         request.axes_failures_since_start = failures
         user_locked_out.send(sender="axes", request=request, username="alice", ip_address="127.0.0.1")
-    assert only_event("auth.locked_out").object_id == str(alice.pk)
+    locked = only_event("auth.locked_out")
+    assert (locked.object_id, locked.changes) == (
+        str(alice.pk),
+        {"locked": [None, ["username alice", "address 127.0.0.1"]]},
+    )
 
 
 def test_failed_sign_in_of_an_unknown_name_through_the_api(anon):
@@ -99,3 +122,61 @@ def test_operator_revoking_in_the_admin_is_the_actor(admin_as, operator, alice):
     admin_as.post("/admin/accounts/apitoken/", {"action": "revoke_tokens", "_selected_action": [token.pk]})
     event = only_event("token.revoked", object_id=str(token.pk))
     assert (event.actor, event.channel) == (operator, "admin")
+
+
+def test_an_address_reaching_the_limit_on_a_locked_name_is_recorded(alice, settings):
+    """The name is past the limit already when the second address reaches it: the count the signal
+    carries is the name's, yet the address's lock-out is a new one (it locks every name from there)."""
+    settings.AXES_FAILURE_LIMIT = 3
+    first, second = Client(REMOTE_ADDR="10.0.0.1"), Client(REMOTE_ADDR="10.0.0.2")
+    for _ in range(4):
+        first.post("/accounts/login/", {"username": "alice", "password": "wrong"})
+    assert only_event("auth.locked_out").address == "10.0.0.1"
+    for _ in range(4):
+        second.post("/accounts/login/", {"username": "alice", "password": "wrong"})
+    locked = AuditEvent.objects.filter(action="auth.locked_out").order_by("pk")
+    assert [(e.address, e.changes["locked"][1]) for e in locked] == [
+        ("10.0.0.1", ["username alice", "address 10.0.0.1"]),
+        ("10.0.0.2", ["address 10.0.0.2"]),
+    ]
+
+
+def _send_locked_out(failures: int) -> None:
+    """What django-axes sends for a failure of alice's from 10.0.0.1 counted at ``failures``."""
+    request = RequestFactory().post("/accounts/login/")
+    request.axes_failures_since_start = failures
+    user_locked_out.send(sender="axes", request=request, username="alice", ip_address="10.0.0.1")
+
+
+def _in_own_connection(work):
+    def run():
+        try:
+            work()
+        finally:
+            connection.close()  # the thread's own connection, not the test's
+
+    return run
+
+
+def _waiting_on_an_advisory_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+        return cursor.fetchone()[0] > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_failures_reaching_the_limit_at_once_record_one_lock_out(alice, settings):
+    """The first failure's record is not committed yet when the second one looks for it: the second
+    waits for the first's transaction, then finds its record and adds none."""
+    settings.AXES_FAILURE_LIMIT = 3
+    _counted(address="10.0.0.1", failures=3)
+    with transaction.atomic():
+        _send_locked_out(3)  # recorded in this transaction, still open
+        second = threading.Thread(target=_in_own_connection(lambda: _send_locked_out(4)))
+        second.start()
+        deadline = time.monotonic() + 10
+        while second.is_alive() and not _waiting_on_an_advisory_lock() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    second.join(timeout=10)
+    assert not second.is_alive()
+    assert AuditEvent.objects.filter(action="auth.locked_out").count() == 1

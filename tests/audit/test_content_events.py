@@ -273,3 +273,27 @@ def test_sources_added_synced_and_removed_through_the_api(bearer, alice, django_
     assert only_event("source.synced", object_id=source_id).actor == alice
     assert api.delete(f"/api/v1/sources/{source_id}/").status_code == 204
     assert only_event("source.removed", object_id=source_id).actor == alice
+
+
+def test_unlisting_records_every_subscription_it_ends_in_one_insert(bearer, alice, bob, charlie, make_user):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from knowledge.services.marketplace import subscriptions_end_all
+
+    listed = collection_create(name="Listed", owner=alice, visibility="public")
+    listed.listed = True
+    listed.save()
+    for user in (bob, charlie, make_user("dora")):
+        assert bearer(user).post(f"/api/v1/collections/{listed.pk}/subscribe/").status_code in (200, 201)
+    with CaptureQueriesContext(connection) as queries:
+        assert subscriptions_end_all(collection=listed) == 3
+    inserts = [
+        q for q in queries.captured_queries if q["sql"].startswith('INSERT INTO "accounts_auditevent"')
+    ]
+    assert len(inserts) == 1
+    ended = AuditEvent.objects.filter(action="subscription.ended")
+    assert ended.count() == 3
+    assert all(
+        e.object_repr.endswith("(ended)") and e.changes == {"reason": [None, "unlisted"]} for e in ended
+    )
