@@ -1,7 +1,7 @@
 # The two commands of the README:
 #   make run    install into .venv/ and start the application on its embedded defaults
 #   make test   install into .venv/ and run the whole test suite
-# Dependencies: requirements.lock pins every package with hashes (see README, "Upgrading").
+# Dependencies: requirements.lock pins every package with hashes (see docs/getting-started.md, "What gets installed, and upgrading").
 #   make lock          re-resolve pyproject.toml into requirements.lock, keeping pins that still fit
 #   make lock-upgrade  move every pin to the newest allowed release
 # Documentation (MkDocs, docs/ and mkdocs.yml; see docs/about.md):

@@ -113,8 +113,8 @@ def _helper(node: ast.FunctionDef, reads_file_variant: bool) -> Helper:
     params = tuple(a.arg for a in positional) + tuple(a.arg for a in node.args.kwonlyargs)
     names = [a.arg for a in positional]
     count = len(node.args.defaults)  # Python gives defaults for the last positional parameters
-    defaults = dict(zip(names[len(names) - count :], node.args.defaults)) if count else {}
-    for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults):
+    defaults = dict(zip(names[len(names) - count :], node.args.defaults, strict=True)) if count else {}
+    for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True):
         if default is not None:
             defaults[arg.arg] = default
     return Helper(node.name, params, defaults, reads_file_variant)
@@ -164,7 +164,9 @@ def _is_environ(node: ast.expr) -> bool:
 class _ModuleScan:
     """One module's reads: a walk with each node's enclosing function and statement known."""
 
-    def __init__(self, location: str, source: str, tree: ast.Module, helpers: dict[str, Helper], result: Scan):
+    def __init__(
+        self, location: str, source: str, tree: ast.Module, helpers: dict[str, Helper], result: Scan
+    ):
         self.location, self.lines, self.tree = location, source.splitlines(), tree
         self.helpers, self.result = helpers, result
         self.constants = _module_constants(tree)
@@ -178,7 +180,11 @@ class _ModuleScan:
             inner_statement = child if isinstance(child, ast.stmt) else statement
             if isinstance(child, ast.Call):
                 self._call(child, function, inner_statement)
-            elif isinstance(child, ast.Subscript) and isinstance(child.ctx, ast.Load) and _is_environ(child.value):
+            elif (
+                isinstance(child, ast.Subscript)
+                and isinstance(child.ctx, ast.Load)
+                and _is_environ(child.value)
+            ):
                 self._direct(child.slice, PROCESS, "os.environ[...]", None, child, function, inner_statement)
             self._visit(child, inner_function, inner_statement)
 
@@ -195,7 +201,9 @@ class _ModuleScan:
             self._direct(call.args[0], PROCESS, "os.environ.get", default, call, function, statement)
         elif _is_environ(func.value) and func.attr == "setdefault":
             default = call.args[1] if len(call.args) > 1 else None
-            self._direct(call.args[0], LIBRARY_DEFAULT, "os.environ.setdefault", default, call, function, statement)
+            self._direct(
+                call.args[0], LIBRARY_DEFAULT, "os.environ.setdefault", default, call, function, statement
+            )
         elif func.attr == "getenv" and isinstance(func.value, ast.Name) and func.value.id == "os":
             default = call.args[1] if len(call.args) > 1 else None
             self._direct(call.args[0], PROCESS, "os.getenv", default, call, function, statement)
@@ -283,7 +291,7 @@ def _module_constants(tree: ast.Module) -> dict[str, str]:
 def _bind(helper: Helper, call: ast.Call) -> dict[str, ast.expr | None]:
     """The call's arguments by the reader's parameter names, the reader's defaults filling the rest."""
     bound: dict[str, ast.expr | None] = dict(helper.defaults)
-    for param, argument in zip(helper.params, call.args):
+    for param, argument in zip(helper.params, call.args, strict=False):  # defaults fill the rest
         bound[param] = argument
     for keyword in call.keywords:
         if keyword.arg:

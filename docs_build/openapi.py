@@ -32,7 +32,15 @@ def openapi_schema(root: Path = ROOT) -> str:
             "KNOWLEDGE_DATA_DIR": scratch,
         }
         subprocess.run(
-            [sys.executable, "manage.py", "spectacular", "--file", str(target), "--validate", "--fail-on-warn"],
+            [
+                sys.executable,
+                "manage.py",
+                "spectacular",
+                "--file",
+                str(target),
+                "--validate",
+                "--fail-on-warn",
+            ],
             cwd=root,
             env=environment,
             check=True,

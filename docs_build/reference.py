@@ -12,7 +12,16 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from docs_build.environment import LIBRARY_DEFAULT, PROCESS, SCRIPT, SETTING, EnvRead, Scan, render_value, scan
+from docs_build.environment import (
+    LIBRARY_DEFAULT,
+    PROCESS,
+    SCRIPT,
+    SETTING,
+    EnvRead,
+    Scan,
+    render_value,
+    scan,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = "reference/configuration.md"
@@ -47,7 +56,9 @@ def ingest_limit_reads() -> list[EnvRead]:
                 reader="env_int",
                 default=render_value(default),
                 minimum="`1`",
-                comment=f"Per-document limit: most {words}" + (" (in MB)" if field in MEGABYTE_FIELDS else "") + ".",
+                comment=f"Per-document limit: most {words}"
+                + (" (in MB)" if field in MEGABYTE_FIELDS else "")
+                + ".",
             )
         )
     return reads
@@ -66,7 +77,8 @@ def all_reads(root: Path = ROOT) -> list[EnvRead]:
         if expand is None:
             raise ValueError(
                 f"{unresolved.location}: {unresolved.reader} reads a computed variable name in "
-                f"{unresolved.function}(); list where its names come from in docs_build.reference.COMPUTED_READS"
+                f"{unresolved.function}(); list where its names come from in "
+                "docs_build.reference.COMPUTED_READS"
             )
         reads.extend(expand())
     return reads
@@ -109,7 +121,14 @@ def settings_table(reads: list[EnvRead]) -> list[str]:
         limits = f"at least {first.minimum}" if first.minimum else ""
         limits = f"{first.choices}" if first.choices else limits
         comment = next((row.comment for row in rows if row.comment), "")
-        cells = [label, _reader_type(first.reader), first.default, limits, _locations(rows), _first_sentence(comment)]
+        cells = [
+            label,
+            _reader_type(first.reader),
+            first.default,
+            limits,
+            _locations(rows),
+            _first_sentence(comment),
+        ]
         lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     return lines
 
