@@ -120,6 +120,7 @@ def _load(collection, other: ChunkProfile, *, chunks: int) -> list[str]:
 
 def _reembed_estimate_ms(texts: list[str], chunks: int) -> float:
     sample = texts[:EMBED_SAMPLE]
+    embed_texts(sample[:8])  # the model loads once per process: not part of re-embedding
     started = time.perf_counter()
     embed_texts(sample)
     return (time.perf_counter() - started) * 1000 * chunks / len(sample)

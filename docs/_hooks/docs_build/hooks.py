@@ -9,9 +9,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # MkDocs loads this file by path, not as part of a package
-    sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[3]
+HOOKS = Path(__file__).resolve().parents[1]  # docs/_hooks: the docs_build package's parent
+if str(HOOKS) not in sys.path:  # MkDocs loads this file by path, not as part of a package
+    sys.path.insert(0, str(HOOKS))
 
 from mkdocs.structure.files import File  # noqa: E402
 

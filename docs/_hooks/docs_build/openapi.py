@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]  # docs/_hooks/docs_build/ -> the repository
 SCHEMA_FILE = "api/openapi.yaml"
 ENDPOINTS_PAGE = "api/endpoints.md"
 METHODS = ("get", "post", "put", "patch", "delete")

@@ -2,7 +2,8 @@
 
 Environment variables come from the source scan (``docs_build.environment``); the knowledge
 parameters from their declarations (``knowledge.parameters``, pure: no Django). Run as
-``python -m docs_build.reference [PATH]`` to write the page to a file (default: standard output).
+``python -m docs_build.reference [PATH]`` (from docs/_hooks) to write the page to a file (default:
+standard output).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from docs_build.environment import (
     scan,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]  # docs/_hooks/docs_build/ -> the repository
 PAGE = "reference/configuration.md"
 READER_TYPES = {
     "str": "text",
@@ -174,7 +175,7 @@ def parameters_table() -> list[str]:
 
 INTRO = """# Configuration reference
 
-This page is generated from the code every time the site is built (`docs_build/reference.py`, run
+This page is generated from the code every time the site is built (`docs/_hooks/docs_build/reference.py`, run
 by the `hooks:` entry of `mkdocs.yml`): it cannot drift from what the application reads. What each
 setting is for, with advice, is in [Environment variables](../operator-guide/configuration.md) and
 [Settings and locks](../operator-guide/settings-and-locks.md).
