@@ -4,6 +4,7 @@ switched again: no error, and every answer comes from exactly one release (issue
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from django.db import connection
@@ -30,7 +31,8 @@ class Clients:
     def __init__(self, user, collection_id: int):
         self.user, self.collection_id = user, collection_id
         self.stop = threading.Event()
-        self.answers: list[set[tuple[int, str]]] = []
+        # (when the question was asked, the chunk sets its answer came from)
+        self.answers: list[tuple[float, set[tuple[int, str]]]] = []
         self.errors: list[BaseException] = []
         self.lock = threading.Lock()
         self.threads = [threading.Thread(target=self._ask, args=(n,)) for n in range(CLIENTS)]
@@ -39,6 +41,7 @@ class Clients:
         try:
             turn = number
             while not self.stop.is_set():
+                asked = time.monotonic()
                 context = retrieve(
                     user=self.user,
                     question=QUESTIONS[turn % len(QUESTIONS)],
@@ -47,7 +50,7 @@ class Clients:
                 chunks = [*context.primary_chunks, *context.referenced_chunks, *context.runners_up]
                 sets = {(r.chunk.chunk_profile_id, r.chunk.embedding_model) for r in chunks}
                 with self.lock:
-                    self.answers.append(sets)
+                    self.answers.append((asked, sets))
                 turn += 1
                 connection.close()  # back to the pool, as at the end of a request
         except BaseException as exc:  # recorded: the test fails on any
@@ -75,10 +78,19 @@ def test_twenty_clients_see_one_release_per_answer_through_a_switch_a_rollback_a
         collection_reindex(collection=handbook, chunk_profile=default_again)  # built, gated, promoted
         handbook.refresh_from_db()
         assert handbook.chunk_profile_id == default_again.pk
+        switched = time.monotonic()
         seen_after_switch = len(clients.answers)
+        while len(clients.answers) < seen_after_switch + CLIENTS and not clients.errors:
+            clients.stop.wait(0.2)
+        rolling_back = time.monotonic()
         release_rollback(collection=handbook)
+        rolled_back = time.monotonic()
         handbook.refresh_from_db()
         assert handbook.chunk_profile_id == first
+        seen_after_rollback = len(clients.answers)
+        while len(clients.answers) < seen_after_rollback + CLIENTS and not clients.errors:
+            clients.stop.wait(0.2)
+        reindexing_again = time.monotonic()
         collection_reindex(collection=handbook, chunk_profile=default_again)  # built afresh, promoted again
         handbook.refresh_from_db()
         assert handbook.chunk_profile_id == default_again.pk
@@ -86,6 +98,12 @@ def test_twenty_clients_see_one_release_per_answer_through_a_switch_a_rollback_a
             clients.stop.wait(0.2)
     assert clients.errors == []
     assert len(clients.answers) >= 3 * CLIENTS
-    assert all(len(sets) == 1 for sets in clients.answers), [s for s in clients.answers if len(s) != 1][:3]
-    served = {next(iter(sets))[0] for sets in clients.answers}
+    assert all(len(sets) == 1 for _, sets in clients.answers), [a for a in clients.answers if len(a[1]) != 1][
+        :3
+    ]
+    served = {next(iter(sets))[0] for _, sets in clients.answers}
     assert served == {first, default_again.pk}  # both releases answered, each on its own
+    # A question asked after a change committed is answered by the release it made serve.
+    profile_of = [(asked, next(iter(sets))[0]) for asked, sets in clients.answers]
+    assert {p for asked, p in profile_of if switched < asked < rolling_back} == {default_again.pk}
+    assert {p for asked, p in profile_of if rolled_back < asked < reindexing_again} == {first}
