@@ -81,5 +81,5 @@ def release_gate(release_id: int) -> str:
     """Measure a built release against the serving one and promote or hold it (knowledge.evaluation.gate).
     Returns its state; a release discarded or decided meanwhile is left as it is."""
     release = release_gate_run(release_id=release_id)
-    logger.info("Release %s of collection %s: %s", release.number, release.collection_id, release.state)
+    logger.info("Release %s of collection %s: %s", release.pk, release.collection_id, release.state)
     return release.state
