@@ -1,4 +1,4 @@
-"""Releases through the REST API: the owner lists, reads, promotes, rolls back and discards; nobody else sees them."""
+"""Releases through the REST API: the owner reads and decides on them; nobody else sees them."""
 
 from __future__ import annotations
 
