@@ -86,6 +86,7 @@ class CollectionReleasesView(ApiView):
 
     @extend_schema(
         summary="The index releases of a collection you manage, newest first",
+        operation_id="collections_releases_list",
         responses={200: ReleaseListSerializer, **errors(403, 404)},
     )
     def get(self, request, collection_id: int):
