@@ -71,7 +71,7 @@ def release_undecided(*, collection: Collection) -> Release | None:
 
 
 def release_newest(*, collection: Collection) -> Release | None:
-    """The collection's newest release, with ``chunks``: what its last re-index built, whatever became of it."""
+    """The collection's newest release, with ``chunks``: what its last re-index built, whatever its state."""
     release = Release.objects.filter(collection=collection).select_related("chunk_profile").first()
     return release_counted(release) if release is not None else None
 
