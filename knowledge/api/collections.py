@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import OuterRef, Q, QuerySet
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -17,6 +17,7 @@ from knowledge.access import (
     listed_collections,
     readable_collections,
 )
+from knowledge.api.releases import ReleaseSerializer, undecided_release_row
 from knowledge.clients.embedding import EMBEDDING_MODELS
 from knowledge.models import Chunk, Collection, Document
 from knowledge.services.collections import collection_create, collection_delete, collection_update
@@ -144,6 +145,21 @@ class CollectionSerializer(OwnerName, serializers.ModelSerializer):
         return self.context["request"].build_absolute_uri(collection_share_path(collection=collection))
 
 
+class CollectionDetailSerializer(CollectionSerializer):
+    release = serializers.SerializerMethodField(
+        help_text="Managers only (null for others, and when none): the release a re-index or a model "
+        "change is building, the gate is measuring or holds for you; its `gate` once measured."
+    )
+
+    class Meta(CollectionSerializer.Meta):
+        fields = [*CollectionSerializer.Meta.fields, "release"]
+        read_only_fields = fields
+
+    @extend_schema_field(ReleaseSerializer(allow_null=True))
+    def get_release(self, collection) -> dict | None:
+        return undecided_release_row(user=self.context["request"].user, collection=collection)
+
+
 def _embedding_model_field() -> serializers.CharField:
     # Checked against the registry by the service (one message for the API, the admin and commands).
     known = ", ".join(EMBEDDING_MODELS)
@@ -227,17 +243,19 @@ def _filtered(queryset, user, filters: dict):
 
 
 class CollectionDetailView(ApiView):
-    serializer_class = CollectionSerializer
+    serializer_class = CollectionDetailSerializer
 
-    @extend_schema(summary="A collection you can read", responses={200: CollectionSerializer, **errors(404)})
+    @extend_schema(
+        summary="A collection you can read", responses={200: CollectionDetailSerializer, **errors(404)}
+    )
     def get(self, request, collection_id: int):
         collection = collection_for_api_reader(user=request.user, collection_id=collection_id)
-        return Response(CollectionSerializer(collection, context={"request": request}).data)
+        return Response(CollectionDetailSerializer(collection, context={"request": request}).data)
 
     @extend_schema(
         summary="Change a collection you own",
         request=CollectionUpdateSerializer,
-        responses={200: CollectionSerializer, **errors(400, 403, 404, 429)},
+        responses={200: CollectionDetailSerializer, **errors(400, 403, 404, 429)},
     )
     def patch(self, request, collection_id: int):
         collection = collection_for_manager(user=request.user, collection_id=collection_id)
@@ -247,7 +265,7 @@ class CollectionDetailView(ApiView):
             user_throttle_charge(user=request.user, scope="writes")
         collection_update(collection=collection, **changes)
         fresh = collection_for_api_reader(user=request.user, collection_id=collection.pk)
-        return Response(CollectionSerializer(fresh, context={"request": request}).data)
+        return Response(CollectionDetailSerializer(fresh, context={"request": request}).data)
 
     @extend_schema(summary="Delete a collection you own", responses={204: None, **errors(403, 404)})
     def delete(self, request, collection_id: int):

@@ -18,6 +18,7 @@ from knowledge.access import (
     document_for_content_writer,
     document_for_reader,
 )
+from knowledge.api.releases import ReleaseSerializer, undecided_release_row
 from knowledge.models import Chunk, Document, DocumentSummary
 from knowledge.services.collections import chunk_profile_get, collection_reindex
 from knowledge.services.documents import (
@@ -277,6 +278,11 @@ class ReindexResultSerializer(serializers.Serializer):
     document = DocumentSerializer()
     chunk_profile = serializers.CharField(help_text="The chunk profile being built.")
     queued_documents = serializers.IntegerField()
+    release = ReleaseSerializer(
+        allow_null=True,
+        help_text="Managers only, with a chunk_profile: the release the re-index builds (null once decided, "
+        "or for others); GET the collection or its releases for the gate's verdict.",
+    )
 
 
 class DocumentReindexView(ApiView):
@@ -301,5 +307,8 @@ class DocumentReindexView(ApiView):
             "document": DocumentSerializer(_fresh(document.pk, user=request.user)).data,
             "chunk_profile": profile.name,
             "queued_documents": queued,
+            "release": undecided_release_row(user=request.user, collection=document.collection)
+            if name
+            else None,
         }
         return Response(body, status=status.HTTP_202_ACCEPTED)

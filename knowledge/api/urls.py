@@ -14,6 +14,7 @@ from knowledge.api import (
     marketplace,
     profiles,
     query,
+    releases,
     retrieve,
     sources,
     teams,
@@ -45,6 +46,31 @@ urlpatterns = [
         "collections/<int:collection_id>/shares/<int:group_id>/",
         teams.CollectionShareDetailView.as_view(),
         name="collection_share",
+    ),
+    path(
+        "collections/<int:collection_id>/releases/",
+        releases.CollectionReleasesView.as_view(),
+        name="collection_releases",
+    ),
+    path(
+        "collections/<int:collection_id>/releases/rollback/",
+        releases.ReleaseRollbackView.as_view(),
+        name="collection_release_rollback",
+    ),
+    path(
+        "collections/<int:collection_id>/releases/<int:release_id>/",
+        releases.ReleaseDetailView.as_view(),
+        name="collection_release",
+    ),
+    path(
+        "collections/<int:collection_id>/releases/<int:release_id>/promote/",
+        releases.ReleasePromoteView.as_view(),
+        name="collection_release_promote",
+    ),
+    path(
+        "collections/<int:collection_id>/releases/<int:release_id>/discard/",
+        releases.ReleaseDiscardView.as_view(),
+        name="collection_release_discard",
     ),
     path(
         "collections/<int:collection_id>/documents/",

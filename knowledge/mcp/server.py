@@ -341,7 +341,9 @@ def _add_index_tools(server: MCPServer, identity: Identity) -> None:
     ) -> CallToolResult:
         """Re-chunk and re-embed every document of a collection you own (operators: admin-owned ones),
         under its current chunk profile or the one named. The current chunks stay searchable until
-        the new ones are ready. Returns how many documents were queued."""
+        the new ones are ready. Returns how many documents were queued; under another chunk profile,
+        also the release being built (owners): its state, and the gate's metrics against the serving
+        release once measured (it promotes the release, or holds it for the owner to decide)."""
         return await run_tool(
             identity,
             ctx,

@@ -15,6 +15,7 @@ from rest_framework import serializers
 from accounts.api.base import MAX_ID, StrictSerializer, validated
 from knowledge.access import (
     collection_for_content_writer,
+    collection_is_manageable,
     collection_team_access,
     listed_collections,
     profiles_for_user,
@@ -30,12 +31,14 @@ from knowledge.api.retrieve import (
     scope_required,
 )
 from knowledge.chat import chat_stream
-from knowledge.models import Source, Subscription
+from knowledge.models import Release, Source, Subscription
 from knowledge.retrieval.compare import MAX_QUERIES, search_compare
 from knowledge.retrieval.service import MAX_QUESTION_CHARS
 from knowledge.retrieval.sources import place_url
 from knowledge.services.collections import chunk_profile_get, collection_reindex, collection_reprocess
 from knowledge.services.passages import MAX_NEIGHBOURS, passage_get
+from knowledge.services.releases import release_newest
+from knowledge.services.releases_report import release_row
 from knowledge.services.sources import last_sync, with_last_sync
 from knowledge.synthesis import events as ev
 
@@ -227,10 +230,13 @@ def reindex_collection(*, user, base_url: str, **arguments) -> dict:
     target = collection.chunk_profile
     if data.get("chunk_profile"):
         target = chunk_profile_get(name=data["chunk_profile"])
+    release = None
     if target.pk == collection.chunk_profile_id:
         queued = collection_reprocess(collection=collection)
     else:
         queued = collection_reindex(collection=collection, chunk_profile=target)
+        if collection_is_manageable(user=user, collection=collection):
+            release = release_newest(collection=collection)  # the one this re-index built
     collection.refresh_from_db()
     return {
         "collection": collection.pk,
@@ -238,7 +244,29 @@ def reindex_collection(*, user, base_url: str, **arguments) -> dict:
         "documents_queued": queued,
         "switching_from": collection.chunk_profile.name if collection.pending_chunk_profile_id else None,
         "note": "the current chunks stay searchable until each document's new set is ready",
+        **_release_report(release, queued),
     }
+
+
+def _release_report(release: Release | None, queued: int) -> dict:
+    """The release a re-index built (for the collection's managers): its row, gate and what happens next."""
+    if release is None:
+        return {"release": None, "gate": None, "release_status": None}
+    row = release_row(release)
+    return {"release": row, "gate": row.get("gate"), "release_status": _release_status(release, queued)}
+
+
+def _release_status(release: Release, queued: int) -> str:
+    if release.state == Release.State.BUILDING:
+        return (
+            f"building: {queued} document(s) queued; once all have the new chunks the gate measures the "
+            "release against the serving one on the collection's questions, then promotes or holds it"
+        )
+    if release.state == Release.State.CANDIDATE:
+        return "candidate: built; the gate is measuring it against the serving release"
+    if release.state == Release.State.HELD:
+        return f"held for you to promote or discard: {release.reason}"
+    return f"{release.state}: {release.reason}" if release.reason else release.state
 
 
 def _given(arguments: dict) -> dict:

@@ -44,9 +44,41 @@ def releases_of(collection: Collection) -> list[Release]:
         .order_by()
     }
     for release in releases:
-        live = release.state != Release.State.DISCARDED
-        release.chunks = counts.get(release.chunk_set, 0) if live else 0
+        release.chunks = _live_count(release, counts.get(release.chunk_set, 0))
     return releases
+
+
+def release_counted(release: Release) -> Release:
+    """``release`` with ``chunks`` set, as ``releases_of`` gives it (for one release's own view)."""
+    stored = Chunk.objects.filter(
+        collection_id=release.collection_id,
+        chunk_profile_id=release.chunk_profile_id,
+        embedding_model=release.embedding_model,
+    ).count()
+    release.chunks = _live_count(release, stored)
+    return release
+
+
+def release_undecided(*, collection: Collection) -> Release | None:
+    """The release being built, measured or held for the operator, with ``chunks``; else None."""
+    release = (
+        Release.objects.filter(collection=collection, state__in=UNDECIDED)
+        .select_related("chunk_profile")
+        .order_by("-pk")
+        .first()
+    )
+    return release_counted(release) if release is not None else None
+
+
+def release_newest(*, collection: Collection) -> Release | None:
+    """The collection's newest release, with ``chunks``: what its last re-index built, whatever its state."""
+    release = Release.objects.filter(collection=collection).select_related("chunk_profile").first()
+    return release_counted(release) if release is not None else None
+
+
+def _live_count(release: Release, stored: int) -> int:
+    # A discarded release's set may be written again by a newer release of the same set.
+    return stored if release.state != Release.State.DISCARDED else 0
 
 
 def release_get(*, collection: Collection, release_id: int | None = None) -> Release:

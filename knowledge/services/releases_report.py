@@ -102,9 +102,15 @@ def _comparison_lines(report: dict) -> list[str]:
     before, after = serving["latency_ms"]["p50"], candidate["latency_ms"]["p50"]
     lines.append(f"  {'latency p50 (ms)':<22}{before:>14}{after:>12}")
     lines.append(f"  questions better: {report['better']}, worse: {report['worse']}")
-    for row in [r for r in report["per_question"] if r["change"] == "worse"][:10]:
-        lines.append(f"    worse: {row['question'][:80]} ({_rank_change(row)})")
+    for row in worse_questions(report)[:10]:
+        lines.append(f"    worse: {row['question'][:80]} ({row['change']})")
     return lines
+
+
+def worse_questions(report: dict) -> list[dict]:
+    """The gate's questions the candidate answers worse than the serving release: {"question", "change"}."""
+    rows = (report or {}).get("per_question", [])
+    return [{"question": r["question"], "change": _rank_change(r)} for r in rows if r["change"] == "worse"]
 
 
 def _rank_change(row: dict) -> str:

@@ -48,6 +48,7 @@ from knowledge.services.sharing import (
 )
 from knowledge.services.teams import collection_shares, shareable_groups
 from knowledge.web.pages import knowledge_page, wants_json
+from knowledge.web.releases import releases_context
 from knowledge.web.snippets import snippet
 from knowledge.web.sources import source_rows
 
@@ -95,6 +96,7 @@ def collection_detail(request, collection_id: int):
             "subscriptions": collection_subscriptions(collection=collection),
             "team_shares": collection_shares(collection=collection),
             "shareable_groups": shareable_groups(user=request.user),
+            **releases_context(collection),
         }
     search = request.GET.get("q", "").strip()[:500]
     return render(

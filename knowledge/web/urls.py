@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from knowledge.web import chat, collections, marketplace, profiles, sources, teams, usage
+from knowledge.web import chat, collections, marketplace, profiles, releases, sources, teams, usage
 
 app_name = "knowledge"
 
@@ -47,6 +47,11 @@ urlpatterns = [
         name="subscription_action",
     ),
     path("collections/<int:collection_id>/teams/", teams.collection_teams_view, name="collection_teams"),
+    path(
+        "collections/<int:collection_id>/releases/",
+        releases.collection_releases_view,
+        name="collection_releases",
+    ),
     path(
         "collections/<int:collection_id>/listing/",
         marketplace.collection_listing_view,

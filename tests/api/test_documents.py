@@ -159,8 +159,13 @@ def test_reindex_one_document_or_the_collection_under_another_profile(bearer, al
     switched = client.post(url, {"chunk_profile": "small"}, format="json")
     assert switched.status_code == 202, switched.content
     assert switched.json()["chunk_profile"] == "small" and switched.json()["queued_documents"] == 1
+    # The new set is a release: with no question set linked, the gate holds it for the owner.
+    release = switched.json()["release"]
+    assert release["state"] == "held" and release["chunk_profile"] == "small"
+    assert release["reason"].startswith("nothing to measure: ")
     collection = client.get(f"/api/v1/collections/{world['private'].pk}/").json()
-    assert collection["chunk_profile"] == "small" and collection["pending_chunk_profile"] is None
+    assert collection["chunk_profile"] == "default" and collection["pending_chunk_profile"] == "small"
+    assert collection["release"]["id"] == release["id"]
     assert Chunk.objects.filter(document_id=document["id"], chunk_profile__name="small").exists()
 
     assert "nope" in assert_error(client.post(url, {"chunk_profile": "nope"}, format="json"), 404)["message"]
