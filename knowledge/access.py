@@ -49,8 +49,8 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import JSONObject
 
-from config.errors import ForbiddenError, KnowledgeError, NotFoundError
-from config.validation import id_or_none
+from config.base.errors import ForbiddenError, KnowledgeError, NotFoundError
+from config.base.validation import id_or_none
 from knowledge.models import (
     ChatSession,
     ChatTurn,

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from config.errors import NotFoundError
+from config.base.errors import NotFoundError
 from knowledge.access import question_scope_checked
 from knowledge.clients import embedding
 from knowledge.retrieval.service import retrieve

@@ -400,7 +400,7 @@ def test_every_role_gets_its_answer_on_every_api_call_and_page(teams):
 
 
 def test_mcp_tools_answer_each_role_like_the_api(teams):
-    from config.errors import ForbiddenError, NotFoundError
+    from config.base.errors import ForbiddenError, NotFoundError
     from knowledge.mcp import tools
 
     private = teams["c"]["private"]

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.models import ApiToken
 from accounts.tokens import _ACTIVE_TOKEN, _hash, token_authenticate, token_create, token_revoke
-from config.prepared import PreparedSelect
+from config.base.prepared import PreparedSelect
 from knowledge.config import global_setting_set, global_settings
 from knowledge.models import Chunk, Document, KnowledgeSetting
 from knowledge.retrieval.service import _CHUNKS_WITH_DOCUMENTS

@@ -9,7 +9,7 @@ from django.db.models import Case, OuterRef, Value, When
 from django.utils.html import format_html
 
 from accounts.throttles import user_throttle_charge
-from config.errors import KnowledgeError, RateLimitedError
+from config.base.errors import KnowledgeError, RateLimitedError
 from knowledge.clients.embedding import EMBEDDING_MODELS, MINILM
 from knowledge.config import global_setting_set
 from knowledge.forms import ProfileCollectionForm

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.throttles import user_throttle_charge
-from config.errors import UploadTooLargeError
+from config.base.errors import UploadTooLargeError
 from knowledge.access import (
     collection_for_content_writer,
     collection_for_reader,

@@ -3,7 +3,7 @@ knowledge.access: ``chat_session_for_owner``, ``question_scope_checked``)."""
 
 from __future__ import annotations
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.models import ChatSession
 
 MAX_TITLE_CHARS = ChatSession._meta.get_field("title").max_length

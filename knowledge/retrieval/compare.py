@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from statistics import mean
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.access import QuestionScope
 from knowledge.config import resolved_config
 from knowledge.retrieval.service import KnowledgeContext, question_clean, retrieve

@@ -20,9 +20,9 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
-from config.errors import KnowledgeError
-from config.prepared import PreparedSelect
-from config.validation import text_clean
+from config.base.errors import KnowledgeError
+from config.base.prepared import PreparedSelect
+from config.base.validation import text_clean
 from knowledge.access import QuestionScope, question_scope_of
 from knowledge.config import resolved_config
 from knowledge.models import Chunk, Profile

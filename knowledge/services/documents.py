@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.audit import audit_record
-from config.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
+from config.base.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.ingestion.extract import detect_format
 from knowledge.ingestion.formats.image import image_kind
 from knowledge.ingestion.reindex import pending_reindex_check

@@ -22,7 +22,7 @@ from django.db.models import Prefetch
 from django.utils import timezone
 
 from accounts.audit import audit_record
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.models import Chunk, Collection, Document, Source, SourceItem, SourceSync
 from knowledge.services.documents import document_delete, document_upload
 from knowledge.services.source_readers import (

@@ -62,13 +62,13 @@ def test_an_over_long_name_keeps_its_extension():
 
 @pytest.mark.parametrize("raw", ["²", "١", "-1", "1.0", " 1", "0", str(2**63), "1e3", "٣"])
 def test_only_ascii_digits_are_ids(raw):
-    from config.validation import id_or_none
+    from config.base.validation import id_or_none
 
     assert id_or_none(raw) is None
 
 
 def test_ids_in_range_are_ids():
-    from config.validation import id_or_none
+    from config.base.validation import id_or_none
 
     assert id_or_none("42") == 42 and id_or_none(str(2**63 - 1)) == 2**63 - 1
 
@@ -114,7 +114,7 @@ def test_a_lone_surrogate_in_a_profile_update_keeps_the_stored_profile(api, alic
 
 
 def test_services_refuse_a_lone_surrogate_in_text_they_store(alice):
-    from config.errors import KnowledgeError
+    from config.base.errors import KnowledgeError
     from knowledge.services.collections import collection_create
 
     with pytest.raises(KnowledgeError, match="surrogate"):

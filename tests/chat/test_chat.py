@@ -18,7 +18,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from config.errors import KnowledgeError, NotFoundError
+from config.base.errors import KnowledgeError, NotFoundError
 from knowledge.chat import NO_RESULTS_TEXT, chat_ask, chat_stream, sse_replay, sse_stream
 from knowledge.clients.tokens import llm_token_count
 from knowledge.models import ChatSession, ChatTurn, Chunk, Document, Profile, ProfileCollection

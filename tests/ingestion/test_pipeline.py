@@ -24,7 +24,7 @@ from django.db import connection
 from django.db.models import F
 from pypdf import PdfReader, PdfWriter
 
-from config.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
+from config.base.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.clients.embedding import E5_SMALL, MAX_CONTENT_TOKENS, count_tokens
 from knowledge.models import Chunk, ChunkProfile, Document
 from knowledge.services.collections import collection_create, collection_reindex

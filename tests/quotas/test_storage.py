@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.models import Sum
 
-from config.errors import QuotaExceededError
+from config.base.errors import QuotaExceededError
 from knowledge.models import Chunk, Document
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import document_reindex, document_upload

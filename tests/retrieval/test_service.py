@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.models import Chunk, Document, Profile, ProfileCollection
 from knowledge.retrieval import lexical
 from knowledge.retrieval.answerability import coverage_of

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.models import Document, SourceItem
 from knowledge.services.collections import collection_create
 from knowledge.services.sources import source_add, source_sync

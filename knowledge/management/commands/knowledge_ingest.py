@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from accounts.audit import command_audited
 from accounts.selectors import user_find
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.clients.embedding import EMBEDDING_MODELS
 from knowledge.models import Chunk, Collection, Document
 from knowledge.services.collections import chunk_profile_get, collection_create

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.management.targets import resolve_target
 from knowledge.retrieval.service import retrieve
 from knowledge.retrieval.sources import source_fields
