@@ -37,7 +37,13 @@ from knowledge.parameters import (
     value_in_words,
 )
 from knowledge.services.collections import chunk_profile_default, collection_reindex
-from knowledge.services.documents import document_delete, document_reindex, document_retry, document_upload
+from knowledge.services.documents import (
+    DocumentUpload,
+    document_delete,
+    document_reindex,
+    document_retry,
+    document_upload,
+)
 from knowledge.services.marketplace import (
     subscriptions_end_all,
     subscriptions_reinstate_as_operator,
@@ -341,13 +347,15 @@ class DocumentUploadForm(forms.ModelForm):
                 user_throttle_charge(user=self.user, scope="uploads")
                 self.result = document_upload(
                     collection=collection,
-                    filename=upload.name,
-                    data=upload.read(),
-                    title=cleaned.get("title") or "",
-                    author=cleaned.get("author") or "",
-                    category=cleaned.get("category") or "",
-                    tags=cleaned.get("tags") or [],
-                    source_date=cleaned.get("source_date"),
+                    upload=DocumentUpload(
+                        filename=upload.name,
+                        data=upload.read(),
+                        title=cleaned.get("title") or "",
+                        author=cleaned.get("author") or "",
+                        category=cleaned.get("category") or "",
+                        tags=cleaned.get("tags") or [],
+                        source_date=cleaned.get("source_date"),
+                    ),
                 )
             except KnowledgeError as exc:
                 raise forms.ValidationError(str(exc)) from exc

@@ -21,6 +21,7 @@ from knowledge.access import (
 from knowledge.models import Chunk, Document, DocumentSummary
 from knowledge.services.collections import chunk_profile_get, collection_reindex
 from knowledge.services.documents import (
+    DocumentUpload,
     document_delete,
     document_progress,
     document_reindex,
@@ -193,14 +194,16 @@ class CollectionDocumentsView(ApiView):
         upload_size_check(filename=upload.name, size=upload.size)  # before reading it into memory
         result = document_upload(
             collection=collection,
-            filename=upload.name,
-            data=upload.read(),
             uploaded_by=request.user,
-            title=data["title"],
-            author=data["author"],
-            category=data["category"],
-            tags=data["tags"],
-            source_date=data.get("date"),
+            upload=DocumentUpload(
+                filename=upload.name,
+                data=upload.read(),
+                title=data["title"],
+                author=data["author"],
+                category=data["category"],
+                tags=data["tags"],
+                source_date=data.get("date"),
+            ),
         )
         body = DocumentSerializer(_fresh(result.document.pk, user=request.user)).data
         return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)

@@ -54,6 +54,7 @@ from knowledge.retrieval.continuation import with_continuations
 from knowledge.retrieval.service import (
     MAX_QUESTION_CHARS,
     KnowledgeContext,
+    RetrievalRequest,
     question_clean,
     retrieve,
 )
@@ -224,9 +225,7 @@ class ChatStream:
     def _retrieve(self, question: str) -> KnowledgeContext:
         context = retrieve(
             user=self.user,
-            question=question,
-            asked=self.asked,
-            overrides=self.overrides,
+            request=RetrievalRequest(question=question, asked=self.asked, overrides=self.overrides),
         )
         return answerable_only(context)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -23,9 +23,9 @@ from django.utils import timezone
 from config.base.errors import KnowledgeError
 from config.base.prepared import PreparedSelect
 from config.base.validation import text_clean
-from knowledge.access import QuestionScope, question_scope_of
+from knowledge.access import question_scope_of
 from knowledge.config import resolved_config
-from knowledge.models import Chunk, Profile
+from knowledge.models import Chunk
 from knowledge.retrieval import dense, lexical
 from knowledge.retrieval.answerability import (
     AGREEMENT_RANK,
@@ -45,6 +45,7 @@ from knowledge.retrieval.models_in_scope import (
     models_expected,
     question_vectors,
 )
+from knowledge.retrieval.request import RetrievalRequest
 from knowledge.retrieval.rerank import rerank
 from knowledge.retrieval.scope import Scope, search_scope
 from knowledge.retrieval.scoring import Candidate, same_source_runners_up, select
@@ -125,36 +126,18 @@ class _Stage:
         self.timings[self.name] = round((time.perf_counter() - self.start) * 1000, 2)
 
 
-def retrieve(
-    *,
-    user,
-    question: str,
-    profile: Profile | None = None,
-    collection_ids: Iterable[int] | None = None,
-    k: int | None = None,
-    overrides: dict | None = None,
-    chunk_profile_id: int | None = None,
-    document_ids: Iterable[int] | None = None,
-    rerank_enabled: bool = True,
-    asked: QuestionScope | None = None,
-) -> KnowledgeContext:
-    """Retrieve for ``question`` from what ``user`` may read within the profile's (or given) collections.
-
-    ``k`` replaces maxDocs for this call; ``overrides`` are per-call parameter
-    values (evaluation runs) applied above the profile but below admin locks;
-    ``chunk_profile_id`` searches that chunk profile instead of the active ones;
-    ``document_ids`` narrows the search to those documents inside the SQL
-    (multi-step retrieval), within what access allows; ``rerank_enabled=False``
-    skips the profile's LLM reranking (to measure what it changes). ``asked`` is the scope an edge
-    resolved (knowledge.access.question_scope_checked), in place of ``profile`` and ``collection_ids``.
-    """
-    question = question_clean(question)
-    asked = asked if asked is not None else question_scope_of(profile, collection_ids)
-    config = resolved_config(asked.profile, overrides, k)
-    rerank_ids = set(asked.rerank_ids) if rerank_enabled else set()
-    scope = _search_scope(user, asked.search_ids, chunk_profile_id)
-    if document_ids is not None:
-        scope = scope.restricted_to(document_ids)
+def retrieve(*, user, request: RetrievalRequest) -> KnowledgeContext:
+    """Retrieve for the request's question from what ``user`` may read within its scope
+    (knowledge.retrieval.request explains each field)."""
+    question = question_clean(request.question)
+    asked = request.asked
+    if asked is None:
+        asked = question_scope_of(request.profile, request.collection_ids)
+    config = resolved_config(asked.profile, request.overrides, request.k)
+    rerank_ids = set(asked.rerank_ids) if request.rerank_enabled else set()
+    scope = _search_scope(user, asked.search_ids, request.chunk_profile_id)
+    if request.document_ids is not None:
+        scope = scope.restricted_to(request.document_ids)
     timer = _Timer()
     started = time.perf_counter()
     context = KnowledgeContext(question=question, config=config, scope=scope)

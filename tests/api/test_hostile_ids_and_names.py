@@ -16,7 +16,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from knowledge.models import Document, Profile
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.api.conftest import assert_error
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.security]
@@ -27,7 +27,9 @@ TEXT = b"Parental leave is requested through the HR office two months ahead."
 
 @pytest.fixture
 def document(world, alice):
-    result = document_upload(collection=world["private"], filename="leave.txt", data=TEXT, sync=True)
+    result = document_upload(
+        collection=world["private"], sync=True, upload=DocumentUpload(filename="leave.txt", data=TEXT)
+    )
     return result.document
 
 
