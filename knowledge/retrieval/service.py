@@ -13,10 +13,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
@@ -47,7 +45,7 @@ from knowledge.retrieval.models_in_scope import (
 )
 from knowledge.retrieval.request import RetrievalRequest
 from knowledge.retrieval.rerank import rerank
-from knowledge.retrieval.scope import Scope, search_scope
+from knowledge.retrieval.scope import Scope, search_scope_cached
 from knowledge.retrieval.scoring import Candidate, same_source_runners_up, select
 from knowledge.retrieval.sources import RETRIEVED_FIELDS, source_fields
 from knowledge.retrieval.typical import typical_similarity
@@ -135,7 +133,9 @@ def retrieve(*, user, request: RetrievalRequest) -> KnowledgeContext:
         asked = question_scope_of(request.profile, request.collection_ids)
     config = resolved_config(asked.profile, request.overrides, request.k)
     rerank_ids = set(asked.rerank_ids) if request.rerank_enabled else set()
-    scope = _search_scope(user, asked.search_ids, request.chunk_profile_id)
+    scope = search_scope_cached(
+        user=user, collection_ids=asked.search_ids, chunk_profile_id=request.chunk_profile_id
+    )
     if request.document_ids is not None:
         scope = scope.restricted_to(request.document_ids)
     timer = _Timer()
@@ -174,25 +174,6 @@ def _runners_up(primary: list[RetrievedChunk], candidates: list[Candidate]) -> l
         RetrievedChunk(r.chunk, r.scores, role="runner_up")
         for r in _load(same_source_runners_up(pages, candidates, exclude=shown))
     ]
-
-
-def _search_scope(user, collection_ids, chunk_profile_id) -> Scope:
-    """``search_scope``, compiled once per user, collections and chunk profile in this process.
-
-    The scope is SQL whose text depends only on those ids (the access check itself
-    runs inside every search); compiling it through the ORM was a fifth of a retrieve
-    request's CPU under load (py-spy).
-    """
-    if user is None or not user.is_authenticated:
-        return search_scope(user=user, collection_ids=collection_ids, chunk_profile_id=chunk_profile_id)
-    ids = None if collection_ids is None else tuple(collection_ids)
-    return _compiled_scope(user.pk, ids, chunk_profile_id)
-
-
-@lru_cache(maxsize=1024)
-def _compiled_scope(user_id: int, collection_ids, chunk_profile_id) -> Scope:
-    user = get_user_model()(pk=user_id)  # the rule reads only the id
-    return search_scope(user=user, collection_ids=collection_ids, chunk_profile_id=chunk_profile_id)
 
 
 def _searched(question: str, scope: Scope, config, timer: _Timer) -> tuple[_Search, list[Candidate], dict]:
