@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from accounts.client_address import client_address
 from accounts.models import AuditEvent
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 
 # What a secret's value is recorded as: that it changed, never what it is.
 CHANGED = "(changed)"

@@ -5,7 +5,7 @@ from django.contrib.auth import authenticate
 from django.contrib.auth.forms import PasswordChangeForm, PasswordResetForm, UserCreationForm
 
 from accounts.throttles import throttle_charge
-from config.errors import RateLimitedError
+from config.base.errors import RateLimitedError
 
 logger = logging.getLogger(__name__)
 

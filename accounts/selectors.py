@@ -1,6 +1,6 @@
 from django.contrib.auth import get_user_model
 
-from config.errors import NotFoundError
+from config.base.errors import NotFoundError
 
 
 def user_find(username: str):

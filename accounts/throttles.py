@@ -19,7 +19,7 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
 from accounts.rate_limits import rate_count
-from config.errors import KnowledgeError, RateLimitedError
+from config.base.errors import KnowledgeError, RateLimitedError
 
 _WHAT = {
     "uploads": "files uploaded",

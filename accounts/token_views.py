@@ -10,7 +10,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.tokens import token_create, token_revoke, tokens_for_user
-from config.errors import KnowledgeError, NotFoundError
+from config.base.errors import KnowledgeError, NotFoundError
 
 
 @never_cache  # the response that carries a new secret must not be cached anywhere

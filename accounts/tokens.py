@@ -12,9 +12,9 @@ from django.utils import timezone
 
 from accounts.audit import audit_record
 from accounts.models import ApiToken
-from config.errors import KnowledgeError, NotFoundError
-from config.prepared import PreparedSelect
-from config.validation import text_clean
+from config.base.errors import KnowledgeError, NotFoundError
+from config.base.prepared import PreparedSelect
+from config.base.validation import text_clean
 
 SECRET_PREFIX = "kn_"
 PREFIX_LENGTH = 10  # "kn_" plus 7 random characters: enough to tell tokens apart

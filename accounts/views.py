@@ -10,7 +10,7 @@ from accounts.client_address import client_address
 from accounts.forms import PasswordChangeWithTokensForm, SignUpForm, ThrottledPasswordResetForm
 from accounts.throttles import throttle_charge
 from accounts.tokens import tokens_revoke_all
-from config.errors import RateLimitedError
+from config.base.errors import RateLimitedError
 
 
 @require_http_methods(["GET", "POST"])

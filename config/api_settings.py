@@ -15,7 +15,7 @@ import re
 
 from django.core.exceptions import ImproperlyConfigured
 
-from config.env import env_int, env_str
+from config.base.env import env_int, env_str
 
 _RATE = re.compile(r"^\s*(\d+)\s*/\s*(s|sec|second|m|min|minute|h|hour|d|day)\s*$")
 

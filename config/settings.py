@@ -14,8 +14,8 @@ from pathlib import Path
 from csp.constants import NONE, SELF
 
 from config.api_settings import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401
-from config.database import database_config, default_shared_buffers_mb
-from config.env import (
+from config.base.database import database_config, default_shared_buffers_mb
+from config.base.env import (
     env_bool,
     env_choice,
     env_float,
@@ -25,10 +25,7 @@ from config.env import (
     env_size_or_none,
     env_str,
 )
-from knowledge.ingestion.limits import DEFAULT_LIMITS as DEFAULT_INGEST_LIMITS
-from knowledge.ingestion.limits import MEGABYTE_FIELDS as INGEST_MEGABYTE_FIELDS
-from knowledge.ingestion.limits import SETTINGS as INGEST_LIMIT_SETTINGS
-from knowledge.ingestion.limits import IngestLimits
+from config.base.ingest_limits import ingest_limits_from_env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("KNOWLEDGE_DATA_DIR", str(BASE_DIR / "var"))).resolve()
@@ -220,20 +217,8 @@ KNOWLEDGE_QUOTA_LLM_TOKENS_PER_MONTH = env_int_or_none("KNOWLEDGE_QUOTA_LLM_TOKE
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 
-def _ingest_limits() -> IngestLimits:
-    """Per-document ingestion limits (knowledge/ingestion/limits.py explains each); defaults there.
-
-    Sizes are set in megabytes and kept in bytes."""
-    mib = 1024 * 1024
-    values = {}
-    for field, name in INGEST_LIMIT_SETTINGS.items():
-        scale = mib if field in INGEST_MEGABYTE_FIELDS else 1
-        values[field] = env_int(name, getattr(DEFAULT_INGEST_LIMITS, field) // scale, minimum=1) * scale
-    return IngestLimits(**values)
-
-
 # Hostile files: zip bombs, YAML alias bombs, page and text amplification.
-KNOWLEDGE_INGEST_LIMITS = _ingest_limits()
+KNOWLEDGE_INGEST_LIMITS = ingest_limits_from_env()  # config/base/ingest_limits.py
 # A document whose progress has not moved for this long while `processing`
 # belongs to a worker that died; it is marked failed ("processing was interrupted").
 KNOWLEDGE_PROCESSING_STALE_SECONDS = env_int("KNOWLEDGE_PROCESSING_STALE_SECONDS", 300, minimum=10)

@@ -49,8 +49,8 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import JSONObject
 
-from config.errors import ForbiddenError, KnowledgeError, NotFoundError
-from config.validation import id_or_none
+from config.base.errors import ForbiddenError, KnowledgeError, NotFoundError
+from config.base.validation import id_or_none
 from knowledge.models import (
     ChatSession,
     ChatTurn,
@@ -175,11 +175,6 @@ def collection_team_access(queryset: QuerySet[Collection], *, user) -> QuerySet[
     return queryset.annotate(team_access=ArraySubquery(rows))
 
 
-def readable_collection_ids(user) -> QuerySet:
-    """A subquery of readable collection ids, for use inside retrieval SQL."""
-    return readable_collections(user).values("pk")
-
-
 def readable_collection_ids_checked(*, user, collection_ids: list[int]) -> list[int]:
     """The ids, if ``user`` may read every one; an unreadable id is reported exactly like a missing one."""
     wanted = list(dict.fromkeys(collection_ids))
@@ -294,10 +289,6 @@ def profiles_for_user(user) -> QuerySet[Profile]:
     if user is None or not user.is_authenticated:
         return Profile.objects.none()
     return Profile.objects.filter(Q(owner=user) | Q(owner__isnull=True))
-
-
-def profile_is_readable(*, user, profile: Profile) -> bool:
-    return profiles_for_user(user).filter(pk=profile.pk).exists()
 
 
 def profile_is_writable(*, user, profile: Profile) -> bool:

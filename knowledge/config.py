@@ -15,7 +15,7 @@ from typing import Any
 from django.db import transaction
 
 from accounts.audit import audit_changes, audit_record
-from config.prepared import PreparedSelect
+from config.base.prepared import PreparedSelect
 from knowledge.models import KnowledgeSetting
 from knowledge.parameters import PARAMETERS, parameter, validate_overrides, validate_value
 

@@ -6,7 +6,7 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from accounts.api.errors import error_body
-from config.validation import unstorable_location
+from config.base.validation import unstorable_location
 
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from config.errors import FieldValueError
+from config.base.errors import FieldValueError
 
 
 class ConfigError(FieldValueError):

@@ -163,11 +163,6 @@ def _held(claim: Claim):
     )
 
 
-def job_claim_holds(*, claim: Claim) -> bool:
-    """Whether the run still owns its job; inside a transaction the row stays locked until it ends."""
-    return _held(claim).select_for_update().exists()
-
-
 def job_beat(*, claim: Claim) -> bool:
     return bool(_held(claim).update(heartbeat_at=timezone.now()))
 

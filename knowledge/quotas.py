@@ -31,7 +31,7 @@ from django.db.models import Count, F, Q, Sum, Value
 from django.db.models.functions import Coalesce, NullIf
 from django.utils import timezone
 
-from config.errors import QuotaExceededError
+from config.base.errors import QuotaExceededError
 from knowledge.models import Chunk, Document, Quota, UsageDay
 
 LIMITS = ("documents", "bytes", "chunks", "questions_per_day", "llm_tokens_per_month")

@@ -11,7 +11,7 @@ import logging
 from django.contrib.auth import get_user_model
 from django_q.models import Schedule
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.evaluation.gate import release_gate_run
 from knowledge.evaluation.store import eval_run_collection
 from knowledge.ingestion.pipeline import document_process

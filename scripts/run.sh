@@ -27,7 +27,7 @@ web=$!
 stop() {
     kill -TERM "$worker" "$web" 2>/dev/null || true
     wait "$worker" "$web" 2>/dev/null || true
-    [ -n "${DATABASE_URL:-}" ] || $py -m config.database  # stops the embedded PostgreSQL if unused
+    [ -n "${DATABASE_URL:-}" ] || $py -m config.base.database  # stops the embedded PostgreSQL if unused
 }
 trap 'exit 0' INT TERM  # exit runs the EXIT trap: stop
 trap stop EXIT

@@ -43,7 +43,7 @@ from knowledge.evaluation.questions import load_questions, normalise  # noqa: E4
 from knowledge.evaluation.runner import question_result  # noqa: E402
 from knowledge.ingestion.extract import extract_sections  # noqa: E402
 from knowledge.management.targets import parse_settings, resolve_target  # noqa: E402
-from knowledge.retrieval.service import retrieve  # noqa: E402
+from knowledge.retrieval.service import RetrievalRequest, retrieve  # noqa: E402
 
 K = 10
 
@@ -105,7 +105,10 @@ def product_rows(questions, *, user, collection_ids, overrides) -> list[dict]:
     rows = []
     for q in questions:
         context = retrieve(
-            user=user, question=q.question, collection_ids=collection_ids, k=K, overrides=overrides
+            user=user,
+            request=RetrievalRequest(
+                question=q.question, collection_ids=collection_ids, k=K, overrides=overrides
+            ),
         )
         result = question_result(q, context, 0.0)
         rows.append(

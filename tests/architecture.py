@@ -200,6 +200,18 @@ def back_up_imports(modules: dict[str, Module], order: list[list[str]]) -> list[
     return found
 
 
+def app_imports_from(package: str, modules: dict[str, Module]) -> list[tuple[str, str]]:
+    """Imports (at module level or in a function) from ``package`` or its modules into either app."""
+    found = []
+    for name, module in modules.items():
+        if name != package and not name.startswith(package + "."):
+            continue
+        for target in sorted(module.imports | {t for _, t in module.inner_imports}):
+            if target.split(".")[0] in ("knowledge", "accounts"):
+                found.append((name, target))
+    return found
+
+
 def long_functions(modules: dict[str, Module], limit: int = MAX_FUNCTION_LINES) -> list[tuple[int, str]]:
     rows = []
     for name, module in modules.items():

@@ -10,12 +10,12 @@ import threading
 
 import pytest
 
-from config.errors import NotFoundError
+from config.base.errors import NotFoundError
 from knowledge.access import question_scope_checked
 from knowledge.clients import embedding
-from knowledge.retrieval.service import retrieve
+from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.services.collections import collection_create, collection_update
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 QUESTION = "Why does a car seem to roll uphill on a gravity hill?"
@@ -25,14 +25,21 @@ def _found(user, collection) -> list[int]:
     """The document ids a retrieve for ``user`` over ``collection`` returns (NotFound: not readable)."""
     asked = question_scope_checked(user=user, collection_ids=[collection.pk])
     return sorted(
-        {c.chunk.document_id for c in retrieve(user=user, question=QUESTION, asked=asked).primary_chunks}
+        {
+            c.chunk.document_id
+            for c in retrieve(
+                user=user, request=RetrievalRequest(question=QUESTION, asked=asked)
+            ).primary_chunks
+        }
     )
 
 
 def test_access_changes_apply_to_the_next_question_with_the_same_ids(alice, charlie, corpus):
     collection = collection_create(name="alice hills", owner=alice)
     path = corpus / "text" / "gravity_hill.md"
-    document = document_upload(collection=collection, filename=path.name, data=path.read_bytes()).document
+    document = document_upload(
+        collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+    ).document
     assert _found(alice, collection) == [document.pk]
     with pytest.raises(NotFoundError):
         _found(charlie, collection)

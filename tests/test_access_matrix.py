@@ -19,7 +19,7 @@ from accounts.tokens import token_create
 from knowledge.chat import chat_ask
 from knowledge.models import ChatSession, Chunk, Document, Profile, ProfileCollection
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 
 pytest_plugins = ["tests.synthesis.openai_server"]
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,7 +35,9 @@ def alices(alice, corpus, no_llm):
     made["admin"] = collection_create(name="handbook", owner=None)
     docs = {}
     for key, collection in made.items():
-        result = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+        result = document_upload(
+            collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+        )
         docs[key] = Document.objects.get(pk=result.document.pk)
     profile = Profile.objects.create(owner=alice, name="alice profile", tag="ap")
     ProfileCollection.objects.create(profile=profile, collection=made["private"])
@@ -400,7 +402,7 @@ def test_every_role_gets_its_answer_on_every_api_call_and_page(teams):
 
 
 def test_mcp_tools_answer_each_role_like_the_api(teams):
-    from config.errors import ForbiddenError, NotFoundError
+    from config.base.errors import ForbiddenError, NotFoundError
     from knowledge.mcp import tools
 
     private = teams["c"]["private"]

@@ -22,7 +22,7 @@ def test_the_contract_names_the_layers_the_design_document_lists():
     order = architecture.layers()
     names = {name for layer in order for name in layer}
     assert {"knowledge.clients", "knowledge.config", "knowledge.access", "knowledge.models"} <= names
-    assert {"accounts", "config.errors"} <= names
+    assert {"accounts", "config.base"} <= names
     assert {"knowledge.web", "knowledge.admin", "knowledge.chat", "knowledge.services"} <= names
     design = (architecture.ROOT / "docs" / "design.md").read_text()
     assert "## Layers" in design and "import-linter" in design
@@ -41,6 +41,17 @@ def test_no_private_name_is_borrowed_from_another_package(modules):
     assert borrowed == []
 
 
+def test_the_shared_base_imports_neither_app(modules):
+    """config.base sits below both apps: only the entry points of config (settings, urls, asgi, wsgi)
+    import knowledge. The one import up is ``python -m config.base.database`` loading config.settings
+    to join the embedded server; it sits in the ``__main__`` block, which runs only as a script and is
+    not read as an import here (nor by the contract: pyproject's ignore_imports)."""
+    assert architecture.app_imports_from("config.base", modules) == []
+    # Settings are read before any app loads: what they parse (the ingestion limits) lives in the base.
+    assert architecture.app_imports_from("config.settings", modules) == []
+    assert any(name.startswith("config.base.") for name in modules)
+
+
 def test_no_module_is_over_600_lines(modules):
     assert architecture.long_modules(modules) == []
 
@@ -50,7 +61,8 @@ def test_no_function_is_over_60_lines(modules):
 
 
 def test_the_checks_see_a_circle_and_a_back_up_import(tmp_path):
-    """The checks can fail: a two-module circle and an import from models up to retrieval are found."""
+    """The checks can fail: a two-module circle, an import from models up to retrieval and one from the
+    shared base into an app are found."""
     package = tmp_path / "knowledge"
     (package / "models").mkdir(parents=True)
     (package / "retrieval").mkdir()
@@ -60,6 +72,15 @@ def test_the_checks_see_a_circle_and_a_back_up_import(tmp_path):
     (package / "retrieval" / "b.py").write_text("def f():\n    from knowledge.models import a\n")
     found = architecture.project_modules(tmp_path)
     assert architecture.circles(found) == [["knowledge.models.a", "knowledge.retrieval.b"]]
+    (tmp_path / "config" / "base").mkdir(parents=True)
+    (tmp_path / "config" / "__init__.py").write_text("")
+    (tmp_path / "config" / "base" / "__init__.py").write_text("")
+    (tmp_path / "config" / "base" / "env.py").write_text("def f():\n    from knowledge.models import a\n")
+    found = architecture.project_modules(tmp_path)
+    assert architecture.app_imports_from("config.base", found) == [
+        ("config.base.env", "knowledge.models"),
+        ("config.base.env", "knowledge.models.a"),
+    ]
     order = [["knowledge.retrieval"], ["knowledge.models"]]
     assert architecture.back_up_imports(found, order) == [
         ("knowledge.models.a", "knowledge.retrieval"),  # the package's __init__ runs too

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from config.postgresql.base import BusyAwarePool
+from config.base.postgresql.base import BusyAwarePool
 from tests.served import free_port
 
 SHORT = 0.5  # the pool's own timeout: DB_CONNECT_TIMEOUT

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from config.database import default_shared_buffers_mb, embedded_database_url
+from config.base.database import default_shared_buffers_mb, embedded_database_url
 
 
 def test_the_default_is_a_quarter_of_memory_within_bounds():

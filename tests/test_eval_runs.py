@@ -24,7 +24,7 @@ from knowledge.evaluation.store import (
 from knowledge.ingestion.extract import extract_sections
 from knowledge.models import Chunk, ChunkProfile, EvalRun, EvalSet
 from knowledge.services.collections import collection_create, collection_reindex
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.releases.helpers import held_promoted
 
 pytest_plugins = ["tests.synthesis.openai_server"]
@@ -52,7 +52,7 @@ def _jsonl(path, *lines):
 def hills(alice, corpus):
     collection = collection_create(name="hills", owner=alice)
     path = corpus / "text" / "gravity_hill.md"
-    document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    document_upload(collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes()))
     return collection
 
 

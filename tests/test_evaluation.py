@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from knowledge.evaluation import metrics
 from knowledge.evaluation.questions import load_questions, normalise
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 
 pytest_plugins = ["tests.synthesis.openai_server"]
 
@@ -73,7 +73,7 @@ def test_the_first_quote_is_traced_to_its_cited_source():
 def test_knowledge_eval_on_an_unseen_question_set(alice, corpus, tmp_path, no_llm):
     collection = collection_create(name="hills", owner=alice)
     path = corpus / "text" / "gravity_hill.md"
-    document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    document_upload(collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes()))
     questions = tmp_path / "set.jsonl"
     questions.write_text(
         json.dumps(

@@ -11,7 +11,7 @@ import pytest
 from knowledge.models import ProcessingJob
 from knowledge.processing_jobs import job_claim_next
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.tasks import process_document
 
 pytestmark = [pytest.mark.security, pytest.mark.django_db(transaction=True)]
@@ -28,7 +28,9 @@ def _queue(user, collection, name: str) -> ProcessingJob:
     text = (
         f"{name}: a short note about leave policy written by {user.username if user else 'nobody'}.".encode()
     )
-    document = document_upload(collection=collection, filename=name, data=text, uploaded_by=user, sync=False)
+    document = document_upload(
+        collection=collection, uploaded_by=user, sync=False, upload=DocumentUpload(filename=name, data=text)
+    )
     return ProcessingJob.objects.get(document=document.document)
 
 
@@ -78,10 +80,9 @@ def test_an_inline_task_processes_its_own_document_for_the_caller_who_waits(alic
     older = _queue_without_running(bob, bobs, "b1.txt")  # queued earlier, by someone else
     mine = document_upload(
         collection=alices,
-        filename="a1.txt",
-        data=b"Leave is requested two months ahead.",
         uploaded_by=alice,
         sync=True,
+        upload=DocumentUpload(filename="a1.txt", data=b"Leave is requested two months ahead."),
     ).document
     mine.refresh_from_db()
     assert mine.status == "ready"

@@ -8,12 +8,12 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.models import ApiToken
 from accounts.tokens import _ACTIVE_TOKEN, _hash, token_authenticate, token_create, token_revoke
-from config.prepared import PreparedSelect
+from config.base.prepared import PreparedSelect
 from knowledge.config import global_setting_set, global_settings
 from knowledge.models import Chunk, Document, KnowledgeSetting
 from knowledge.retrieval.service import _CHUNKS_WITH_DOCUMENTS
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +27,7 @@ def field_values(instance, *, skip=()) -> dict:
 def test_chunks_with_documents_match_select_related_and_load_left_out_fields_lazily(alice, corpus):
     collection = collection_create(name="hills", owner=alice)
     path = corpus / "text" / "gravity_hill.md"
-    document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    document_upload(collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes()))
     ids = list(Chunk.objects.filter(collection=collection).values_list("pk", flat=True))
     assert len(ids) >= 2
     expected = Chunk.objects.select_related("document").in_bulk(ids)

@@ -20,7 +20,7 @@ from knowledge.processing_jobs import (
     jobs_requeue_lost,
 )
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import PROCESSING_INTERRUPTED, document_upload
+from knowledge.services.documents import PROCESSING_INTERRUPTED, DocumentUpload, document_upload
 from knowledge.tasks import process_document
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,7 +34,9 @@ def queued(alice, monkeypatch):
     monkeypatch.setattr(Conf, "SYNC", False)  # re-queued tasks go to the queue, not run here
     collection = collection_create(name="jobs", owner=alice)
     document = document_upload(
-        collection=collection, filename="leave.txt", data=b"Everyone has 25 days of leave.", sync=False
+        collection=collection,
+        sync=False,
+        upload=DocumentUpload(filename="leave.txt", data=b"Everyone has 25 days of leave."),
     ).document
     return document, ProcessingJob.objects.get(document=document)
 

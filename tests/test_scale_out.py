@@ -27,7 +27,7 @@ from django_q.conf import Conf
 
 from knowledge.models import Document, ProcessingJob
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.conftest import REPO_ROOT, test_database_url
 from tests.redis_server import redis_server
 
@@ -123,7 +123,10 @@ def test_every_document_is_processed_once_by_three_workers_one_of_them_killed(
     with worker_processes(WORKERS, tmp_path, **broker) as workers:
         documents = [
             document_upload(
-                collection=collection, filename=name, data=data, uploaded_by=alice, sync=False
+                collection=collection,
+                uploaded_by=alice,
+                sync=False,
+                upload=DocumentUpload(filename=name, data=data),
             ).document
             for name, data in _documents(corpus)
         ]

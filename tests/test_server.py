@@ -22,7 +22,7 @@ from django.db import connection
 
 from accounts.tokens import token_create
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.served import served_application
 
 POOL_SIZE = 4
@@ -52,10 +52,9 @@ def asker(alice):
     collection = collection_create(name="policies", owner=alice)
     result = document_upload(
         collection=collection,
-        filename="policy.txt",
-        data=DOCUMENT_TEXT.encode(),
         uploaded_by=alice,
         sync=True,
+        upload=DocumentUpload(filename="policy.txt", data=DOCUMENT_TEXT.encode()),
     )
     result.document.refresh_from_db()
     assert result.document.status == "ready", result.document.error

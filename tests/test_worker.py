@@ -16,7 +16,7 @@ import pytest
 
 from knowledge.models import Document
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.conftest import REPO_ROOT, test_database_url
 
 TEXT = b"Holidays\n\nEveryone has twenty-five days of paid leave per year.\n"
@@ -48,7 +48,10 @@ def test_a_queued_document_is_processed_by_the_worker(worker, alice, settings, t
     settings.MEDIA_ROOT = tmp_path / "media"  # where the worker reads the stored original
     collection = collection_create(name="worker", owner=alice)
     document = document_upload(
-        collection=collection, filename="leave.txt", data=TEXT, uploaded_by=alice, sync=False
+        collection=collection,
+        uploaded_by=alice,
+        sync=False,
+        upload=DocumentUpload(filename="leave.txt", data=TEXT),
     ).document
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:

@@ -17,7 +17,7 @@ from django_q.models import OrmQ
 from knowledge.models import ProcessingJob, WorkerHeartbeat, WorkerProbe
 from knowledge.processing_jobs import job_claim, jobs_recover_stale
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.worker_probes import clusters_stuck, probe_answer, probe_send
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.security]
@@ -95,7 +95,12 @@ def test_the_running_jobs_of_killed_workers_are_queued_again_at_once(alice):
     for name in ("killed", "alive"):
         data = f"{name} text".encode()
         name = f"{name}.txt"
-        document_upload(collection=collection, filename=name, data=data, uploaded_by=alice, sync=False)
+        document_upload(
+            collection=collection,
+            uploaded_by=alice,
+            sync=False,
+            upload=DocumentUpload(filename=name, data=data),
+        )
     jobs = list(ProcessingJob.objects.order_by("pk"))
     assert len(jobs) == 2
     for job in jobs:

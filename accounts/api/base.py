@@ -23,8 +23,8 @@ from accounts.api.errors import api_exception_handler
 from accounts.api.pagination import ApiPagination
 from accounts.api.parsers import BoundedJSONParser
 from accounts.rate_limits import rate_count
-from config.validation import MAX_ID as MAX_ID  # re-exported: the API modules import it from here
-from config.validation import unstorable_location
+from config.base.validation import MAX_ID as MAX_ID  # re-exported: the API modules import it from here
+from config.base.validation import unstorable_location
 
 
 class ScopedThrottle(ScopedRateThrottle):

@@ -22,7 +22,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from config.errors import (
+from config.base.errors import (
     DATABASE_UNAVAILABLE,
     FieldValueError,
     KnowledgeError,

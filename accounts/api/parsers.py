@@ -12,7 +12,7 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from config.validation import nests_deeper_than
+from config.base.validation import nests_deeper_than
 
 
 class BoundedJSONParser(JSONParser):

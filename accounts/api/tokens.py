@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.models import ApiToken
 from accounts.tokens import token_create, token_revoke, tokens_for_user
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 
 
 class TokenSerializer(serializers.ModelSerializer):

@@ -9,7 +9,7 @@ from django.db.models import Case, OuterRef, Value, When
 from django.utils.html import format_html
 
 from accounts.throttles import user_throttle_charge
-from config.errors import KnowledgeError, RateLimitedError
+from config.base.errors import KnowledgeError, RateLimitedError
 from knowledge.admin.releases import ReleaseInline, rollback
 from knowledge.clients.embedding import EMBEDDING_MODELS, MINILM
 from knowledge.config import global_setting_set
@@ -38,7 +38,13 @@ from knowledge.parameters import (
     value_in_words,
 )
 from knowledge.services.collections import chunk_profile_default, collection_reindex
-from knowledge.services.documents import document_delete, document_reindex, document_retry, document_upload
+from knowledge.services.documents import (
+    DocumentUpload,
+    document_delete,
+    document_reindex,
+    document_retry,
+    document_upload,
+)
 from knowledge.services.marketplace import (
     subscriptions_end_all,
     subscriptions_reinstate_as_operator,
@@ -346,13 +352,15 @@ class DocumentUploadForm(forms.ModelForm):
                 user_throttle_charge(user=self.user, scope="uploads")
                 self.result = document_upload(
                     collection=collection,
-                    filename=upload.name,
-                    data=upload.read(),
-                    title=cleaned.get("title") or "",
-                    author=cleaned.get("author") or "",
-                    category=cleaned.get("category") or "",
-                    tags=cleaned.get("tags") or [],
-                    source_date=cleaned.get("source_date"),
+                    upload=DocumentUpload(
+                        filename=upload.name,
+                        data=upload.read(),
+                        title=cleaned.get("title") or "",
+                        author=cleaned.get("author") or "",
+                        category=cleaned.get("category") or "",
+                        tags=cleaned.get("tags") or [],
+                        source_date=cleaned.get("source_date"),
+                    ),
                 )
             except KnowledgeError as exc:
                 raise forms.ValidationError(str(exc)) from exc

@@ -16,7 +16,7 @@ from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from config.validation import id_or_none
+from config.base.validation import id_or_none
 from knowledge.evaluation.store import eval_chunk_profiles_compare, eval_run_start, eval_runs_chart_svg
 from knowledge.models import ChunkProfile, Collection, EvalQuestion, EvalRun, EvalSet
 

@@ -10,7 +10,7 @@ from django.contrib import admin, messages
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.evaluation.feedback import feedback_eval_set_import
 from knowledge.models import ChatTurn, RatedAnswer
 

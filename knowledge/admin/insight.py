@@ -19,7 +19,7 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.http import urlencode
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.admin.insight_charts import Chart, Series, ranking_chart, time_chart
 from knowledge.models import Collection
 from knowledge.services.insight import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.models import Release
 from knowledge.services.releases import release_discard, release_promote, release_rollback
 from knowledge.services.releases_report import gate_metrics, release_summary_lines

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.models import Source, SourceItem, SourceSync
 from knowledge.services.sources import (
     source_cron_checked,

@@ -37,6 +37,7 @@ from knowledge.retrieval.rerank import rerank
 from knowledge.retrieval.scope import search_scope
 from knowledge.retrieval.service import (
     KnowledgeContext,
+    RetrievalRequest,
     context_from_chunks,
     interleave,
     retrieve,
@@ -395,10 +396,9 @@ class AgenticRun:
     def _search(self, query: str, document_ids=None) -> KnowledgeContext:
         return retrieve(
             user=self.user,
-            question=query,
-            asked=self.asked,
-            overrides=self.overrides,
-            document_ids=document_ids,
+            request=RetrievalRequest(
+                question=query, asked=self.asked, overrides=self.overrides, document_ids=document_ids
+            ),
         )
 
     def _answering_search(self, query: str) -> list:

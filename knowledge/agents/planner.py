@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from config.validation import ascii_digits
+from config.base.validation import ascii_digits
 from knowledge.agents.queries import MAX_QUERY_CHARS
 from knowledge.clients.json_reply import json_object, text_field
 from knowledge.clients.llm import LLMError

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pgvector.django import CosineDistance
 
-from config.validation import id_or_none
+from config.base.validation import id_or_none
 from knowledge.access import readable_documents
 from knowledge.clients.json_reply import json_object
 from knowledge.clients.llm import LLMError

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.throttles import user_throttle_charge
-from config.errors import ForbiddenError, NotFoundError
+from config.base.errors import ForbiddenError, NotFoundError
 from knowledge.access import (
     collection_for_manager,
     collection_is_manageable,

@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.throttles import user_throttle_charge
-from config.errors import UploadTooLargeError
+from config.base.errors import UploadTooLargeError
 from knowledge.access import (
     collection_for_content_writer,
     collection_for_reader,
@@ -22,6 +22,7 @@ from knowledge.api.releases import ReleaseSerializer, undecided_release_row
 from knowledge.models import Chunk, Document, DocumentSummary
 from knowledge.services.collections import chunk_profile_get, collection_reindex
 from knowledge.services.documents import (
+    DocumentUpload,
     document_delete,
     document_progress,
     document_reindex,
@@ -194,14 +195,16 @@ class CollectionDocumentsView(ApiView):
         upload_size_check(filename=upload.name, size=upload.size)  # before reading it into memory
         result = document_upload(
             collection=collection,
-            filename=upload.name,
-            data=upload.read(),
             uploaded_by=request.user,
-            title=data["title"],
-            author=data["author"],
-            category=data["category"],
-            tags=data["tags"],
-            source_date=data.get("date"),
+            upload=DocumentUpload(
+                filename=upload.name,
+                data=upload.read(),
+                title=data["title"],
+                author=data["author"],
+                category=data["category"],
+                tags=data["tags"],
+                source_date=data.get("date"),
+            ),
         )
         body = DocumentSerializer(_fresh(result.document.pk, user=request.user)).data
         return Response(body, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)

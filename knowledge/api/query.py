@@ -76,20 +76,17 @@ class QueryView(ApiView):
     )
     def post(self, request):
         data = validated(QueryRequestSerializer, request.data)
-        kwargs = chat_arguments(request.user, data)
+        # The scope is resolved once, before anything streams (knowledge.access): unreadable is "not found".
+        user, question, asked = request.user, data["question"], asked_scope(request.user, data)
         if "text/event-stream" in request.headers.get("Accept", ""):
-            return event_stream_response(sse_stream(chat_stream(**kwargs)), request=request)
-        return Response(query_response(chat_ask(**kwargs)))
+            stream = chat_stream(user=user, question=question, asked=asked)
+            return event_stream_response(sse_stream(stream), request=request)
+        return Response(query_response(chat_ask(user=user, question=question, asked=asked)))
 
 
 def query_response(turn) -> dict:
     """The response body for an answered turn (the MCP answer tools answer with it too)."""
     return {**turn_summary(turn), "sources": turn.retrieved}
-
-
-def chat_arguments(user, data: dict) -> dict:
-    """The question and its scope, resolved once (knowledge.access); anything unreadable is "not found"."""
-    return {"user": user, "question": data["question"], "asked": asked_scope(user, data)}
 
 
 class SessionSerializer(serializers.ModelSerializer):

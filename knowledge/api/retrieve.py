@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from accounts.api.base import MAX_ID, ApiView, StrictSerializer, errors, validated
 from knowledge.access import question_scope_checked
 from knowledge.parameters import ConfigError, validate_overrides
-from knowledge.retrieval.service import MAX_QUESTION_CHARS, retrieve
+from knowledge.retrieval.service import MAX_QUESTION_CHARS, RetrievalRequest, retrieve
 
 MAX_COLLECTIONS = 100
 
@@ -120,10 +120,9 @@ def retrieve_response(*, user, data: dict) -> dict:
     asked = asked_scope(user, data)
     context = retrieve(
         user=user,
-        question=data["question"],
-        asked=asked,
-        k=data.get("k"),
-        overrides=data.get("overrides") or {},
+        request=RetrievalRequest(
+            question=data["question"], asked=asked, k=data.get("k"), overrides=data.get("overrides") or {}
+        ),
     )
     return {
         "question": context.question,

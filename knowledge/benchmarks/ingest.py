@@ -26,7 +26,7 @@ from knowledge.clients.embedding import get_model
 from knowledge.ingestion.headers import embedding_text
 from knowledge.ingestion.pipeline import document_chunk_drafts
 from knowledge.models import Document
-from knowledge.services.documents import document_delete, document_upload
+from knowledge.services.documents import DocumentUpload, document_delete, document_upload
 
 DEFAULT_FILES = (
     "pdf/pasa.pdf",
@@ -104,7 +104,9 @@ def _pipeline(collection, path: Path) -> tuple[Document, float]:
     for earlier in Document.objects.filter(collection=collection, filename=path.name):
         document_delete(document=earlier)
     started = time.perf_counter()
-    result = document_upload(collection=collection, filename=path.name, data=path.read_bytes(), sync=True)
+    result = document_upload(
+        collection=collection, sync=True, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+    )
     seconds = time.perf_counter() - started
     return Document.objects.get(pk=result.document.pk), seconds
 

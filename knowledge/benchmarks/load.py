@@ -38,7 +38,7 @@ from knowledge.benchmarks.common import median, percentile
 from knowledge.evaluation.questions import load_questions
 from knowledge.models import Collection, Document
 from knowledge.services.collections import collection_create, collection_update
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 
 LOAD_USER = "bench-load"
 LOAD_COLLECTION = "bench-load"
@@ -161,10 +161,9 @@ def _prepare(stdout, *, users: int) -> tuple[list[str], int]:
             stdout.write(f"  processing {name} for the load collection (once)\n")
             document_upload(
                 collection=collection,
-                filename=path.name,
-                data=path.read_bytes(),
                 uploaded_by=owner,
                 sync=True,
+                upload=DocumentUpload(filename=path.name, data=path.read_bytes()),
             )
     return secrets, collection.pk
 

@@ -73,7 +73,7 @@ from knowledge.clients.embedding import (
 from knowledge.models import Collection
 from knowledge.retrieval import dense, lexical, service
 from knowledge.retrieval.scope import search_scope
-from knowledge.retrieval.service import retrieve
+from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.services.collections import collection_create
 
 BASE_CHUNKS = 3000
@@ -451,9 +451,9 @@ def _measure_main(user, collection_ids, scope, questions, warm_up_questions) -> 
                 figures[name], _ = _ms(
                     retrieve,
                     user=user,
-                    question=question,
-                    collection_ids=collection_ids,
-                    rerank_enabled=False,
+                    request=RetrievalRequest(
+                        question=question, collection_ids=collection_ids, rerank_enabled=False
+                    ),
                 )
             finally:
                 service.EMBED_ALONGSIDE_LEXICAL = True

@@ -1,12 +1,17 @@
-"""The payloads of a chat's events and of a saved turn: the final answer, a retrieved source, one LLM
-call, and a turn as one JSON object (``knowledge_ask --json``, API responses)."""
+"""The payloads of a chat's events and of a saved turn: the start, the retrieval, the LLM step, the
+tokens, the final answer and the completion; a retrieved source, one LLM call, and a turn as one JSON
+object (``knowledge_ask --json``, API responses). Each is built from values given to it, in the order
+knowledge.chat.stream emits them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from knowledge.clients.llm import TOKEN_SOURCE_ESTIMATE
-from knowledge.models import ChatTurn
+from knowledge.access import QuestionScope
+from knowledge.clients.llm import TOKEN_SOURCE_ESTIMATE, LLMConfig
+from knowledge.clients.tokens import llm_token_count
+from knowledge.models import ChatSession, ChatTurn, Profile
+from knowledge.retrieval.service import KnowledgeContext
 from knowledge.retrieval.sources import source_fields, source_label, source_place
 from knowledge.synthesis.citations import answer_html
 
@@ -23,6 +28,80 @@ class Answer:
     token_source: str = TOKEN_SOURCE_ESTIMATE
     model: str = ""
     duration_ms: float = 0.0
+
+
+def start_payload(*, session: ChatSession, turn: ChatTurn, question: str, profile: Profile | None) -> dict:
+    return {
+        "session_id": session.pk,
+        "turn_index": turn.index,
+        "question": question,
+        "profile_id": profile.pk if profile else None,
+        "profile_type": profile.profile_type if profile else Profile.ProfileType.RAG_FOCUSED,
+        "profile_tag": profile.tag if profile else "",
+    }
+
+
+def retrieval_start_payload(*, asked: QuestionScope, question: str, resolved: str, method: str) -> dict:
+    profile = asked.profile
+    return {
+        "collection_count": profile.profile_collections.count() if profile else len(asked.collection_ids),
+        "question": question,
+        "resolved_question": resolved,
+        "resolution": method,
+    }
+
+
+def retrieval_payload(*, context: KnowledgeContext, duration_ms: float | None) -> dict:
+    """The ``retrieval_complete`` event; its ``sources`` are also what the turn keeps as retrieved."""
+    sources = [source_summary(s) for s in context.sources]
+    documents = {s["document_id"]: {"id": s["document_id"], "title": s["title"]} for s in sources}
+    return {
+        "results_count": len(context.primary_chunks),
+        "answerable": context.answerability.as_dict() if context.answerability else None,
+        "documents": list(documents.values()),
+        "sources": sources,
+        "context_tokens": context.total_tokens,
+        "duration_ms": duration_ms,
+        "timings_ms": context.timings_ms,
+    }
+
+
+def llm_step_payload(
+    *, answer: Answer, turn: ChatTurn, duration_ms: float | None, calls: list[dict], trace: dict | None
+) -> dict:
+    return {
+        "step": "synthesis",
+        "mode": answer.mode,
+        "model": answer.model or None,
+        "input_tokens": turn.input_tokens,
+        "output_tokens": turn.output_tokens,
+        "token_source": turn.token_source,
+        "duration_ms": duration_ms,
+        "calls": calls,
+        "error": turn.error,
+        "agentic": trace,
+    }
+
+
+def tokens_payload(*, turn: ChatTurn, session: ChatSession) -> dict:
+    """The turn's tokens and the session's totals (read after the turn was added to them)."""
+    return {
+        "input_tokens": turn.input_tokens,
+        "output_tokens": turn.output_tokens,
+        "source": turn.token_source,
+        "total_input": session.input_tokens,
+        "total_output": session.output_tokens,
+    }
+
+
+def complete_payload(*, turn: ChatTurn, duration_ms: float) -> dict:
+    return {
+        "duration_ms": duration_ms,
+        "tokens": {"input": turn.input_tokens, "output": turn.output_tokens, "source": turn.token_source},
+        "session_id": turn.session_id,
+        "turn_id": turn.pk,
+        "mode": turn.mode,
+    }
 
 
 def final_payload(answer: Answer) -> dict:
@@ -69,6 +148,20 @@ def call_summary(purpose: str, result) -> dict:
         "output_tokens": result.output_tokens,
         "token_source": result.token_source,
         "duration_ms": result.duration_ms,
+    }
+
+
+def estimated_call(llm: LLMConfig, messages: list[dict], text: str) -> dict:
+    """A synthesis stopped half-way (the client left, the LLM failed): its tokens, estimated from the
+    prompt and the text received, so that leaving early spends the quota too."""
+    prompt = "\n".join(str(message.get("content", "")) for message in messages)
+    return {
+        "purpose": "synthesis (cut off)",
+        "model": llm.model,
+        "input_tokens": llm_token_count(prompt),
+        "output_tokens": llm_token_count(text),
+        "token_source": TOKEN_SOURCE_ESTIMATE,
+        "duration_ms": 0,
     }
 
 

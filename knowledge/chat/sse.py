@@ -26,7 +26,7 @@ from django.core.handlers.asgi import ASGIRequest
 from django.db import connections
 from django.http import StreamingHttpResponse
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.models import ChatTurn
 from knowledge.synthesis import events as ev
 from knowledge.synthesis.events import Event

@@ -10,6 +10,9 @@ The answer comes from the configured LLM; with none, or when it fails or
 times out, from the extractive synthesiser (labelled, quoting only the
 sources); with nothing relevant retrieved, an honest "nothing on this" with
 no LLM call. Every turn is saved with its events, so it can be replayed.
+
+The events' payloads are built in knowledge.chat.payloads, and the turn and its session are opened,
+filled and saved in knowledge.chat.sessions; this module holds the order of the steps.
 """
 
 from __future__ import annotations
@@ -19,21 +22,29 @@ import time
 from collections.abc import Callable, Iterator
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db import transaction
-from django.db.models import F
-from django.utils import timezone
 
 from knowledge.access import QuestionScope, question_scope_for
 from knowledge.agents.loop import AgenticRun
-from knowledge.chat.payloads import Answer, call_summary, final_payload, source_summary
-from knowledge.clients.llm import (
-    TOKEN_SOURCE_ESTIMATE,
-    TOKEN_SOURCE_USAGE,
-    LLMConfig,
-    LLMError,
-    llm_config,
-    stream_chat,
+from knowledge.chat.payloads import (
+    Answer,
+    call_summary,
+    complete_payload,
+    estimated_call,
+    final_payload,
+    llm_step_payload,
+    retrieval_payload,
+    retrieval_start_payload,
+    start_payload,
+    tokens_payload,
 )
+from knowledge.chat.sessions import (
+    chat_session_tokens_add,
+    chat_turn_answer_set,
+    chat_turn_history,
+    chat_turn_open,
+    chat_turn_save,
+)
+from knowledge.clients.llm import LLMConfig, LLMError, llm_config, stream_chat
 from knowledge.clients.tokens import llm_token_count
 from knowledge.config import resolved_config
 from knowledge.models import ChatSession, ChatTurn, Profile
@@ -43,6 +54,7 @@ from knowledge.retrieval.continuation import with_continuations
 from knowledge.retrieval.service import (
     MAX_QUESTION_CHARS,
     KnowledgeContext,
+    RetrievalRequest,
     question_clean,
     retrieve,
 )
@@ -50,8 +62,8 @@ from knowledge.synthesis import events as ev
 from knowledge.synthesis.citations import resolve_citations
 from knowledge.synthesis.events import Event
 from knowledge.synthesis.extractive import LABEL_LLM_FAILED, LABEL_NO_LLM, extractive_answer, says_nothing
-from knowledge.synthesis.followup import PreviousTurn, Resolution, resolve_question
-from knowledge.synthesis.prompts import Exchange, prompt_equivalent_tokens, synthesis_messages
+from knowledge.synthesis.followup import Resolution, resolve_question
+from knowledge.synthesis.prompts import prompt_equivalent_tokens, synthesis_messages
 from knowledge.synthesis.refusal import MAX_CLOSEST, refusal_text
 
 logger = logging.getLogger(__name__)
@@ -60,8 +72,6 @@ DIRECT_TEXT = (
     "That message does not ask about your documents, so nothing was searched. Ask a question about "
     "them and the answer will come from them, with citations."
 )
-TITLE_CHARS = 80
-HISTORY_TURNS = 6
 
 
 class ChatStream:
@@ -81,10 +91,10 @@ class ChatStream:
         user,
         question: str,
         asked: QuestionScope | None = None,
-        profile=None,
-        collection_ids=None,
-        session=None,
-        overrides=None,
+        profile: Profile | int | None = None,
+        collection_ids: list[int] | None = None,
+        session: ChatSession | int | None = None,
+        overrides: dict | None = None,
     ) -> None:
         self.user = user
         self.question = question_clean(question)
@@ -126,35 +136,40 @@ class ChatStream:
             raise
 
     def _steps(self) -> Iterator[Event]:
-        yield self._emit(ev.EXECUTION_START, self._start_payload())
+        yield self._emit(
+            ev.EXECUTION_START,
+            start_payload(session=self.session, turn=self.turn, question=self.question, profile=self.profile),
+        )
         llm = self._llm()
         resolution = self._timed("resolve", self._resolve, llm)
-        yield self._emit(ev.RETRIEVAL_START, self._retrieval_start_payload(resolution))
+        yield self._emit(
+            ev.RETRIEVAL_START,
+            retrieval_start_payload(
+                asked=self.asked,
+                question=self.question,
+                resolved=resolution.question,
+                method=resolution.method,
+            ),
+        )
         if self.agentic:
             answer = yield from self._agentic_answer(resolution, llm)
         else:
             answer = yield from self._standard_answer(resolution, llm)
-        self._record(answer, resolution)
+        chat_turn_answer_set(
+            turn=self.turn,
+            answer=answer,
+            resolved_question=resolution.question,
+            calls=self._calls,
+            errors=self._errors,
+        )
         yield self._emit(ev.LLM_STEP, self._llm_step_payload(answer))
         yield self._emit(ev.TOKEN_UPDATE, self._account())
         yield self._emit(ev.FINAL_ANSWER, final_payload(answer))
         yield self._finish()
 
     def _open_turn(self) -> None:
-        with transaction.atomic():
-            if self.session is None:
-                self.session = ChatSession.objects.create(
-                    user=self.user,
-                    profile=self.profile,
-                    collection_ids=[] if self.profile else list(self.asked.collection_ids),
-                    title=_title(self.question),
-                )
-            session = ChatSession.objects.select_for_update().get(pk=self.session.pk)
-            if not session.title:
-                session.title = _title(self.question)
-                session.save(update_fields=["title"])
-            index = session.turns.count()
-            self.turn = ChatTurn.objects.create(session=session, index=index, question=self.question)
+        self.turn = chat_turn_open(user=self.user, asked=self.asked, question=self.question)
+        self.session = self.turn.session
 
     def _llm(self) -> LLMConfig | None:
         try:
@@ -165,7 +180,7 @@ class ChatStream:
             return None
 
     def _resolve(self, llm: LLMConfig | None) -> Resolution:
-        previous, history = self._history()
+        previous, history = chat_turn_history(turn=self.turn)
         resolution = resolve_question(self.question, previous=previous, history=history, llm=llm)
         resolution.question = resolution.question[:MAX_QUESTION_CHARS]
         if resolution.error:
@@ -174,21 +189,9 @@ class ChatStream:
             self._calls.append(call_summary("rewrite", resolution.llm))
         return resolution
 
-    def _history(self) -> tuple[PreviousTurn | None, list[Exchange]]:
-        turns = list(
-            ChatTurn.objects.filter(session=self.session, index__lt=self.turn.index)
-            .exclude(mode="")
-            .order_by("-index")[:HISTORY_TURNS]
-        )[::-1]
-        if not turns:
-            return None, []
-        last = turns[-1]
-        previous = PreviousTurn(last.question, last.answer, list(last.cited_sources))
-        return previous, [Exchange(t.question, t.answer) for t in turns]
-
     def _standard_answer(self, resolution: Resolution, llm: LLMConfig | None):
         context = self._timed("retrieval", self._retrieve, resolution.question)
-        yield self._emit(ev.RETRIEVAL_COMPLETE, self._retrieval_payload(context))
+        yield self._retrieval_event(context)
         synthesis_started = time.perf_counter()
         answer = yield from self._answer(context, resolution, llm)
         self._durations["synthesis"] = _ms_since(synthesis_started)
@@ -207,7 +210,7 @@ class ChatStream:
             overrides=self.overrides,
             llm=llm,
             emit=self._emit,
-            on_context=lambda context: self._emit(ev.RETRIEVAL_COMPLETE, self._retrieval_payload(context)),
+            on_context=self._retrieval_event,
             generate=generate,
         )
         started = time.perf_counter()
@@ -222,9 +225,7 @@ class ChatStream:
     def _retrieve(self, question: str) -> KnowledgeContext:
         context = retrieve(
             user=self.user,
-            question=question,
-            asked=self.asked,
-            overrides=self.overrides,
+            request=RetrievalRequest(question=question, asked=self.asked, overrides=self.overrides),
         )
         return answerable_only(context)
 
@@ -250,7 +251,7 @@ class ChatStream:
             return self._extractive(context, resolution, LABEL_LLM_FAILED)
 
     def _llm_answer(self, context: KnowledgeContext, llm: LLMConfig, *, deltas: bool = True):
-        _previous, history = self._history()
+        _previous, history = chat_turn_history(turn=self.turn)
         messages = synthesis_messages(
             config=context.config, context_text=context.context_text, history=history, question=self.question
         )
@@ -269,7 +270,7 @@ class ChatStream:
         finally:
             chunks.close()
             if result is None:  # cut off before the LLM reported its usage: what it sent still counts
-                self._calls.append(_estimated_call(llm, messages, "".join(received)))
+                self._calls.append(estimated_call(llm, messages, "".join(received)))
         self._calls.append(call_summary("synthesis", result))
         cited = resolve_citations(result.text, context.sources)
         return Answer(
@@ -330,69 +331,22 @@ class ChatStream:
             output_tokens=llm_token_count(text),
         )
 
-    def _record(self, answer: Answer, resolution: Resolution) -> None:
-        """Put the answer on the turn; its tokens are every LLM call's (rewrites, agent steps, answers).
-
-        An extracted or no-results answer made no synthesis call: its own
-        (estimated) tokens are added to the calls'.
-        """
-        calls = self._calls
-        sources = {answer.token_source} | {c["token_source"] for c in calls}
-        own = answer.mode != ChatTurn.Mode.LLM
-        turn = self.turn
-        turn.resolved_question = resolution.question
-        turn.answer = answer.text
-        turn.mode = answer.mode
-        turn.cited_sources = [c.as_dict() for c in answer.citations]
-        turn.dropped_citations = answer.dropped
-        turn.input_tokens = (answer.input_tokens if own else 0) + sum(c["input_tokens"] for c in calls)
-        turn.output_tokens = (answer.output_tokens if own else 0) + sum(c["output_tokens"] for c in calls)
-        turn.token_source = TOKEN_SOURCE_USAGE if sources == {TOKEN_SOURCE_USAGE} else TOKEN_SOURCE_ESTIMATE
-        turn.llm_model = answer.model
-        turn.error = "\n".join(self._errors)
-
     def _account(self) -> dict:
-        turn = self.turn
         self._count_llm_tokens()
-        ChatSession.objects.filter(pk=self.session.pk).update(
-            input_tokens=F("input_tokens") + turn.input_tokens,
-            output_tokens=F("output_tokens") + turn.output_tokens,
-            updated_at=timezone.now(),
-        )
-        self.session.refresh_from_db(fields=["input_tokens", "output_tokens", "updated_at"])
-        return {
-            "input_tokens": turn.input_tokens,
-            "output_tokens": turn.output_tokens,
-            "source": turn.token_source,
-            "total_input": self.session.input_tokens,
-            "total_output": self.session.output_tokens,
-        }
+        self.session = chat_session_tokens_add(session=self.session, turn=self.turn)
+        return tokens_payload(turn=self.turn, session=self.session)
 
     def _finish(self) -> Event:
         self._durations["total"] = _ms_since(self._started)
-        turn = self.turn
         complete = self._emit(
-            ev.EXECUTION_COMPLETE,
-            {
-                "duration_ms": self._durations["total"],
-                "tokens": {
-                    "input": turn.input_tokens,
-                    "output": turn.output_tokens,
-                    "source": turn.token_source,
-                },
-                "session_id": self.session.pk,
-                "turn_id": turn.pk,
-                "mode": turn.mode,
-            },
+            ev.EXECUTION_COMPLETE, complete_payload(turn=self.turn, duration_ms=self._durations["total"])
         )
         self._save()
         self._completed = True
         return complete
 
     def _save(self) -> None:
-        self.turn.events = self._stored
-        self.turn.durations_ms = self._durations
-        self.turn.save()
+        chat_turn_save(turn=self.turn, events=self._stored, durations_ms=self._durations)
 
     def _abandon(self, reason: str) -> None:
         """Keep what was done: a turn that stopped half-way is saved with the reason."""
@@ -435,54 +389,19 @@ class ChatStream:
         finally:
             self._durations[name] = _ms_since(started)
 
-    def _start_payload(self) -> dict:
-        profile = self.profile
-        return {
-            "session_id": self.session.pk,
-            "turn_index": self.turn.index,
-            "question": self.question,
-            "profile_id": profile.pk if profile else None,
-            "profile_type": profile.profile_type if profile else Profile.ProfileType.RAG_FOCUSED,
-            "profile_tag": profile.tag if profile else "",
-        }
-
-    def _retrieval_start_payload(self, resolution: Resolution) -> dict:
-        count = self.profile.profile_collections.count() if self.profile else len(self.asked.collection_ids)
-        return {
-            "collection_count": count,
-            "question": self.question,
-            "resolved_question": resolution.question,
-            "resolution": resolution.method,
-        }
-
-    def _retrieval_payload(self, context: KnowledgeContext) -> dict:
-        sources = [source_summary(s) for s in context.sources]
-        self.turn.retrieved = sources
-        documents = {s["document_id"]: {"id": s["document_id"], "title": s["title"]} for s in sources}
-        return {
-            "results_count": len(context.primary_chunks),
-            "answerable": context.answerability.as_dict() if context.answerability else None,
-            "documents": list(documents.values()),
-            "sources": sources,
-            "context_tokens": context.total_tokens,
-            "duration_ms": self._durations.get("retrieval"),
-            "timings_ms": context.timings_ms,
-        }
+    def _retrieval_event(self, context: KnowledgeContext) -> Event:
+        payload = retrieval_payload(context=context, duration_ms=self._durations.get("retrieval"))
+        self.turn.retrieved = payload["sources"]
+        return self._emit(ev.RETRIEVAL_COMPLETE, payload)
 
     def _llm_step_payload(self, answer: Answer) -> dict:
-        turn = self.turn
-        return {
-            "step": "synthesis",
-            "mode": answer.mode,
-            "model": answer.model or None,
-            "input_tokens": turn.input_tokens,
-            "output_tokens": turn.output_tokens,
-            "token_source": turn.token_source,
-            "duration_ms": self._durations.get("synthesis"),
-            "calls": self._calls,
-            "error": turn.error,
-            "agentic": self._trace,
-        }
+        return llm_step_payload(
+            answer=answer,
+            turn=self.turn,
+            duration_ms=self._durations.get("synthesis"),
+            calls=self._calls,
+            trace=self._trace,
+        )
 
 
 def answerable_only(context: KnowledgeContext) -> KnowledgeContext:
@@ -502,45 +421,59 @@ def _ms_since(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 1)
 
 
-def _title(question: str) -> str:
-    flat = " ".join(question.split())
-    return flat if len(flat) <= TITLE_CHARS else flat[: TITLE_CHARS - 1].rstrip() + "…"
-
-
 # -- the public functions ------------------------------------------------------
 
 
-def chat_stream(**arguments) -> ChatStream:
-    """The events of answering a question, to iterate (e.g. into ``sse_stream``).
+def chat_stream(
+    *,
+    user,
+    question: str,
+    asked: QuestionScope | None = None,
+    profile: Profile | int | None = None,
+    collection_ids: list[int] | None = None,
+    session: ChatSession | int | None = None,
+    overrides: dict | None = None,
+) -> ChatStream:
+    """The events of answering ``user``'s ``question``, to iterate (e.g. into ``sse_stream``).
 
-    The arguments are ChatStream's: ``user``, ``question``, then ``asked`` (the scope an edge
-    resolved) or ``profile``, ``collection_ids`` and ``session``; ``overrides`` are per-call
-    parameter values (evaluation runs), below admin locks.
+    The scope is ``asked``, the one an edge resolved and checked (knowledge.access.question_scope_checked),
+    or else ``profile``, ``collection_ids`` and ``session``, resolved here; ``overrides`` are per-call
+    parameter values (evaluation runs, the agentic MCP tool), below admin locks.
     """
-    return ChatStream(**arguments)
+    return ChatStream(
+        user=user,
+        question=question,
+        asked=asked,
+        profile=profile,
+        collection_ids=collection_ids,
+        session=session,
+        overrides=overrides,
+    )
 
 
-def chat_ask(*, on_event: Callable[[Event], None] | None = None, **arguments) -> ChatTurn:
-    """Answer a question and return the saved turn; ``on_event`` sees every event as it happens.
-
-    The other arguments are ``chat_stream``'s.
-    """
-    stream = ChatStream(**arguments)
+def chat_ask(
+    *,
+    user,
+    question: str,
+    asked: QuestionScope | None = None,
+    profile: Profile | int | None = None,
+    collection_ids: list[int] | None = None,
+    session: ChatSession | int | None = None,
+    overrides: dict | None = None,
+    on_event: Callable[[Event], None] | None = None,
+) -> ChatTurn:
+    """Answer a question (``chat_stream``'s arguments) and return the saved turn; ``on_event`` sees
+    every event as it happens."""
+    stream = chat_stream(
+        user=user,
+        question=question,
+        asked=asked,
+        profile=profile,
+        collection_ids=collection_ids,
+        session=session,
+        overrides=overrides,
+    )
     for event in stream:
         if on_event is not None:
             on_event(event)
     return stream.turn
-
-
-def _estimated_call(llm: LLMConfig, messages: list[dict], text: str) -> dict:
-    """A synthesis stopped half-way (the client left, the LLM failed): its tokens, estimated from the
-    prompt and the text received, so that leaving early spends the quota too."""
-    prompt = "\n".join(str(message.get("content", "")) for message in messages)
-    return {
-        "purpose": "synthesis (cut off)",
-        "model": llm.model,
-        "input_tokens": llm_token_count(prompt),
-        "output_tokens": llm_token_count(text),
-        "token_source": "estimate",
-        "duration_ms": 0,
-    }

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 
-from config.env import env_bool, env_int, env_str
+from config.base.env import env_bool, env_int, env_str
 from knowledge.clients.tokens import llm_token_count
 from knowledge.models import LLMSettings
 

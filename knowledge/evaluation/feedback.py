@@ -9,7 +9,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.evaluation.store import eval_set_import
 from knowledge.models import ChatTurn, EvalSet
 from knowledge.services.feedback import feedback_questions_write, rated_turns

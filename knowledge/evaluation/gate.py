@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from knowledge.evaluation import metrics
 from knowledge.evaluation.gate_questions import GateQuestions, gate_questions
+from knowledge.evaluation.release_request import release_request
 from knowledge.evaluation.runner import QuestionResult, chunk_source, question_result, summarise
 from knowledge.ingestion.reindex import serving_release
 from knowledge.models import Release
@@ -88,13 +89,7 @@ def _measured(questions: GateQuestions, *, reader, collection_id: int, releases:
 def _asked(question, *, reader, collection_id: int, release: Release) -> QuestionResult:
     started = time.perf_counter()
     context = retrieve(
-        user=reader,
-        question=question.question,
-        collection_ids=[collection_id],
-        k=GATE_K,
-        chunk_profile_id=release.chunk_profile_id,
-        embedding_model=release.embedding_model,
-        rerank_enabled=False,  # the gate compares indexes, not the LLM's reranking
+        user=reader, request=release_request(question.question, collection_id, release, k=GATE_K)
     )
     result = question_result(question, context, round((time.perf_counter() - started) * 1000, 2))
     result.context = context

@@ -19,6 +19,7 @@ from django.db.models.functions import Cast
 from knowledge.clients.json_reply import json_object, text_field
 from knowledge.clients.llm import LLMError, complete, llm_config
 from knowledge.evaluation.questions import EvalQuestion, normalise, parse_question
+from knowledge.evaluation.release_request import release_request
 from knowledge.evaluation.runner import chunk_source
 from knowledge.evaluation.store import eval_set_questions
 from knowledge.models import ChatTurn, Chunk, Document, Release
@@ -128,14 +129,7 @@ def _sampled_passages(collection, release: Release) -> list[Chunk]:
 
 def _retrieved_by_any(question: EvalQuestion, reader, collection_id: int, releases: list[Release]) -> bool:
     for release in releases:
-        context = retrieve(
-            user=reader,
-            question=question.question,
-            collection_ids=[collection_id],
-            chunk_profile_id=release.chunk_profile_id,
-            embedding_model=release.embedding_model,
-            rerank_enabled=False,
-        )
+        context = retrieve(user=reader, request=release_request(question.question, collection_id, release))
         if question.expected[0] in {chunk_source(r.chunk) for r in context.primary_chunks}:
             return True
     return False

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from config.validation import unstorable_location
+from config.base.validation import unstorable_location
 
 
 @dataclass(frozen=True)

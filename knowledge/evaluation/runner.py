@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from knowledge.evaluation import metrics
 from knowledge.evaluation.questions import EvalQuestion, normalise
 from knowledge.retrieval.expansion import expand_references
-from knowledge.retrieval.service import KnowledgeContext, retrieve
+from knowledge.retrieval.service import KnowledgeContext, RetrievalRequest, retrieve
 
 RECALL_CUTS = (1, 3, 5, 10)
 
@@ -69,12 +69,14 @@ def run_retrieval(
         started = time.perf_counter()
         context = retrieve(
             user=user,
-            question=question.question,
-            profile=profile,
-            collection_ids=collection_ids,
-            k=k,
-            overrides=overrides,
-            chunk_profile_id=chunk_profile_id,
+            request=RetrievalRequest(
+                question=question.question,
+                profile=profile,
+                collection_ids=collection_ids,
+                k=k,
+                overrides=overrides,
+                chunk_profile_id=chunk_profile_id,
+            ),
         )
         result = question_result(question, context, round((time.perf_counter() - started) * 1000, 2))
         result.context = context

@@ -10,9 +10,10 @@ are produced, chunks while they are cut. Breaking a limit raises
 limit and the setting that raises it, so the document ends ``failed`` with
 that reason (or the upload is refused) within seconds.
 
-Pure: no Django. The pipeline and the upload path pass the limits built from
-settings (``config/settings.py``, ``KNOWLEDGE_INGEST_LIMITS``); callers that
-pass nothing get the defaults below.
+Pure: no Django. The limits themselves (fields, defaults, variables) are
+declared in ``config/base/ingest_limits.py`` and re-exported here; the pipeline
+and the upload path pass the limits built from settings (``config/settings.py``,
+``KNOWLEDGE_INGEST_LIMITS``); callers that pass nothing get the defaults.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import json
 import re
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -33,77 +33,14 @@ from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
-from config.validation import nests_deeper_than
+from config.base.ingest_limits import DEFAULT_LIMITS, SETTINGS, IngestLimits
+from config.base.ingest_limits import MIB as _MIB
+from config.base.validation import nests_deeper_than
 from knowledge.ingestion.types import ExtractionError, UnreadableDocument
 
-_MIB = 1024 * 1024
 # Office parts smaller than this may compress as well as they like: they cannot hurt.
 _RATIO_CHECK_FROM_BYTES = _MIB
 _ZIP_CENTRAL_ENTRY = b"PK\x01\x02"
-
-
-@dataclass(frozen=True)
-class IngestLimits:
-    """Per-document limits; each field has the environment variable named in ``SETTINGS``."""
-
-    max_uncompressed_bytes: int = 200 * _MIB
-    max_compression_ratio: int = 100
-    max_zip_members: int = 20_000
-    max_text_chars: int = 10_000_000
-    max_sections: int = 10_000
-    max_chunks: int = 10_000
-    max_pdf_pages: int = 2_000
-    max_html_elements: int = 100_000
-    max_nesting_depth: int = 64
-    max_yaml_alias_expansion: int = 1_000_000
-    max_pdf_page_content_bytes: int = 8 * _MIB
-    max_pdf_content_bytes: int = 256 * _MIB
-    max_page_cpu_seconds: int = 30
-    max_extraction_cpu_seconds: int = 900
-    max_extraction_memory_bytes: int = 2048 * _MIB
-    max_docx_paragraphs: int = 100_000
-    max_office_xml_elements: int = 2_000_000
-    max_openapi_nodes: int = 1_000_000
-    # OCR (knowledge.ingestion.ocr): pages read by OCR per document, and pixels per image or page drawn.
-    max_ocr_pages: int = 200
-    max_image_pixels: int = 60_000_000
-
-
-# Field -> environment variable, for settings and for the messages users see.
-SETTINGS = {
-    "max_uncompressed_bytes": "KNOWLEDGE_MAX_UNCOMPRESSED_MB",
-    "max_compression_ratio": "KNOWLEDGE_MAX_COMPRESSION_RATIO",
-    "max_zip_members": "KNOWLEDGE_MAX_ZIP_MEMBERS",
-    "max_text_chars": "KNOWLEDGE_MAX_TEXT_CHARS",
-    "max_sections": "KNOWLEDGE_MAX_SECTIONS",
-    "max_chunks": "KNOWLEDGE_MAX_CHUNKS",
-    "max_pdf_pages": "KNOWLEDGE_MAX_PDF_PAGES",
-    "max_html_elements": "KNOWLEDGE_MAX_HTML_ELEMENTS",
-    "max_nesting_depth": "KNOWLEDGE_MAX_NESTING_DEPTH",
-    "max_yaml_alias_expansion": "KNOWLEDGE_MAX_YAML_ALIAS_EXPANSION",
-    "max_pdf_page_content_bytes": "KNOWLEDGE_MAX_PDF_PAGE_CONTENT_MB",
-    "max_pdf_content_bytes": "KNOWLEDGE_MAX_PDF_CONTENT_MB",
-    "max_page_cpu_seconds": "KNOWLEDGE_MAX_PAGE_CPU_SECONDS",
-    "max_extraction_cpu_seconds": "KNOWLEDGE_MAX_EXTRACTION_CPU_SECONDS",
-    "max_extraction_memory_bytes": "KNOWLEDGE_MAX_EXTRACTION_MEMORY_MB",
-    "max_docx_paragraphs": "KNOWLEDGE_MAX_DOCX_PARAGRAPHS",
-    "max_office_xml_elements": "KNOWLEDGE_MAX_OFFICE_XML_ELEMENTS",
-    "max_openapi_nodes": "KNOWLEDGE_MAX_OPENAPI_NODES",
-    "max_ocr_pages": "KNOWLEDGE_MAX_OCR_PAGES",
-    "max_image_pixels": "KNOWLEDGE_MAX_IMAGE_PIXELS",
-}
-
-# Fields whose setting is in megabytes (the field itself is in bytes).
-MEGABYTE_FIELDS = frozenset(
-    {
-        "max_uncompressed_bytes",
-        "max_pdf_page_content_bytes",
-        "max_pdf_content_bytes",
-        "max_extraction_memory_bytes",
-    }
-)
-
-DEFAULT_LIMITS = IngestLimits()
 
 
 class LimitExceeded(ExtractionError):

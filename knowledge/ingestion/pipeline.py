@@ -29,7 +29,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from config.errors import QuotaExceededError
+from config.base.errors import QuotaExceededError
 from knowledge.clients.embedding import embed_short_texts, embed_texts
 from knowledge.ingestion.drafts import ChunkingOptions, document_drafts
 from knowledge.ingestion.extraction_process import extraction_run

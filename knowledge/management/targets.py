@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 
 from accounts.selectors import user_find
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.parameters import validate_overrides
 from knowledge.services.collections import collection_find
 from knowledge.services.profiles import profile_find

@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from accounts.api.errors import error_body
 from accounts.tokens import token_authenticate
-from config.errors import DATABASE_UNAVAILABLE, database_retry_after_header, database_unavailable
+from config.base.errors import DATABASE_UNAVAILABLE, database_retry_after_header, database_unavailable
 from knowledge.mcp.identity import SCOPE_USER, TokenIdentity
 from knowledge.mcp.server import build_server
 

@@ -7,7 +7,7 @@ from typing import Protocol
 from django.contrib.auth import get_user_model
 
 from accounts.client_address import client_address
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 
 SCOPE_USER = "knowledge.user"  # where knowledge.mcp.http puts the authenticated user in the ASGI scope
 

@@ -40,8 +40,8 @@ from rest_framework.exceptions import Throttled
 from accounts.api.errors import error_body_for
 from accounts.audit import audit_context
 from accounts.models import AuditEvent
-from config.errors import NotFoundError
-from config.validation import id_or_none, unstorable_location
+from config.base.errors import NotFoundError
+from config.base.validation import id_or_none, unstorable_location
 from knowledge.mcp import tools
 from knowledge.mcp.identity import Identity
 from knowledge.mcp.resources import collection_summary

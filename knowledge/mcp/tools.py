@@ -22,7 +22,7 @@ from knowledge.access import (
     readable_collections,
 )
 from knowledge.api.collections import CollectionSerializer, with_counts
-from knowledge.api.query import QueryRequestSerializer, chat_arguments, query_response
+from knowledge.api.query import QueryRequestSerializer, query_response
 from knowledge.api.retrieve import (
     RetrieveRequestSerializer,
     ScopeSerializer,
@@ -154,7 +154,7 @@ def _place_url(item: dict) -> str:
 
 def answer_research_question(*, user, base_url: str, **arguments) -> dict:
     data = validated(QueryRequestSerializer, _given(arguments))
-    stream = chat_stream(**chat_arguments(user, data))
+    stream = chat_stream(user=user, question=data["question"], asked=asked_scope(user, data))
     for _event in stream:
         pass
     return _with_absolute_links(query_response(stream.turn), base_url)
@@ -162,7 +162,9 @@ def answer_research_question(*, user, base_url: str, **arguments) -> dict:
 
 def agentic_research_question(*, user, base_url: str, **arguments) -> dict:
     data = validated(QueryRequestSerializer, _given(arguments))
-    stream = chat_stream(**chat_arguments(user, data), overrides=AGENTIC_ON)
+    stream = chat_stream(
+        user=user, question=data["question"], asked=asked_scope(user, data), overrides=AGENTIC_ON
+    )
     for _event in stream:
         pass
     body = _with_absolute_links(query_response(stream.turn), base_url)

@@ -18,10 +18,10 @@ from __future__ import annotations
 import time
 from statistics import mean
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.access import QuestionScope
 from knowledge.config import resolved_config
-from knowledge.retrieval.service import KnowledgeContext, question_clean, retrieve
+from knowledge.retrieval.service import KnowledgeContext, RetrievalRequest, question_clean, retrieve
 from knowledge.retrieval.sources import source_fields
 
 MAX_QUERIES = 10
@@ -56,11 +56,9 @@ def _compare_one(user, query, asked, k, configured_hybrid, reranks) -> dict:
         started = time.perf_counter()
         context = retrieve(
             user=user,
-            question=query,
-            asked=asked,
-            k=k,
-            overrides={"hybrid": hybrid},
-            rerank_enabled=rerank,
+            request=RetrievalRequest(
+                question=query, asked=asked, k=k, overrides={"hybrid": hybrid}, rerank_enabled=rerank
+            ),
         )
         return context, round((time.perf_counter() - started) * 1000, 1)
 

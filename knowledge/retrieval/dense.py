@@ -13,7 +13,7 @@ keep (``knowledge_lexical_partition``), the same lookup the lexical search
 makes, so the choice costs no query of its own when the caller passes it in.
 
 The connection sets ``hnsw.iterative_scan = relaxed_order`` and
-``hnsw.ef_search`` once (config/database.py), so a filtered HNSW scan returns
+``hnsw.ef_search`` once (config/base/database.py), so a filtered HNSW scan returns
 the full ``limit`` with no per-query SET and no transaction around it.
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection
 
-from config.database import HNSW_EF_SEARCH
+from config.base.database import HNSW_EF_SEARCH
 from knowledge.retrieval.scope import Scope
 
 # pgvector's default hnsw.max_scan_tuples: an iterative scan stops after visiting this many

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from config.prepared import PreparedSelect
+from config.base.prepared import PreparedSelect
 from knowledge.models import Chunk
 from knowledge.retrieval.scope import Scope
 

@@ -49,10 +49,6 @@ class Candidate:
     lexemes: frozenset[str] | None = None
 
 
-def similarity_from_distance(distance: float) -> float:
-    return 1.0 - distance
-
-
 def freshness_score(source_date: datetime.date | None, *, decay_rate: float, today: datetime.date) -> float:
     if source_date is None:
         return UNDATED_FRESHNESS

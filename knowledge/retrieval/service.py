@@ -10,22 +10,20 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
-from config.errors import KnowledgeError
-from config.prepared import PreparedSelect
-from config.validation import text_clean
-from knowledge.access import QuestionScope, question_scope_of
+from config.base.errors import KnowledgeError
+from config.base.prepared import PreparedSelect
+from config.base.validation import text_clean
+from knowledge.access import question_scope_of
 from knowledge.config import resolved_config
-from knowledge.models import Chunk, Profile
+from knowledge.models import Chunk
 from knowledge.retrieval import dense, lexical
 from knowledge.retrieval.answerability import (
     AGREEMENT_RANK,
@@ -45,8 +43,9 @@ from knowledge.retrieval.models_in_scope import (
     models_expected,
     question_vectors,
 )
+from knowledge.retrieval.request import RetrievalRequest
 from knowledge.retrieval.rerank import rerank
-from knowledge.retrieval.scope import Scope, search_scope
+from knowledge.retrieval.scope import Scope, search_scope_cached
 from knowledge.retrieval.scoring import Candidate, same_source_runners_up, select
 from knowledge.retrieval.sources import RETRIEVED_FIELDS, source_fields
 from knowledge.retrieval.typical import typical_similarity
@@ -125,38 +124,23 @@ class _Stage:
         self.timings[self.name] = round((time.perf_counter() - self.start) * 1000, 2)
 
 
-def retrieve(
-    *,
-    user,
-    question: str,
-    profile: Profile | None = None,
-    collection_ids: Iterable[int] | None = None,
-    k: int | None = None,
-    overrides: dict | None = None,
-    chunk_profile_id: int | None = None,
-    embedding_model: str | None = None,
-    document_ids: Iterable[int] | None = None,
-    rerank_enabled: bool = True,
-    asked: QuestionScope | None = None,
-) -> KnowledgeContext:
-    """Retrieve for ``question`` from what ``user`` may read within the profile's (or given) collections.
-
-    ``k`` replaces maxDocs for this call; ``overrides`` are per-call parameter
-    values (evaluation runs) applied above the profile but below admin locks;
-    ``chunk_profile_id`` and ``embedding_model`` search that chunk set instead of the serving
-    release's (a candidate release, a non-active profile);
-    ``document_ids`` narrows the search to those documents inside the SQL
-    (multi-step retrieval), within what access allows; ``rerank_enabled=False``
-    skips the profile's LLM reranking (to measure what it changes). ``asked`` is the scope an edge
-    resolved (knowledge.access.question_scope_checked), in place of ``profile`` and ``collection_ids``.
-    """
-    question = question_clean(question)
-    asked = asked if asked is not None else question_scope_of(profile, collection_ids)
-    config = resolved_config(asked.profile, overrides, k)
-    rerank_ids = set(asked.rerank_ids) if rerank_enabled else set()
-    scope = _search_scope(user, asked.search_ids, chunk_profile_id, embedding_model).pinned()
-    if document_ids is not None:
-        scope = scope.restricted_to(document_ids)
+def retrieve(*, user, request: RetrievalRequest) -> KnowledgeContext:
+    """Retrieve for the request's question from what ``user`` may read within its scope
+    (knowledge.retrieval.request explains each field)."""
+    question = question_clean(request.question)
+    asked = request.asked
+    if asked is None:
+        asked = question_scope_of(request.profile, request.collection_ids)
+    config = resolved_config(asked.profile, request.overrides, request.k)
+    rerank_ids = set(asked.rerank_ids) if request.rerank_enabled else set()
+    scope = search_scope_cached(
+        user=user,
+        collection_ids=asked.search_ids,
+        chunk_profile_id=request.chunk_profile_id,
+        embedding_model=request.embedding_model,
+    ).pinned()
+    if request.document_ids is not None:
+        scope = scope.restricted_to(request.document_ids)
     timer = _Timer()
     started = time.perf_counter()
     context = KnowledgeContext(question=question, config=config, scope=scope)
@@ -193,27 +177,6 @@ def _runners_up(primary: list[RetrievedChunk], candidates: list[Candidate]) -> l
         RetrievedChunk(r.chunk, r.scores, role="runner_up")
         for r in _load(same_source_runners_up(pages, candidates, exclude=shown))
     ]
-
-
-def _search_scope(user, collection_ids, chunk_profile_id, embedding_model) -> Scope:
-    """``search_scope``, compiled once per user, collections and chunk profile in this process.
-
-    The scope is SQL whose text depends only on those ids (the access check itself
-    runs inside every search); compiling it through the ORM was a fifth of a retrieve
-    request's CPU under load (py-spy).
-    """
-    chunk_set = {"chunk_profile_id": chunk_profile_id, "embedding_model": embedding_model}
-    if user is None or not user.is_authenticated:
-        return search_scope(user=user, collection_ids=collection_ids, **chunk_set)
-    ids = None if collection_ids is None else tuple(collection_ids)
-    return _compiled_scope(user.pk, ids, chunk_profile_id, embedding_model)
-
-
-@lru_cache(maxsize=1024)
-def _compiled_scope(user_id: int, collection_ids, chunk_profile_id, embedding_model) -> Scope:
-    user = get_user_model()(pk=user_id)  # the rule reads only the id
-    chunk_set = {"chunk_profile_id": chunk_profile_id, "embedding_model": embedding_model}
-    return search_scope(user=user, collection_ids=collection_ids, **chunk_set)
 
 
 def _searched(question: str, scope: Scope, config, timer: _Timer) -> tuple[_Search, list[Candidate], dict]:

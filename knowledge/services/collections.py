@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 
 from accounts.audit import audit_changes, audit_record, audit_values
-from config.errors import KnowledgeError, NotFoundError
-from config.validation import text_clean
+from config.base.errors import KnowledgeError, NotFoundError
+from config.base.validation import text_clean
 from knowledge.clients.embedding import EMBEDDING_MODELS
 from knowledge.ingestion.reindex import release_build_start, serving_release
 from knowledge.models import ChunkProfile, Collection, Document

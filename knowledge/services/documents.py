@@ -15,7 +15,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.audit import audit_record
-from config.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
+from config.base.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.ingestion.extract import detect_format
 from knowledge.ingestion.formats.image import image_kind
 from knowledge.ingestion.reindex import pending_reindex_check
@@ -53,20 +53,23 @@ class UploadResult:
     created: bool  # False: these bytes were already in the collection
 
 
+@dataclass(frozen=True)
+class DocumentUpload:
+    """One uploaded file as the client named it, with the metadata given beside it (all optional)."""
+
+    filename: str
+    data: bytes
+    title: str = ""
+    author: str = ""
+    category: str = ""
+    tags: list[str] | None = None
+    source_date: datetime.date | None = None
+
+
 def document_upload(
-    *,
-    collection: Collection,
-    filename: str,
-    data: bytes,
-    uploaded_by=None,
-    title: str = "",
-    author: str = "",
-    category: str = "",
-    tags: list[str] | None = None,
-    source_date: datetime.date | None = None,
-    sync: bool | None = None,
+    *, collection: Collection, upload: DocumentUpload, uploaded_by=None, sync: bool | None = None
 ) -> UploadResult:
-    """Store an upload and queue its processing, or return the copy already stored.
+    """Store an upload in ``collection`` and queue its processing, or return the copy already stored.
 
     Refuses up front what can never be processed (empty, too large, unsupported
     or malformed); anything else that fails later ends as a failed document
@@ -75,7 +78,8 @@ def document_upload(
     client-declared type is never trusted (it is what a browser would obey). A document over the
     uploader's documents or bytes quota is refused before anything is stored (knowledge.quotas).
     """
-    filename = document_filename_clean(filename)
+    data = upload.data
+    filename = document_filename_clean(upload.filename)
     upload_size_check(filename=filename, size=len(data))
     if not data.strip():
         raise KnowledgeError(f"{filename}: the file is empty")
@@ -93,11 +97,11 @@ def document_upload(
                 data=data,
                 content_hash=content_hash,
                 uploaded_by=uploaded_by,
-                title=title.strip(),
-                author=author.strip(),
-                category=category.strip(),
-                tags=tags or [],
-                source_date=source_date,
+                title=upload.title.strip(),
+                author=upload.author.strip(),
+                category=upload.category.strip(),
+                tags=upload.tags or [],
+                source_date=upload.source_date,
                 content_type=format_content_type(detected, filename=filename, data=data),
             )
             changes = {"filename": [None, filename], "collection": [None, collection.pk]}

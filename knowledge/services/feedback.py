@@ -17,7 +17,7 @@ from pathlib import Path
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.models import ChatTurn
 
 MAX_COMMENT_CHARS = 2000

@@ -30,8 +30,8 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, TruncDate
 from django.utils import timezone
 
-from config.errors import KnowledgeError, NotFoundError
-from config.validation import id_or_none
+from config.base.errors import KnowledgeError, NotFoundError
+from config.base.validation import id_or_none
 from knowledge.models import ChatTurn, Collection, ProfileCollection
 
 PERIODS = (7, 30, 90)

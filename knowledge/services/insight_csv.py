@@ -12,7 +12,7 @@ import csv
 import io
 from collections.abc import Callable, Iterable
 
-from config.errors import NotFoundError
+from config.base.errors import NotFoundError
 from knowledge.services.insight import InsightFilter, insight_collections, insight_days
 from knowledge.services.insight_gaps import MAX_EXAMPLES, insight_gaps
 

@@ -11,8 +11,8 @@ from django.db.models import CharField, Exists, F, Func, OuterRef, Q, QuerySet, 
 from django.utils import timezone
 
 from accounts.audit import audit_record, audit_record_each
-from config.errors import ForbiddenError, KnowledgeError, NotFoundError
-from config.validation import text_clean
+from config.base.errors import ForbiddenError, KnowledgeError, NotFoundError
+from config.base.validation import text_clean
 from knowledge.access import (
     collection_is_manageable,
     marketplace_listing_for,

@@ -8,7 +8,7 @@ knowledge.access, so an unreadable passage is "not found" like a missing one.
 
 from __future__ import annotations
 
-from config.errors import KnowledgeError, NotFoundError
+from config.base.errors import KnowledgeError, NotFoundError
 from knowledge.access import chunk_for_reader, document_for_reader
 from knowledge.models import Chunk, Document
 from knowledge.retrieval.sources import source_url

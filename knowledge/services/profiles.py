@@ -6,8 +6,8 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 
-from config.errors import KnowledgeError, NotFoundError
-from config.validation import id_or_none, text_clean
+from config.base.errors import KnowledgeError, NotFoundError
+from config.base.validation import id_or_none, text_clean
 from knowledge.config import SOURCE_LOCKED
 from knowledge.models import Profile, ProfileCollection
 

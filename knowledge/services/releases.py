@@ -16,7 +16,7 @@ from django.db.models import Count, F
 from django.utils import timezone
 
 from accounts.audit import audit_record
-from config.errors import KnowledgeError, NotFoundError
+from config.base.errors import KnowledgeError, NotFoundError
 from knowledge.ingestion.reindex import documents_missing, release_chunks_discard, serving_release
 from knowledge.models import Chunk, Collection, Document, Release
 from knowledge.services.documents import enqueue_document_processing

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.urls import reverse
 
 from accounts.audit import CHANGED, audit_record
-from config.errors import NotFoundError
+from config.base.errors import NotFoundError
 from knowledge.access import collection_for_link, collection_is_readable
 from knowledge.models import Collection, LinkGrant
 from knowledge.models.collections import new_share_token

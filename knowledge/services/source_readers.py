@@ -21,7 +21,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 from django.conf import settings
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.clients.git_source import (
     GitFailed,
     GitMirror,

@@ -22,9 +22,9 @@ from django.db.models import Prefetch
 from django.utils import timezone
 
 from accounts.audit import audit_record
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.models import Chunk, Collection, Document, Source, SourceItem, SourceSync
-from knowledge.services.documents import document_delete, document_upload
+from knowledge.services.documents import DocumentUpload, document_delete, document_upload
 from knowledge.services.source_readers import (
     Listed,
     SourceReadError,
@@ -286,12 +286,9 @@ def _upload(
     try:
         result = document_upload(
             collection=source.collection,
-            filename=listed.filename,
-            data=listed.data,
-            # Charged to the collection's owner, not to whoever added the source: a team writer who
-            # leaves keeps no quota for documents the source keeps bringing in (README "Quotas").
             uploaded_by=source.collection.owner,
             sync=True if wait else None,
+            upload=DocumentUpload(filename=listed.filename, data=listed.data),
         )
     except KnowledgeError as exc:
         counts.fail(listed.key, str(exc))

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from accounts.audit import audit_record
-from config.errors import NotFoundError
+from config.base.errors import NotFoundError
 from knowledge.models import Collection, CollectionShare
 from knowledge.services.sharing import collection_access_lock
 

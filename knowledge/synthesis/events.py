@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from config.validation import ascii_digits
+from config.base.validation import ascii_digits
 
 EXECUTION_START = "execution_start"
 RETRIEVAL_START = "knowledge_retrieval_start"

@@ -9,8 +9,8 @@ from django.templatetags.static import static
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from config.errors import NotFoundError
-from config.validation import id_or_none, id_parse
+from config.base.errors import NotFoundError
+from config.base.validation import id_or_none, id_parse
 from knowledge.access import (
     chat_session_for_owner,
     document_for_reader,

@@ -9,8 +9,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.throttles import user_throttle_charge
-from config.errors import KnowledgeError
-from config.validation import id_parse
+from config.base.errors import KnowledgeError
+from config.base.validation import id_parse
 from knowledge.access import (
     collection_for_content_writer,
     collection_for_manager,
@@ -22,7 +22,7 @@ from knowledge.access import (
     listed_collections,
 )
 from knowledge.models import ChunkProfile, Collection, Document
-from knowledge.retrieval.service import retrieve
+from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.retrieval.sources import source_place, source_url
 from knowledge.services.collections import (
     collection_create,
@@ -32,6 +32,7 @@ from knowledge.services.collections import (
 )
 from knowledge.services.documents import (
     PROGRESS_FIELDS,
+    DocumentUpload,
     document_delete,
     document_progress,
     document_retry,
@@ -200,7 +201,10 @@ def _search_results(user, collection, search: str) -> list[dict]:
     """The collection's passages for ``search`` (the answers' own hybrid retrieval), each with how it
     matched and a snippet around the searched words."""
     context = retrieve(
-        user=user, question=search, collection_ids=[collection.pk], k=SEARCH_RESULTS, rerank_enabled=False
+        user=user,
+        request=RetrievalRequest(
+            question=search, collection_ids=[collection.pk], k=SEARCH_RESULTS, rerank_enabled=False
+        ),
     )
     return [
         {
@@ -256,9 +260,8 @@ def collection_upload(request, collection_id: int):
             upload_size_check(filename=upload.name, size=upload.size)
             result = document_upload(
                 collection=collection,
-                filename=upload.name,
-                data=upload.read(),
                 uploaded_by=request.user,
+                upload=DocumentUpload(filename=upload.name, data=upload.read()),
             )
             results.append(
                 {

@@ -7,7 +7,7 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from config.errors import NotFoundError
+from config.base.errors import NotFoundError
 from knowledge.access import collection_for_manager, marketplace_listing_for
 from knowledge.services.collections import collection_update
 from knowledge.services.marketplace import (

@@ -10,7 +10,7 @@ from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from accounts.api.errors import error_body
-from config.errors import (
+from config.base.errors import (
     DATABASE_UNAVAILABLE,
     KnowledgeError,
     NotFoundError,
@@ -18,7 +18,7 @@ from config.errors import (
     database_retry_after_header,
     database_unavailable,
 )
-from config.validation import id_or_none
+from config.base.validation import id_or_none
 
 # The collection a user just subscribed to: their next chat preselects it (knowledge.web.chat).
 CHAT_PRESELECT_KEY = "chat_preselect_collection"

@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 
 from accounts.throttles import user_throttle_charge
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.access import (
     listed_collections,
     profile_for_writer,

@@ -9,8 +9,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts.throttles import user_throttle_charge
-from config.errors import KnowledgeError
-from config.validation import id_parse
+from config.base.errors import KnowledgeError
+from config.base.validation import id_parse
 from knowledge.access import collection_for_manager
 from knowledge.models import Collection, Release
 from knowledge.services.releases import (

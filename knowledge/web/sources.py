@@ -9,7 +9,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from accounts.throttles import user_throttle_charge
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.access import collection_for_content_writer, source_for_content_writer
 from knowledge.models import Source, SourceSync
 from knowledge.services.source_readers import SourceReadError, preview_items

@@ -6,8 +6,8 @@ from django.contrib import messages
 from django.views.decorators.http import require_POST
 
 from accounts.throttles import user_throttle_charge
-from config.errors import KnowledgeError
-from config.validation import id_parse
+from config.base.errors import KnowledgeError
+from config.base.validation import id_parse
 from knowledge.access import collection_for_manager
 from knowledge.services.teams import collection_share_remove, collection_share_set
 from knowledge.web.collections import collection_settings_redirect

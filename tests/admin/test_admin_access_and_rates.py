@@ -7,7 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from knowledge.models import Collection, Document, LinkGrant, ProcessingJob, Subscription
 from knowledge.services.collections import chunk_profile_default, collection_create, collection_update
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.services.marketplace import subscription_create
 from knowledge.services.sharing import collection_link_open
 from tests.conftest import throttle_rates
@@ -103,7 +103,9 @@ def test_an_admin_action_counts_each_selected_document(admin_client, alice, corp
     notes = collection_create(name="notes", owner=alice)
     documents = [
         document_upload(
-            collection=notes, filename=name, data=(corpus / "text" / name).read_bytes(), sync=True
+            collection=notes,
+            sync=True,
+            upload=DocumentUpload(filename=name, data=(corpus / "text" / name).read_bytes()),
         ).document.pk
         for name in ("gravity_hill.md", "bates.txt", "obama.txt")
     ]

@@ -216,7 +216,7 @@ def test_changing_a_collections_model_in_the_admin_re_embeds_instead_of_relabell
 
 
 def test_renaming_a_collection_to_a_name_the_owner_already_uses_is_refused_and_changes_nothing(alice):
-    from config.errors import KnowledgeError
+    from config.base.errors import KnowledgeError
     from knowledge.services.collections import collection_create, collection_update
 
     collection_create(name="Taken", owner=alice)

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from knowledge.models import ChatTurn, Document
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.api.test_feedback import answered
 from tests.conftest import CORPUS
 
@@ -28,9 +28,9 @@ def figure(page: str, words: str) -> int:
 def test_the_landing_page_counts_what_needs_attention_and_links_to_it(admin_client, alice, bob):
     collection = collection_create(name="Papers", owner=alice)
     broken = (CORPUS / "pdf" / "pasa.pdf").read_bytes()[:4000]
-    document_upload(collection=collection, filename="broken.pdf", data=broken)
+    document_upload(collection=collection, upload=DocumentUpload(filename="broken.pdf", data=broken))
     notes = b"# Notes\n\nGravity hills fool the eye."
-    document_upload(collection=collection, filename="notes.md", data=notes)
+    document_upload(collection=collection, upload=DocumentUpload(filename="notes.md", data=notes))
     answered(alice, feedback_rating="up")
     answered(bob, "What is flag day?", feedback_rating="down")
     answered(alice, "Refund policy for pets?", mode="no_results", answer="")

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 
 from knowledge.models import ChatSession, Document
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_delete, document_upload
+from knowledge.services.documents import DocumentUpload, document_delete, document_upload
 from tests.conftest import CORPUS
 
 FILES = ("text/gravity_hill.md", "html/flag_day.html", "office/dummy.docx", "office/dummy.pptx")
@@ -25,7 +25,9 @@ def kb(django_db_setup, django_db_blocker):
         try:
             for relative in FILES:
                 path = CORPUS / relative
-                uploaded = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+                uploaded = document_upload(
+                    collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+                )
                 document = uploaded.document
                 document.refresh_from_db()
                 assert document.status == Document.Status.READY, document.error

@@ -10,7 +10,7 @@ from knowledge.agents.router import route
 from knowledge.chat import chat_ask
 from knowledge.clients.embedding import embed_query
 from knowledge.clients.llm import llm_config
-from knowledge.retrieval.service import retrieve
+from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.services.collections import collection_create
 from knowledge.synthesis import events as ev
 from tests.agents.conftest import AGENTIC
@@ -118,10 +118,12 @@ def test_restricted_retrieval_filters_inside_the_search(kb, no_llm, make_user):
     def search(user, document_ids=None):
         return retrieve(
             user=user,
-            question=both,
-            collection_ids=[kb.collection.pk],
-            document_ids=document_ids,
-            overrides={"maxDocs": 6},
+            request=RetrievalRequest(
+                question=both,
+                collection_ids=[kb.collection.pk],
+                document_ids=document_ids,
+                overrides={"maxDocs": 6},
+            ),
         ).primary_chunks
 
     assert "gravity_hill.md" in {c.chunk.document.filename for c in search(kb.user)}

@@ -6,7 +6,7 @@ import pytest
 
 from knowledge.models import Document, DocumentSummary
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_reindex, document_upload
+from knowledge.services.documents import DocumentUpload, document_reindex, document_upload
 from knowledge.synthesis.extractive import normalise
 from tests.agents.script import AgentModel
 from tests.conftest import CORPUS
@@ -42,7 +42,7 @@ def upload(alice, django_capture_on_commit_callbacks):
         path = CORPUS / relative
         with django_capture_on_commit_callbacks(execute=True):
             document = document_upload(
-                collection=collection, filename=path.name, data=path.read_bytes()
+                collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
             ).document
         document.refresh_from_db()
         assert document.status == Document.Status.READY, document.error

@@ -15,7 +15,7 @@ from django.test import Client
 
 from knowledge.models import ChatSession
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.synthesis.events import parse_sse
 from tests.synthesis.openai_server import Reply
 
@@ -35,7 +35,9 @@ LLM_ANSWER = f"Use [the official HR portal]({EVIL}) to request parental leave [S
 @pytest.fixture
 def leave(alice):
     collection = collection_create(name="handbook", owner=alice, visibility="public")
-    result = document_upload(collection=collection, filename="leave.md", data=DOCUMENT.encode(), sync=True)
+    result = document_upload(
+        collection=collection, sync=True, upload=DocumentUpload(filename="leave.md", data=DOCUMENT.encode())
+    )
     result.document.refresh_from_db()
     assert result.document.status == "ready", result.document.error
     return collection

@@ -21,7 +21,7 @@ from schemathesis.checks import not_a_server_error
 from accounts.tokens import token_create
 from knowledge.parameters import PARAMETERS
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 
 MAX_EXAMPLES = 15  # per operation and generation mode
 REQUEST_TIMEOUT = 120
@@ -70,7 +70,10 @@ def test_no_server_errors_for_generated_requests(live_server, alice):
     token, secret = token_create(user=alice, name="fuzz")
     headers = {"Authorization": f"Bearer {secret}"}
     document = document_upload(
-        collection=collection, filename="notes.txt", data=DOCUMENT_TEXT.encode(), uploaded_by=alice, sync=True
+        collection=collection,
+        uploaded_by=alice,
+        sync=True,
+        upload=DocumentUpload(filename="notes.txt", data=DOCUMENT_TEXT.encode()),
     ).document
     document.refresh_from_db()
     assert document.status == "ready", document.error

@@ -16,7 +16,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from knowledge.models import Document, Profile
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.api.conftest import assert_error
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.security]
@@ -27,7 +27,9 @@ TEXT = b"Parental leave is requested through the HR office two months ahead."
 
 @pytest.fixture
 def document(world, alice):
-    result = document_upload(collection=world["private"], filename="leave.txt", data=TEXT, sync=True)
+    result = document_upload(
+        collection=world["private"], sync=True, upload=DocumentUpload(filename="leave.txt", data=TEXT)
+    )
     return result.document
 
 
@@ -62,13 +64,13 @@ def test_an_over_long_name_keeps_its_extension():
 
 @pytest.mark.parametrize("raw", ["²", "١", "-1", "1.0", " 1", "0", str(2**63), "1e3", "٣"])
 def test_only_ascii_digits_are_ids(raw):
-    from config.validation import id_or_none
+    from config.base.validation import id_or_none
 
     assert id_or_none(raw) is None
 
 
 def test_ids_in_range_are_ids():
-    from config.validation import id_or_none
+    from config.base.validation import id_or_none
 
     assert id_or_none("42") == 42 and id_or_none(str(2**63 - 1)) == 2**63 - 1
 
@@ -114,7 +116,7 @@ def test_a_lone_surrogate_in_a_profile_update_keeps_the_stored_profile(api, alic
 
 
 def test_services_refuse_a_lone_surrogate_in_text_they_store(alice):
-    from config.errors import KnowledgeError
+    from config.base.errors import KnowledgeError
     from knowledge.services.collections import collection_create
 
     with pytest.raises(KnowledgeError, match="surrogate"):

@@ -6,7 +6,7 @@ import pytest
 
 from knowledge.models import Document, Subscription
 from knowledge.services.collections import collection_create, collection_update
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.api.conftest import assert_error
 
 MARKET = "/api/v1/marketplace/"
@@ -19,7 +19,9 @@ def subscribe_url(collection_id: int) -> str:
 
 
 def ingest(collection, path) -> Document:
-    result = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    result = document_upload(
+        collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+    )
     document = Document.objects.get(pk=result.document.pk)
     assert document.status == Document.Status.READY, document.error
     return document

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.synthesis.events import parse_sse
 from knowledge.synthesis.refusal import CLOSEST_HEADING, NO_RESULTS_TEXT
 from tests.api.conftest import assert_error
@@ -19,7 +19,7 @@ QUESTION = "Why does a car seem to roll uphill on a gravity hill?"
 def hills(alice, corpus):
     collection = collection_create(name="hills", owner=alice)
     path = corpus / "text" / "gravity_hill.md"
-    document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    document_upload(collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes()))
     return collection
 
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.retrieval.test_cjk_search import WORKBOOK, products
 
 pytest_plugins = ["tests.synthesis.openai_server"]
@@ -17,7 +17,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def sales(alice):
     collection = collection_create(name="sales", owner=alice)
-    document_upload(collection=collection, filename=WORKBOOK.name, data=WORKBOOK.read_bytes())
+    document_upload(
+        collection=collection, upload=DocumentUpload(filename=WORKBOOK.name, data=WORKBOOK.read_bytes())
+    )
     return collection
 
 

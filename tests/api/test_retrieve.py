@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from knowledge.models import Document, Profile, ProfileCollection
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.api.conftest import assert_error
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -15,7 +15,9 @@ QUESTION = "What is a gravity hill and why do cars seem to roll uphill?"
 
 
 def ingest(collection, path) -> Document:
-    result = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    result = document_upload(
+        collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+    )
     document = Document.objects.get(pk=result.document.pk)
     assert document.status == Document.Status.READY, document.error
     return document

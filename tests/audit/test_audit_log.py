@@ -164,7 +164,7 @@ def test_truncate_is_refused_outside_the_test_suites_sessions(event):
 
 
 def test_a_purge_refuses_a_cutoff_inside_the_retention(event, settings):
-    from config.errors import KnowledgeError
+    from config.base.errors import KnowledgeError
 
     settings.KNOWLEDGE_AUDIT_RETENTION_DAYS = 30
     with pytest.raises(KnowledgeError, match="retention"):

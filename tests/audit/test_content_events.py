@@ -11,7 +11,7 @@ from accounts.models import AuditEvent
 from knowledge.config import global_setting_set
 from knowledge.models import Collection, Document, KnowledgeSetting, LLMSettings, Subscription
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.audit.conftest import only_event
 
 pytestmark = pytest.mark.django_db
@@ -149,7 +149,11 @@ def test_document_upload_rolled_back_leaves_no_record(alice, corpus):
     path = corpus / "office" / "dummy.docx"
     before = set(AuditEvent.objects.values_list("pk", flat=True))
     with pytest.raises(RuntimeError), transaction.atomic():
-        document_upload(collection=notes, filename=path.name, data=path.read_bytes(), uploaded_by=alice)
+        document_upload(
+            collection=notes,
+            uploaded_by=alice,
+            upload=DocumentUpload(filename=path.name, data=path.read_bytes()),
+        )
         raise RuntimeError("the caller's transaction fails after the upload")
     assert not AuditEvent.objects.exclude(pk__in=before).filter(action="document.uploaded").exists()
 

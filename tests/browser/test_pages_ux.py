@@ -16,7 +16,7 @@ import pytest
 from knowledge.config import PARAMETERS, global_settings_ensure
 from knowledge.models import ChatSession, ChatTurn, Collection, Document, KnowledgeSetting
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.browser.test_journey import CHROMIUM, CHROMIUM_ARGS
 from tests.conftest import CORPUS
 from tests.synthesis.openai_server import Reply
@@ -72,7 +72,7 @@ def operator_signed_in(chromium, base: str, size: dict):
 def upload(collection: Collection, path, data: bytes | None = None) -> Document:
     """Upload (and, with the test settings' synchronous tasks, process) a file; its row, reloaded."""
     data = path.read_bytes() if data is None else data
-    result = document_upload(collection=collection, filename=path.name, data=data)
+    result = document_upload(collection=collection, upload=DocumentUpload(filename=path.name, data=data))
     return Document.objects.get(pk=result.document.pk)
 
 

@@ -18,13 +18,13 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from config.errors import KnowledgeError, NotFoundError
+from config.base.errors import KnowledgeError, NotFoundError
 from knowledge.chat import NO_RESULTS_TEXT, chat_ask, chat_stream, sse_replay, sse_stream
 from knowledge.clients.tokens import llm_token_count
 from knowledge.models import ChatSession, ChatTurn, Chunk, Document, Profile, ProfileCollection
-from knowledge.retrieval.service import retrieve
+from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_delete, document_upload
+from knowledge.services.documents import DocumentUpload, document_delete, document_upload
 from knowledge.synthesis import events as ev
 from knowledge.synthesis.extractive import LABEL_LLM_FAILED, LABEL_NO_LLM, normalise
 from knowledge.synthesis.prompts import (
@@ -57,7 +57,7 @@ def kb(django_db_setup, django_db_blocker):
         for relative in FILES:
             path = CORPUS / relative
             document = document_upload(
-                collection=collection, filename=path.name, data=path.read_bytes()
+                collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
             ).document
             document.refresh_from_db()
             assert document.status == Document.Status.READY, document.error
@@ -118,7 +118,9 @@ def test_without_an_llm_the_answer_quotes_the_sources(kb, no_llm):
     assert turn.token_source == "estimate"
     assert turn.output_tokens == llm_token_count(turn.answer)
     # The input estimate is what an LLM call would have been sent: prompt, context and question.
-    context = retrieve(user=kb.user, question=GRAVITY_QUESTION, collection_ids=[kb.collection.pk])
+    context = retrieve(
+        user=kb.user, request=RetrievalRequest(question=GRAVITY_QUESTION, collection_ids=[kb.collection.pk])
+    )
     expected = prompt_equivalent_tokens(
         config=context.config, context_text=context.context_text, question=GRAVITY_QUESTION
     )

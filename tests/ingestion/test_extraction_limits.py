@@ -30,7 +30,7 @@ from knowledge.ingestion.pipeline import document_process
 from knowledge.ingestion.types import ExtractionError
 from knowledge.models import Chunk, Document
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_delete, document_upload
+from knowledge.services.documents import DocumentUpload, document_delete, document_upload
 from tests.conftest import REPO_ROOT
 from tests.ingestion import hostile_files as hostile
 from tests.ingestion.test_amplification import assert_refused, extract_in_child
@@ -182,7 +182,9 @@ def test_deleting_a_document_kills_its_extraction_process(alice, settings, fresh
     settings.KNOWLEDGE_INGEST_LIMITS = NO_CONTENT_LIMITS  # hours of work, as before the content limits
     collection = collection_create(name="heavy", owner=alice)
     pdf = hostile.pdf_pages_sharing_one_heavy_stream()
-    document = document_upload(collection=collection, filename="shared.pdf", data=pdf, sync=False).document
+    document = document_upload(
+        collection=collection, sync=False, upload=DocumentUpload(filename="shared.pdf", data=pdf)
+    ).document
     worker = threading.Thread(target=_process_in_thread, args=(document.pk,))
     worker.start()
     children = []
@@ -247,14 +249,15 @@ def test_the_worker_fails_the_heavy_pdf_with_the_reason_and_keeps_the_collection
 ):
     collection = collection_create(name="mixed", owner=alice)
     good = document_upload(
-        collection=collection, filename="pasa.pdf", data=(corpus / "pdf" / "pasa.pdf").read_bytes(), sync=True
+        collection=collection,
+        sync=True,
+        upload=DocumentUpload(filename="pasa.pdf", data=(corpus / "pdf" / "pasa.pdf").read_bytes()),
     ).document
     started = time.monotonic()
     heavy = document_upload(
         collection=collection,
-        filename="shared.pdf",
-        data=hostile.pdf_pages_sharing_one_heavy_stream(),
         sync=True,
+        upload=DocumentUpload(filename="shared.pdf", data=hostile.pdf_pages_sharing_one_heavy_stream()),
     ).document
     assert time.monotonic() - started < QUICKLY_S
     heavy.refresh_from_db()

@@ -24,7 +24,7 @@ from knowledge.ingestion.extraction_process import ExtractionProcessDied, extrac
 from knowledge.ingestion.limits import DEFAULT_LIMITS
 from knowledge.models import Chunk, Document, DocumentSummary
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.conftest import REPO_ROOT
 
 OPTIONS = ChunkingOptions(strategy="paragraph", chunk_size=200, chunk_overlap=0)
@@ -46,7 +46,9 @@ def fresh_children():
 
 
 def _upload(collection, name: str, data: bytes) -> Document:
-    document = document_upload(collection=collection, filename=name, data=data, sync=True).document
+    document = document_upload(
+        collection=collection, sync=True, upload=DocumentUpload(filename=name, data=data)
+    ).document
     document.refresh_from_db()
     return document
 

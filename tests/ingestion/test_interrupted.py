@@ -21,6 +21,7 @@ from knowledge.models import Chunk, Document, DocumentSummary
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import (
     PROCESSING_INTERRUPTED,
+    DocumentUpload,
     document_delete,
     document_upload,
     documents_fail_stale,
@@ -43,8 +44,12 @@ def _age_heartbeat(document: Document, seconds: int) -> None:
 
 
 def test_the_pages_and_the_next_task_also_report_stale_documents(collection, corpus, client, alice):
-    stale = document_upload(collection=collection, filename="a.txt", data=b"Alpha text.", sync=False).document
-    other = document_upload(collection=collection, filename="b.txt", data=b"Beta text.", sync=False).document
+    stale = document_upload(
+        collection=collection, sync=False, upload=DocumentUpload(filename="a.txt", data=b"Alpha text.")
+    ).document
+    other = document_upload(
+        collection=collection, sync=False, upload=DocumentUpload(filename="b.txt", data=b"Beta text.")
+    ).document
     Document.objects.filter(pk__in=[stale.pk, other.pk]).update(status=Document.Status.PROCESSING)
     _age_heartbeat(stale, 3600)
     client.force_login(alice)
@@ -68,7 +73,7 @@ def test_the_pages_and_the_next_task_also_report_stale_documents(collection, cor
 def test_a_live_run_keeps_its_heartbeat_fresh(collection, settings):
     settings.KNOWLEDGE_PROCESSING_STALE_SECONDS = 10  # a beat every 2 seconds
     document = document_upload(
-        collection=collection, filename="a.txt", data=b"Alpha text.", sync=False
+        collection=collection, sync=False, upload=DocumentUpload(filename="a.txt", data=b"Alpha text.")
     ).document
     Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING)
     _age_heartbeat(document, 3600)
@@ -88,7 +93,9 @@ def test_a_live_run_keeps_its_heartbeat_fresh(collection, settings):
 
 def test_deleting_a_document_stops_its_running_task(collection, corpus):
     data = (corpus / "text" / "obama.txt").read_bytes()  # about 1,700 chunks: minutes of embedding
-    document = document_upload(collection=collection, filename="obama.txt", data=data, sync=False).document
+    document = document_upload(
+        collection=collection, sync=False, upload=DocumentUpload(filename="obama.txt", data=data)
+    ).document
     # The whole document's chunk count, known before any embedding (the worker's own total only
     # counts what its extraction thread has produced so far).
     chunk_count = len(document_chunk_drafts(document, collection.chunk_profile))

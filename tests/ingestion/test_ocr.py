@@ -22,9 +22,9 @@ from rest_framework.test import APIClient
 from knowledge.ingestion.extract import extract_sections
 from knowledge.ingestion.ocr import needs_ocr
 from knowledge.models import Chunk, Document
-from knowledge.retrieval.service import retrieve
+from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.conftest import CORPUS
 
 PASA = CORPUS / "pdf" / "pasa.pdf"
@@ -60,7 +60,9 @@ def papers(alice, django_capture_on_commit_callbacks):
 
     def upload(name: str, data: bytes) -> Document:
         with django_capture_on_commit_callbacks(execute=True):
-            document = document_upload(collection=collection, filename=name, data=data).document
+            document = document_upload(
+                collection=collection, upload=DocumentUpload(filename=name, data=data)
+            ).document
         document.refresh_from_db()
         assert document.status == Document.Status.READY, document.error
         return document
@@ -92,7 +94,10 @@ def test_a_scanned_pdf_is_read_by_ocr_and_its_pages_answer_questions(papers, ali
     assert sum((original & read).values()) >= 0.9 * sum(original.values())
 
     for question, answering in PAGE_QUESTIONS:
-        context = retrieve(user=alice, question=question, collection_ids=[papers.collection.pk], k=5)
+        context = retrieve(
+            user=alice,
+            request=RetrievalRequest(question=question, collection_ids=[papers.collection.pk], k=5),
+        )
         found = [r.chunk.page for r in context.primary_chunks]
         assert answering & set(found), (question, found)
 
@@ -139,10 +144,10 @@ def test_png_and_multi_page_tiff_uploads_are_read_and_answerable(papers, alice):
         "page=2",
     }
 
+    question = "How many academic queries does AutoScholarQuery hold?"
     context = retrieve(
-        user=alice, question="How many academic queries does AutoScholarQuery hold?",
-        collection_ids=[papers.collection.pk], k=3,
-    )  # fmt: skip
+        user=alice, request=RetrievalRequest(question=question, collection_ids=[papers.collection.pk], k=3)
+    )
     assert any(r.chunk.document_id == document.pk for r in context.primary_chunks)
 
 

@@ -14,7 +14,7 @@ from knowledge.chat import chat_ask
 from knowledge.ingestion.extract import extract_sections
 from knowledge.models import Chunk, Document
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.conftest import CORPUS
 
 pytest_plugins = ["tests.synthesis.openai_server"]
@@ -87,7 +87,9 @@ def test_boxes_of_a_diagram_are_not_tables():
 def pasa(alice, django_capture_on_commit_callbacks) -> Document:
     collection = collection_create(name="papers", owner=alice)
     with django_capture_on_commit_callbacks(execute=True):
-        document = document_upload(collection=collection, filename=PASA.name, data=PASA.read_bytes()).document
+        document = document_upload(
+            collection=collection, upload=DocumentUpload(filename=PASA.name, data=PASA.read_bytes())
+        ).document
     document.refresh_from_db()
     assert document.status == Document.Status.READY, document.error
     return document

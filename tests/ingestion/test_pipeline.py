@@ -24,13 +24,14 @@ from django.db import connection
 from django.db.models import F
 from pypdf import PdfReader, PdfWriter
 
-from config.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
+from config.base.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.clients.embedding import E5_SMALL, MAX_CONTENT_TOKENS, count_tokens
 from knowledge.ingestion.reindex import release_build_start
 from knowledge.models import Chunk, ChunkProfile, Document, Release
 from knowledge.services.collections import collection_create, collection_reindex
 from knowledge.services.documents import (
     PROCESSING_INTERRUPTED,
+    DocumentUpload,
     document_delete,
     document_retry,
     document_upload,
@@ -48,8 +49,10 @@ def collection(alice):
     return collection_create(name="papers", owner=alice)
 
 
-def upload(collection, path: Path, **kwargs) -> Document:
-    result = document_upload(collection=collection, filename=path.name, data=path.read_bytes(), **kwargs)
+def upload(collection, path: Path) -> Document:
+    result = document_upload(
+        collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+    )
     result.document.refresh_from_db()
     return result.document
 
@@ -139,8 +142,12 @@ def test_openapi_operations_link_to_the_components_they_reference(collection, co
 
 def test_same_bytes_twice_give_one_document_and_one_embedding_run(collection, corpus):
     path = corpus / "office" / "dummy.docx"
-    first = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
-    second = document_upload(collection=collection, filename="renamed.docx", data=path.read_bytes())
+    first = document_upload(
+        collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+    )
+    second = document_upload(
+        collection=collection, upload=DocumentUpload(filename="renamed.docx", data=path.read_bytes())
+    )
     assert first.created and not second.created
     assert second.document.pk == first.document.pk
     assert Document.objects.filter(collection=collection).count() == 1
@@ -249,7 +256,9 @@ def test_unreadable_files_end_failed_with_a_reason_and_harm_nothing(
 ):
     good = upload(collection, corpus / "office" / "dummy.docx")
     good_chunks = list(chunks_of(good).values_list("pk", "content"))
-    result = document_upload(collection=collection, filename=filename, data=make_data(corpus))
+    result = document_upload(
+        collection=collection, upload=DocumentUpload(filename=filename, data=make_data(corpus))
+    )
     bad = Document.objects.get(pk=result.document.pk)
     assert bad.status == Document.Status.FAILED
     assert message in bad.error
@@ -277,14 +286,16 @@ def test_unreadable_files_end_failed_with_a_reason_and_harm_nothing(
 )
 def test_bad_uploads_are_refused_up_front(collection, filename, data, error, message):
     with pytest.raises(error, match=message):
-        document_upload(collection=collection, filename=filename, data=data)
+        document_upload(collection=collection, upload=DocumentUpload(filename=filename, data=data))
     assert not Document.objects.filter(collection=collection).exists()
 
 
 def test_uploads_over_the_size_limit_are_refused(collection, settings):
     settings.KNOWLEDGE_MAX_UPLOAD_BYTES = 1024
     with pytest.raises(UploadTooLargeError, match="the limit is"):
-        document_upload(collection=collection, filename="big.txt", data=b"word " * 1000)
+        document_upload(
+            collection=collection, upload=DocumentUpload(filename="big.txt", data=b"word " * 1000)
+        )
     assert not Document.objects.exists()
 
 
@@ -306,14 +317,18 @@ def test_a_new_version_replaces_the_old_only_once_ready(collection, tmp_path):
 
 def test_failed_new_version_keeps_the_old_one_searchable(collection, corpus):
     v1 = upload(collection, corpus / "office" / "dummy.docx")
-    failed = document_upload(collection=collection, filename="dummy.docx", data=b"not a zip at all")
+    failed = document_upload(
+        collection=collection, upload=DocumentUpload(filename="dummy.docx", data=b"not a zip at all")
+    )
     assert Document.objects.get(pk=failed.document.pk).status == Document.Status.FAILED
     assert Document.objects.get(pk=v1.pk).status == Document.Status.READY
     assert chunks_of(v1).count() > 0
 
 
 def test_failed_document_can_be_retried(collection, corpus):
-    failed = document_upload(collection=collection, filename="report.docx", data=b"not a zip")
+    failed = document_upload(
+        collection=collection, upload=DocumentUpload(filename="report.docx", data=b"not a zip")
+    )
     document = document_retry(document=failed.document)
     assert document.status == Document.Status.FAILED  # same bytes, same honest failure
     assert "not a valid DOCX" in document.error

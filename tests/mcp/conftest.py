@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from accounts.tokens import token_create
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.conftest import CORPUS, REPO_ROOT, test_database_url
 from tests.served import free_port, wait_for_port
 
@@ -140,7 +140,7 @@ def hills(alice):
     """Alice's private collection with one Markdown article."""
     collection = collection_create(name="hills", owner=alice, description="gravity hills")
     path = CORPUS / "text" / "gravity_hill.md"
-    document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    document_upload(collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes()))
     return collection
 
 
@@ -149,7 +149,9 @@ def bob_collections(bob):
     """Bob's private collection with a document, and his public one (empty)."""
     secret = collection_create(name="bob secret", owner=bob, description="bob's own notes")
     path = CORPUS / "office" / "dummy.docx"
-    document = document_upload(collection=secret, filename=path.name, data=path.read_bytes()).document
+    document = document_upload(
+        collection=secret, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+    ).document
     shared = collection_create(name="bob shared", owner=bob, visibility="public")
     return {"secret": secret, "shared": shared, "document": document}
 

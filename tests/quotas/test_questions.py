@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from knowledge.models import ChatSession, ChatTurn, Chunk, Document, UsageDay
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.synthesis.events import parse_sse
 from tests.api.conftest import bearer  # noqa: F401 (a fixture)
 from tests.quotas.conftest import limit, note
@@ -25,7 +25,11 @@ QUESTION = "Why does a car seem to roll uphill on a gravity hill?"
 def hills(alice, corpus):
     collection = collection_create(name="hills", owner=alice)
     path = corpus / "text" / "gravity_hill.md"
-    document_upload(collection=collection, filename=path.name, data=path.read_bytes(), uploaded_by=alice)
+    document_upload(
+        collection=collection,
+        uploaded_by=alice,
+        upload=DocumentUpload(filename=path.name, data=path.read_bytes()),
+    )
     return collection
 
 
@@ -128,9 +132,11 @@ def test_usage_is_exactly_what_is_stored_in_the_api_format(bearer, alice, bob, h
     settings.KNOWLEDGE_QUOTA_QUESTIONS_PER_DAY = 50
     settings.KNOWLEDGE_QUOTA_LLM_TOKENS_PER_MONTH = None
     name, data = note(0)
-    document_upload(collection=hills, filename=name, data=data, uploaded_by=alice)
+    document_upload(collection=hills, uploaded_by=alice, upload=DocumentUpload(filename=name, data=data))
     bobs = collection_create(name="bob's", owner=bob)
-    document_upload(collection=bobs, filename=note(1)[0], data=note(1)[1], uploaded_by=bob)  # not hers
+    document_upload(
+        collection=bobs, uploaded_by=bob, upload=DocumentUpload(filename=note(1)[0], data=note(1)[1])
+    )  # not hers
     client = bearer(alice)
     assert ask_api(client, hills).status_code == 200
     documents = Document.objects.filter(uploaded_by=alice)

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group
 from knowledge.access import readable_documents
 from knowledge.models import Chunk, ChunkProfile, Document
 from knowledge.services.collections import collection_create, collection_reindex
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.services.sources import source_add, source_sync
 from knowledge.services.teams import collection_share_set
 from tests.api.conftest import bearer  # noqa: F401 (a fixture)
@@ -31,7 +31,9 @@ def shared(alice, bob):
 
 
 def upload(collection, user, name: str, data: bytes) -> Document:
-    document = document_upload(collection=collection, filename=name, data=data, uploaded_by=user).document
+    document = document_upload(
+        collection=collection, uploaded_by=user, upload=DocumentUpload(filename=name, data=data)
+    ).document
     document.refresh_from_db()
     return document
 

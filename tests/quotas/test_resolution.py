@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.db import IntegrityError
 
-from config.env import env_size_or_none
+from config.base.env import env_size_or_none
 from knowledge.models import Quota
 from knowledge.quotas import LIMITS, quota_limits_for
 from tests.quotas.conftest import limit

@@ -14,10 +14,10 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.models import Sum
 
-from config.errors import QuotaExceededError
+from config.base.errors import QuotaExceededError
 from knowledge.models import Chunk, Document
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_reindex, document_upload
+from knowledge.services.documents import DocumentUpload, document_reindex, document_upload
 from knowledge.services.sources import source_add, source_sync, sync_report
 from tests.api.conftest import bearer  # noqa: F401 (a fixture)
 from tests.quotas.conftest import limit, note
@@ -37,7 +37,9 @@ def mine(alice):
 
 def upload(collection, user, index: int):
     name, data = note(index)
-    return document_upload(collection=collection, filename=name, data=data, uploaded_by=user)
+    return document_upload(
+        collection=collection, uploaded_by=user, upload=DocumentUpload(filename=name, data=data)
+    )
 
 
 def test_the_page_upload_refuses_the_document_over_the_quota(client, alice, mine, no_default_quotas):
@@ -154,7 +156,9 @@ def test_a_new_version_over_the_chunk_quota_fails_and_the_old_one_stays_searchab
     limit(alice, chunks=kept + 1)
     name, _ = note(0)
     longer = note(0)[1] + b"\n\n" + note(1)[1] + b"\n\n" + note(3)[1]
-    new = document_upload(collection=mine, filename=name, data=longer, uploaded_by=alice).document
+    new = document_upload(
+        collection=mine, uploaded_by=alice, upload=DocumentUpload(filename=name, data=longer)
+    ).document
     new.refresh_from_db()
     assert new.status == "failed" and f"chunk quota reached: {kept} of {kept + 1} chunks used" in new.error
     assert Document.objects.get(pk=old.pk).status == "ready"  # not retired
@@ -205,12 +209,16 @@ def test_replacing_another_users_version_credits_the_uploader_nothing_of_it(
     longer = note(0)[1] + b"\n\n" + note(1)[1] + b"\n\n" + note(3)[1]
     elsewhere = collection_create(name="sizing", owner=alice)
     needed = Chunk.objects.filter(
-        document=document_upload(collection=elsewhere, filename=name, data=longer, uploaded_by=alice).document
+        document=document_upload(
+            collection=elsewhere, uploaded_by=alice, upload=DocumentUpload(filename=name, data=longer)
+        ).document
     ).count()
     alices = upload(mine, alice, 0).document
     assert 0 < Chunk.objects.filter(document=alices).count() < needed
     limit(bob, chunks=needed - 1)
-    new = document_upload(collection=mine, filename=name, data=longer, uploaded_by=bob).document
+    new = document_upload(
+        collection=mine, uploaded_by=bob, upload=DocumentUpload(filename=name, data=longer)
+    ).document
     new.refresh_from_db()
     assert new.status == "failed" and f"chunk quota reached: 0 of {needed - 1} chunks used" in new.error
     assert Document.objects.get(pk=alices.pk).status == "ready"

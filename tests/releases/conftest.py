@@ -10,7 +10,7 @@ import pytest
 from knowledge.evaluation.store import eval_set_replace
 from knowledge.models import ChunkProfile
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 
 CORPUS = Path("/work/shared/corpus")
 DOCUMENTS = {
@@ -48,7 +48,8 @@ def handbook(alice):
     """Alice's collection of three real documents, ready, with a question set linked to its gate."""
     collection = collection_create(name="handbook", owner=alice)
     for name, path in DOCUMENTS.items():
-        document_upload(collection=collection, filename=name, data=path.read_bytes(), uploaded_by=alice)
+        upload = DocumentUpload(filename=name, data=path.read_bytes())
+        document_upload(collection=collection, upload=upload, uploaded_by=alice)
     eval_set = eval_set_replace(name="handbook questions", questions=gate_questions_for(DOCUMENTS))
     eval_set.collections.add(collection)
     collection.refresh_from_db()

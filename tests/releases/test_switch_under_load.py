@@ -9,6 +9,7 @@ import time
 import pytest
 from django.db import connection
 
+from knowledge.retrieval.request import RetrievalRequest
 from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_reindex
 from knowledge.services.releases import release_rollback
@@ -42,11 +43,9 @@ class Clients:
             turn = number
             while not self.stop.is_set():
                 asked = time.monotonic()
-                context = retrieve(
-                    user=self.user,
-                    question=QUESTIONS[turn % len(QUESTIONS)],
-                    collection_ids=[self.collection_id],
-                )
+                question = QUESTIONS[turn % len(QUESTIONS)]
+                request = RetrievalRequest(question=question, collection_ids=[self.collection_id])
+                context = retrieve(user=self.user, request=request)
                 chunks = [*context.primary_chunks, *context.referenced_chunks, *context.runners_up]
                 sets = {(r.chunk.chunk_profile_id, r.chunk.embedding_model) for r in chunks}
                 with self.lock:

@@ -15,9 +15,9 @@ from django.db import connection
 
 from knowledge.clients.embedding import E5_SMALL, MINILM
 from knowledge.models import Chunk, Collection, Document
-from knowledge.retrieval.service import retrieve
+from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.services.collections import collection_create, collection_update
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.releases.helpers import held_promoted
 from tests.retrieval.test_lexical import assert_lexical_copy_is_exact, assert_statistics_are_exact
 
@@ -32,7 +32,9 @@ HYBRID_SECTION = "heading=ハイブリッド検索の重要性"  # "The importan
 
 
 def ingest(collection: Collection, path: Path) -> Document:
-    result = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    result = document_upload(
+        collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+    )
     document = Document.objects.get(pk=result.document.pk)
     assert document.status == Document.Status.READY, document.error
     return document
@@ -63,7 +65,8 @@ class Asker(threading.Thread):
             while not self.stop.is_set():
                 before = model_state(self.collection_id)
                 context = retrieve(
-                    user=self.user, question=self.question, collection_ids=[self.collection_id]
+                    user=self.user,
+                    request=RetrievalRequest(question=self.question, collection_ids=[self.collection_id]),
                 )
                 after = model_state(self.collection_id)
                 self.answers.append((before, after, models_of(context), len(context.primary_chunks)))
@@ -119,7 +122,9 @@ def test_a_japanese_document_is_found_by_an_english_paraphrase_in_an_e5_collecti
     collection = collection_create(name="japanese", owner=alice, embedding_model=E5_SMALL)
     ingest(collection, JAPANESE_DOCX)
     question = "Why should semantic vector search be combined with exact keyword matching?"
-    context = retrieve(user=alice, question=question, collection_ids=[collection.pk], k=3)
+    context = retrieve(
+        user=alice, request=RetrievalRequest(question=question, collection_ids=[collection.pk], k=3)
+    )
     by_dense_rank = sorted(
         (c for c in context.primary_chunks if c.scores["dense_rank"] is not None),
         key=lambda c: c.scores["dense_rank"],
@@ -133,13 +138,17 @@ def test_a_japanese_sheet_row_is_found_by_its_own_words_and_by_an_english_questi
     collection = collection_create(name="sales", owner=alice, embedding_model=E5_SMALL)
     ingest(collection, WORKBOOK)
     # Its own words: the row's date and product name, as the sheet writes them.
-    context = retrieve(user=alice, question="2024-01-03 モニター", collection_ids=[collection.pk], k=3)
+    context = retrieve(
+        user=alice,
+        request=RetrievalRequest(question="2024-01-03 モニター", collection_ids=[collection.pk], k=3),
+    )
     first = context.primary_chunks[0].chunk
     assert "2024-01-03" in first.content and "モニター" in first.content, first.content
     # In English: "monitor" is モニター only to a multilingual model (MiniLM ranks this sheet's rows by
     # the date alone, and the row of 2024-01-03 is not its first chunk).
     context = retrieve(
-        user=alice, question="monitor sales on 2024-01-03", collection_ids=[collection.pk], k=3
+        user=alice,
+        request=RetrievalRequest(question="monitor sales on 2024-01-03", collection_ids=[collection.pk], k=3),
     )
     first = context.primary_chunks[0].chunk
     assert first.source_ref == "sheet=2024年売上" and first.embedding_model == E5_SMALL
@@ -154,7 +163,10 @@ def test_a_question_over_two_models_fuses_both_and_never_reads_another_users_col
     ingest(japanese, JAPANESE_DOCX)
     ingest(bobs, DOCX)  # the English original: it would match the question best of all
     question = "How does hybrid search help retrieval, and why do cars roll uphill on a gravity hill?"
-    context = retrieve(user=alice, question=question, collection_ids=[english.pk, japanese.pk, bobs.pk], k=10)
+    context = retrieve(
+        user=alice,
+        request=RetrievalRequest(question=question, collection_ids=[english.pk, japanese.pk, bobs.pk], k=10),
+    )
     found = context.primary_chunks + context.referenced_chunks + context.closest
     assert {c.chunk.collection_id for c in found} == {english.pk, japanese.pk}
     assert models_of(context) == {MINILM, E5_SMALL}
@@ -162,5 +174,8 @@ def test_a_question_over_two_models_fuses_both_and_never_reads_another_users_col
     first = {c.chunk.embedding_model for c in context.primary_chunks if c.scores["dense_rank"] in (1, 2)}
     assert first == {MINILM, E5_SMALL}
     # Bob, asking the same, finds his own collection and nothing of Alice's.
-    his = retrieve(user=bob, question=question, collection_ids=[english.pk, japanese.pk, bobs.pk], k=10)
+    his = retrieve(
+        user=bob,
+        request=RetrievalRequest(question=question, collection_ids=[english.pk, japanese.pk, bobs.pk], k=10),
+    )
     assert {c.chunk.collection_id for c in his.primary_chunks} == {bobs.pk}

@@ -14,9 +14,9 @@ from knowledge.clients.embedding import query_cache_clear
 from knowledge.ingestion.pipeline import document_process
 from knowledge.models import Document
 from knowledge.retrieval import service
-from knowledge.retrieval.service import retrieve
+from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 
 QUESTIONS = [
     "How do I delete a pet by its id?",
@@ -30,7 +30,9 @@ QUESTIONS = [
 def collection(alice, corpus):
     collection = collection_create(name="mixed", owner=alice)
     for path in (corpus / "text" / "gravity_hill.md", corpus / "openapi" / "petstore-expanded-3.0.json"):
-        result = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+        result = document_upload(
+            collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+        )
         assert Document.objects.get(pk=result.document.pk).status == Document.Status.READY
     return collection
 
@@ -38,7 +40,9 @@ def collection(alice, corpus):
 def _run(alice, collection, question, *, alongside: bool, monkeypatch):
     monkeypatch.setattr(service, "EMBED_ALONGSIDE_LEXICAL", alongside)
     query_cache_clear()  # the embedding really runs, on the thread being tested
-    context = retrieve(user=alice, question=question, collection_ids=[collection.pk])
+    context = retrieve(
+        user=alice, request=RetrievalRequest(question=question, collection_ids=[collection.pk])
+    )
     return context
 
 
@@ -81,7 +85,9 @@ def test_a_retrieval_inside_a_transaction_sees_its_uncommitted_rows(db, alice, c
     # The test's own transaction holds the documents: only one connection can see them.
     collection = collection_create(name="fresh", owner=alice)
     path = corpus / "text" / "gravity_hill.md"
-    result = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    result = document_upload(
+        collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+    )
     document_process(document_id=result.document.pk)  # on_commit never comes inside the test's transaction
     context = _run(alice, collection, QUESTIONS[1], alongside=True, monkeypatch=monkeypatch)
     assert context.primary_chunks and context.primary_chunks[0].chunk.document.filename == path.name
@@ -90,7 +96,9 @@ def test_a_retrieval_inside_a_transaction_sees_its_uncommitted_rows(db, alice, c
 def test_with_every_thread_busy_the_question_is_embedded_inline(db, alice, corpus, monkeypatch):
     collection = collection_create(name="busy", owner=alice)
     path = corpus / "text" / "gravity_hill.md"
-    result = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    result = document_upload(
+        collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+    )
     document_process(document_id=result.document.pk)  # on_commit never comes inside the test's transaction
     _, slots = service._embedding_pool()
     taken = 0

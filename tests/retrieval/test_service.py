@@ -10,21 +10,23 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.models import Chunk, Document, Profile, ProfileCollection
 from knowledge.retrieval import lexical
 from knowledge.retrieval.answerability import coverage_of
 from knowledge.retrieval.expansion import expand_references, reference_budget
 from knowledge.retrieval.scope import search_scope
-from knowledge.retrieval.service import retrieve
+from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def ingest(collection, path):
-    result = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    result = document_upload(
+        collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+    )
     document = Document.objects.get(pk=result.document.pk)
     assert document.status == Document.Status.READY, document.error
     return document
@@ -41,14 +43,16 @@ def test_a_user_never_gets_chunks_of_a_collection_they_may_not_read(alice, charl
     ingest(own, corpus / "office" / "dummy.docx")
     question = "What is a gravity hill and why do cars seem to roll uphill?"
 
-    as_alice = retrieve(user=alice, question=question, collection_ids=[secret.pk])
+    as_alice = retrieve(user=alice, request=RetrievalRequest(question=question, collection_ids=[secret.pk]))
     assert as_alice.primary_chunks and sources(as_alice)[0][0] == "gravity_hill.md"
 
-    as_charlie = retrieve(user=charlie, question=question, collection_ids=[secret.pk, own.pk])
+    as_charlie = retrieve(
+        user=charlie, request=RetrievalRequest(question=question, collection_ids=[secret.pk, own.pk])
+    )
     assert all(r.chunk.collection_id == own.pk for r in as_charlie.primary_chunks)
     profile = Profile.objects.create(owner=charlie, name="sneaky", tag="sneaky")
     ProfileCollection.objects.create(profile=profile, collection=secret)
-    via_profile = retrieve(user=charlie, question=question, profile=profile)
+    via_profile = retrieve(user=charlie, request=RetrievalRequest(question=question, profile=profile))
     assert via_profile.primary_chunks == [] and via_profile.referenced_chunks == []
 
 
@@ -61,7 +65,7 @@ def test_answerability_takes_the_best_chunks_lexemes_from_its_lexical_hit(alice,
     read = lexical.chunk_lexemes
     reads = []
     monkeypatch.setattr(lexical, "chunk_lexemes", lambda **kwargs: reads.append(kwargs) or read(**kwargs))
-    context = retrieve(user=alice, question=question, collection_ids=[hills.pk])
+    context = retrieve(user=alice, request=RetrievalRequest(question=question, collection_ids=[hills.pk]))
     best = context.primary_chunks[0]
     assert best.scores["lexical_rank"] is not None and reads == []
     scope = search_scope(user=alice, collection_ids=[hills.pk])
@@ -81,7 +85,9 @@ def test_profiles_merge_collections_and_collections_compete_on_merit(alice, corp
     for c in (hills, pets):
         ProfileCollection.objects.create(profile=profile, collection=c)
 
-    context = retrieve(user=alice, question="How do I delete a pet by its id?", profile=profile)
+    context = retrieve(
+        user=alice, request=RetrievalRequest(question="How do I delete a pet by its id?", profile=profile)
+    )
     assert ("petstore-expanded-3.0.json", "operation=DELETE /pets/{id}") in sources(context)[:2]
     assert len(context.primary_chunks) <= 4
     fused = [r.scores["fused"] for r in context.primary_chunks]
@@ -90,7 +96,10 @@ def test_profiles_merge_collections_and_collections_compete_on_merit(alice, corp
         assert set(r.scores) >= {"dense_rank", "lexical_rank", "fused", "similarity", "freshness", "adjusted"}
         assert r.scores["similarity"] >= context.config["minRelevanceScore"]
 
-    other = retrieve(user=alice, question="optical illusion of a slope on a road", profile=profile)
+    other = retrieve(
+        user=alice,
+        request=RetrievalRequest(question="optical illusion of a slope on a road", profile=profile),
+    )
     assert sources(other)[0][0] == "gravity_hill.md"
 
 
@@ -98,16 +107,19 @@ def test_hybrid_switch_and_no_results_above_threshold(alice, corpus):
     c = collection_create(name="hills", owner=alice)
     ingest(c, corpus / "text" / "gravity_hill.md")
     dense_only = retrieve(
-        user=alice, question="gravity hill", collection_ids=[c.pk], overrides={"hybrid": False}
+        user=alice,
+        request=RetrievalRequest(question="gravity hill", collection_ids=[c.pk], overrides={"hybrid": False}),
     )
     assert all(r.scores["lexical_rank"] is None for r in dense_only.primary_chunks)
-    hybrid = retrieve(user=alice, question="gravity hill", collection_ids=[c.pk])
+    hybrid = retrieve(user=alice, request=RetrievalRequest(question="gravity hill", collection_ids=[c.pk]))
     assert any(r.scores["lexical_rank"] is not None for r in hybrid.primary_chunks)
     nothing = retrieve(
         user=alice,
-        question="quarterly revenue of a semiconductor company",
-        collection_ids=[c.pk],
-        overrides={"minRelevanceScore": 0.5},
+        request=RetrievalRequest(
+            question="quarterly revenue of a semiconductor company",
+            collection_ids=[c.pk],
+            overrides={"minRelevanceScore": 0.5},
+        ),
     )
     assert nothing.primary_chunks == [] and nothing.blocks == [] and nothing.total_tokens == 0
 
@@ -126,7 +138,7 @@ def test_hybrid_switch_and_no_results_above_threshold(alice, corpus):
 def test_hostile_questions_never_crash(alice, corpus, question):
     c = collection_create(name="hills", owner=alice)
     ingest(c, corpus / "text" / "gravity_hill.md")
-    context = retrieve(user=alice, question=question, collection_ids=[c.pk])
+    context = retrieve(user=alice, request=RetrievalRequest(question=question, collection_ids=[c.pk]))
     assert isinstance(context.primary_chunks, list)
     assert Chunk.objects.filter(collection=c).exists()
 
@@ -134,17 +146,19 @@ def test_hostile_questions_never_crash(alice, corpus, question):
 def test_bad_questions_are_refused_clearly(alice):
     c = collection_create(name="empty", owner=alice)
     with pytest.raises(KnowledgeError, match="empty"):
-        retrieve(user=alice, question="   ", collection_ids=[c.pk])
+        retrieve(user=alice, request=RetrievalRequest(question="   ", collection_ids=[c.pk]))
     with pytest.raises(KnowledgeError, match="limit is 4000"):
-        retrieve(user=alice, question="x" * 10_000, collection_ids=[c.pk])
+        retrieve(user=alice, request=RetrievalRequest(question="x" * 10_000, collection_ids=[c.pk]))
     with pytest.raises(KnowledgeError, match="profile or at least one collection"):
-        retrieve(user=alice, question="hello")
+        retrieve(user=alice, request=RetrievalRequest(question="hello"))
 
 
 def test_openapi_operations_expand_to_the_schemas_they_reference(alice, corpus):
     c = collection_create(name="api", owner=alice)
     ingest(c, corpus / "openapi" / "petstore-expanded-3.0.json")
-    context = retrieve(user=alice, question="Creates a new pet in the store", collection_ids=[c.pk])
+    context = retrieve(
+        user=alice, request=RetrievalRequest(question="Creates a new pet in the store", collection_ids=[c.pk])
+    )
     assert ("petstore-expanded-3.0.json", "operation=POST /pets") in sources(context)
     referenced = {r.chunk.source_ref for r in context.referenced_chunks}
     assert "component=schemas/NewPet" in referenced or "component=schemas/NewPet" in {
@@ -160,9 +174,17 @@ def test_query_intent_narrows_api_chunks_only_when_switched_on(alice, corpus):
     c = collection_create(name="api-intent", owner=alice)
     ingest(c, corpus / "openapi" / "petstore-expanded-3.0.json")
     question = "What fields does a pet object have?"
-    on = retrieve(user=alice, question=question, collection_ids=[c.pk], k=10, overrides={"queryIntent": True})
+    on = retrieve(
+        user=alice,
+        request=RetrievalRequest(
+            question=question, collection_ids=[c.pk], k=10, overrides={"queryIntent": True}
+        ),
+    )
     off = retrieve(
-        user=alice, question=question, collection_ids=[c.pk], k=10, overrides={"queryIntent": False}
+        user=alice,
+        request=RetrievalRequest(
+            question=question, collection_ids=[c.pk], k=10, overrides={"queryIntent": False}
+        ),
     )
     assert on.stats["intent"] == "schema"
     assert off.stats["intent"] is None
@@ -174,9 +196,11 @@ def test_circular_references_terminate(alice, corpus):
     ingest(c, corpus / "openapi" / "circular-3.0.json")
     context = retrieve(
         user=alice,
-        question="schema that references itself",
-        collection_ids=[c.pk],
-        overrides={"minRelevanceScore": 0.0, "maxDocs": 10},
+        request=RetrievalRequest(
+            question="schema that references itself",
+            collection_ids=[c.pk],
+            overrides={"minRelevanceScore": 0.0, "maxDocs": 10},
+        ),
     )
     element_ids = [r.chunk.element_id for r in context.primary_chunks + context.referenced_chunks]
     assert len(element_ids) == len(set(element_ids))  # visited set: nothing twice
@@ -250,15 +274,19 @@ def test_context_respects_the_token_budget(alice, corpus):
     ingest(c, corpus / "html" / "flag_day.html")
     wide = retrieve(
         user=alice,
-        question="flag day history",
-        collection_ids=[c.pk],
-        overrides={"maxDocs": 6, "minRelevanceScore": 0.0},
+        request=RetrievalRequest(
+            question="flag day history",
+            collection_ids=[c.pk],
+            overrides={"maxDocs": 6, "minRelevanceScore": 0.0},
+        ),
     )
     tight = retrieve(
         user=alice,
-        question="flag day history",
-        collection_ids=[c.pk],
-        overrides={"maxDocs": 6, "minRelevanceScore": 0.0, "maxTokens": 300},
+        request=RetrievalRequest(
+            question="flag day history",
+            collection_ids=[c.pk],
+            overrides={"maxDocs": 6, "minRelevanceScore": 0.0, "maxTokens": 300},
+        ),
     )
     assert tight.total_tokens <= 300 < wide.total_tokens
     assert len(tight.blocks) < len(wide.blocks)

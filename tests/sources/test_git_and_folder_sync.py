@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.models import Document, SourceItem
 from knowledge.services.collections import collection_create
 from knowledge.services.sources import source_add, source_sync
@@ -132,7 +132,7 @@ def test_a_file_gone_from_the_branch_stays_gone_through_its_grace_period(repo, a
 
 
 def test_a_users_own_upload_of_the_same_bytes_is_never_removed_by_a_source(tmp_path, settings, alice):
-    from knowledge.services.documents import document_upload
+    from knowledge.services.documents import DocumentUpload, document_upload
 
     settings.KNOWLEDGE_SOURCES_FOLDER_ROOTS = [tmp_path.resolve()]
     folder = tmp_path / "shared"
@@ -140,7 +140,9 @@ def test_a_users_own_upload_of_the_same_bytes_is_never_removed_by_a_source(tmp_p
     (folder / "glossary.md").write_bytes(DOCS["docs/glossary.md"])
     collection = collection_create(name="mixed", owner=alice)
     own = document_upload(
-        collection=collection, filename="glossary.md", data=DOCS["docs/glossary.md"], sync=True
+        collection=collection,
+        sync=True,
+        upload=DocumentUpload(filename="glossary.md", data=DOCS["docs/glossary.md"]),
     )
     source = source_add(
         collection=collection, location=str(folder), kind="folder", user=alice, operator=True, grace_hours=0

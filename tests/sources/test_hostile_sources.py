@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.models import Source, SourceItem
 from knowledge.services.collections import collection_create
 from knowledge.services.sources import source_add, source_sync

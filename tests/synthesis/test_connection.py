@@ -12,7 +12,7 @@ from django.db import connections
 from knowledge.chat import chat_ask
 from knowledge.models import ChatTurn, Document
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.synthesis.openai_server import Reply
 
 # The loopback LLM server's fixtures: llm_server, llm_env, no_llm.
@@ -23,7 +23,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_the_connection_is_closed_during_llm_calls_and_reopened_after(alice, corpus, llm_env):
     collection = collection_create(name="hills", owner=alice)
     path = corpus / "text" / "gravity_hill.md"
-    document = document_upload(collection=collection, filename=path.name, data=path.read_bytes()).document
+    document = document_upload(
+        collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+    ).document
     document.refresh_from_db()
     assert document.status == Document.Status.READY, document.error
 

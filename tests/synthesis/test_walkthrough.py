@@ -20,7 +20,7 @@ from knowledge.chat import NO_RESULTS_TEXT, chat_ask
 from knowledge.models import ChatSession, Document
 from knowledge.retrieval.answerability import QUOTE_FLOOR
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_delete, document_upload
+from knowledge.services.documents import DocumentUpload, document_delete, document_upload
 from knowledge.synthesis.refusal import CLOSEST_HEADING
 from tests.conftest import CORPUS
 
@@ -68,7 +68,7 @@ def walkthrough(django_db_setup, django_db_blocker):
         documents = []
         for path in FILES:
             document = document_upload(
-                collection=collection, filename=path.name, data=path.read_bytes()
+                collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
             ).document
             document.refresh_from_db()
             assert document.status == Document.Status.READY, document.error

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from knowledge.models import ChatSession, Document
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.synthesis.events import parse_sse
 from knowledge.synthesis.refusal import CLOSEST_HEADING, NO_RESULTS_TEXT
 
@@ -30,7 +30,7 @@ ORDER = [
 def pasa(alice, corpus):
     collection = collection_create(name="papers", owner=alice)
     path = corpus / "pdf" / "pasa.pdf"
-    document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    document_upload(collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes()))
     return collection
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from knowledge.clients.sentences import split_sentences
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.synthesis.quotes import quote_range_format, quote_span
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -19,7 +19,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def uploaded(owner, corpus, relative: str):
     collection = collection_create(name="docs", owner=owner)
     path = corpus / relative
-    return document_upload(collection=collection, filename=path.name, data=path.read_bytes()).document
+    return document_upload(
+        collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+    ).document
 
 
 def viewer_data(page: str) -> dict:

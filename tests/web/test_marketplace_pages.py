@@ -7,7 +7,7 @@ from django.test import Client
 
 from knowledge.models import Collection, Document, Subscription
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 
 
 @pytest.fixture
@@ -16,7 +16,9 @@ def listed(alice, corpus):
         name="Odd places", owner=alice, description="Optical illusions", tags=["geology"]
     )
     path = corpus / "text" / "gravity_hill.md"
-    result = document_upload(collection=collection, filename=path.name, data=path.read_bytes())
+    result = document_upload(
+        collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
+    )
     assert Document.objects.get(pk=result.document.pk).status == Document.Status.READY
     Collection.objects.filter(pk=collection.pk).update(listed=True)
     return collection

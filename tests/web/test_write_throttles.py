@@ -17,7 +17,7 @@ from knowledge.mcp.identity import NamedUserIdentity
 from knowledge.mcp.server import build_server
 from knowledge.models import Collection, Document
 from knowledge.services.collections import collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 from tests.conftest import throttle_rates
 from tests.mcp.conftest import run
 
@@ -96,7 +96,10 @@ def test_creating_collections_is_throttled_on_the_page_and_the_api_together(page
 def test_reindex_and_retry_share_the_write_rate(page, api, alice, corpus, two_per_minute):
     notes = collection_create(name="notes", owner=alice)
     document = document_upload(
-        collection=notes, filename="gravity_hill.md", data=(corpus / "text" / "gravity_hill.md").read_bytes()
+        collection=notes,
+        upload=DocumentUpload(
+            filename="gravity_hill.md", data=(corpus / "text" / "gravity_hill.md").read_bytes()
+        ),
     ).document
     reindex = f"/api/v1/documents/{document.pk}/reindex/"
     assert api.post(reindex, {}, format="json").status_code == 202

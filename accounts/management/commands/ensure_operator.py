@@ -4,7 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from accounts.audit import command_audited
-from config.env import env_str
+from config.base.env import env_str
 
 
 class Command(BaseCommand):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 # Gaps between pieces at each level (the pieces are what lies between matches).
 PARAGRAPH_GAP = re.compile(r"\n[^\S\n]*\n\s*")
@@ -33,6 +34,10 @@ MAX_CHARS_PER_TOKEN = 10
 _SAMPLE_CHARS = 4000
 # In the fixed strategy a window end moves back to whitespace found in its last 20 %.
 FIXED_BACKTRACK = 0.2
+# A span over its token budget is cut again at (its length * budget / its tokens * this): tokens per
+# character are uneven along a text, so aiming 10 % under the proportional length makes the next count
+# fit on the first try far more often than not, and each extra count costs a tokenizer pass.
+RECUT_MARGIN = 0.9
 
 # (start, end, size, verified): a slice of the section text; ``size`` is its
 # measure (tokens or characters), exact when ``verified`` else an estimate.
@@ -153,7 +158,7 @@ def _token_tail(text: str, item: _Span, budget: float, m) -> _Span | None:
     start, end, n, _v = item
     if budget < 1 or n <= 0:
         return None
-    length = int((end - start) * budget / n * 0.9)
+    length = int((end - start) * budget / n * RECUT_MARGIN)
     for _ in range(3):
         t = tail_start(text, start, end, length)
         if t is None:
@@ -166,7 +171,7 @@ def _token_tail(text: str, item: _Span, budget: float, m) -> _Span | None:
         tail_tokens = m.piece(t, end)
         if tail_tokens <= budget:
             return (t, end, tail_tokens, False)
-        length = int((end - t) * budget / tail_tokens * 0.9)
+        length = int((end - t) * budget / tail_tokens * RECUT_MARGIN)
     return None
 
 
@@ -203,29 +208,44 @@ def split_recursive(
     if not pieces:
         return []
     if isinstance(m, Tokens) and (end - start) / len(pieces) < _ESTIMATE_BELOW_CHARS:
-        return _split_small_pieces(text, start, end, pieces, rest, size, overlap, m, known, ratio_hint)
+        cut = _PieceSlice(text, start, end, pieces, rest, size, overlap, m)
+        return _split_small_pieces(cut, known=known, ratio_hint=ratio_hint)
     return _pack_pieces(text, pieces, rest, size, overlap, m)
 
 
-def _split_small_pieces(text, start, end, pieces, rest, size, overlap, m, known, ratio_hint) -> list[_Span]:
+@dataclass(frozen=True)
+class _PieceSlice:
+    """The slice text[start:end] cut into ``pieces`` at one gap level, with what packing them needs:
+    the finer levels left (``rest``), the span ``size`` and ``overlap``, and the measure."""
+
+    text: str
+    start: int
+    end: int
+    pieces: list[tuple[int, int]]
+    rest: Sequence[re.Pattern]
+    size: int
+    overlap: int
+    measure: Tokens | _Chars
+
+
+def _split_small_pieces(cut: _PieceSlice, *, known: int | None, ratio_hint: float | None) -> list[_Span]:
     """Small pieces (words, short lines) are not counted one by one: their tokens are estimated
     from a measured tokens-per-character ratio and only the packed spans are counted."""
-    if known is None and ratio_hint is not None:
-        return _split_estimated(text, pieces, rest, size, overlap, m, ratio_hint)
-    if known is None and end - start <= _SAMPLE_CHARS:
-        known = m.piece(start, end)
-        if known <= size:
-            return [(start, end, known, True)]
+    ratio = ratio_hint
+    if known is None and ratio is None and cut.end - cut.start <= _SAMPLE_CHARS:
+        known = cut.measure.piece(cut.start, cut.end)
+        if known <= cut.size:
+            return [(cut.start, cut.end, known, True)]
     if known is not None:
-        ratio = known / (sum(b - a for a, b in pieces) or 1)
-    else:
+        ratio = known / (sum(b - a for a, b in cut.pieces) or 1)
+    elif ratio is None:
         # Long slice: estimate tokens per character from its beginning.
         k = 0
-        while k < len(pieces) - 1 and pieces[k][1] - start < _SAMPLE_CHARS:
+        while k < len(cut.pieces) - 1 and cut.pieces[k][1] - cut.start < _SAMPLE_CHARS:
             k += 1
-        sample = pieces[: k + 1]
-        ratio = m.piece(start, sample[-1][1]) / (sum(b - a for a, b in sample) or 1)
-    return _split_estimated(text, pieces, rest, size, overlap, m, ratio)
+        sample = cut.pieces[: k + 1]
+        ratio = cut.measure.piece(cut.start, sample[-1][1]) / (sum(b - a for a, b in sample) or 1)
+    return _split_estimated(cut.text, cut.pieces, cut.rest, cut.size, cut.overlap, cut.measure, ratio)
 
 
 def _pack_pieces(text, pieces, rest, size, overlap, m) -> list[_Span]:
@@ -351,14 +371,14 @@ def _cut_chars(text, start, end, size, m, known) -> list[_Span]:
     total = known if known is not None else m.piece(start, end)
     if total <= size:
         return [(start, end, total, True)]
-    step = max(1, int((end - start) * size / total * 0.9))
+    step = max(1, int((end - start) * size / total * RECUT_MARGIN))
     out: list[_Span] = []
     pos = start
     while pos < end:
         cut = min(end, pos + step)
         n = m.piece(pos, cut)
         while n > size and cut - pos > 1:
-            cut = pos + max(1, min(cut - pos - 1, int((cut - pos) * size / n * 0.9)))
+            cut = pos + max(1, min(cut - pos - 1, int((cut - pos) * size / n * RECUT_MARGIN)))
             n = m.piece(pos, cut)
         out.append((pos, cut, n, True))
         pos = cut

@@ -10,6 +10,7 @@ from knowledge.ingestion.chunking.engine import (
     FIXED_BACKTRACK,
     MAX_CHARS_PER_TOKEN,
     PARAGRAPH_GAP,
+    RECUT_MARGIN,
     SENTENCE_GAP,
     SENTENCE_UNIT_GAP,
     TOKEN_LEVELS,
@@ -24,6 +25,20 @@ from knowledge.ingestion.chunking.engine import (
     trim,
 )
 from knowledge.ingestion.types import ChunkDraft
+
+# A paragraph up to half again ``chunk_size`` stays one unit (the paragraph strategy's rule,
+# knowledge.ingestion.chunking): cutting it at sentences would leave a full chunk and a stub.
+LONG_PARAGRAPH_FACTOR = 1.5
+# A lone unit whose estimated tokens (by the last counted ratio) pass the limit by this much is surely
+# over it: it is split without being counted first, saving a tokenizer pass over a long text.
+SURELY_OVER_FACTOR = 1.5
+# An overlap that makes a chunk too long loses the excess tokens' characters (by the ratio) and 20 % more:
+# the ratio is an average, and trimming just the estimate would often need a second count and cut.
+OVERLAP_TRIM_MARGIN = 1.2
+# An overlap is fitted to 95 % of the room the first unit leaves, a little slack for the ratio's error.
+OVERLAP_ROOM_MARGIN = 0.95
+# A fixed window narrowed to the token limit by the last ratio aims 3 % under it, for the same reason.
+FIXED_WINDOW_MARGIN = 0.97
 
 
 def chunk_section(section, strategy, chunk_size, chunk_overlap, count, max_tokens):
@@ -61,7 +76,7 @@ def _paragraph(text, size, overlap, tokens, max_tokens) -> list[tuple[int, int, 
         return _fixed(text, size, overlap, tokens, max_tokens)
     units: list[tuple[int, int]] = []
     for a, b in paragraphs:
-        if b - a <= size * 1.5:
+        if b - a <= size * LONG_PARAGRAPH_FACTOR:
             units.append((a, b))
             continue
         for s, e in gap_pieces(text, a, b, SENTENCE_GAP):
@@ -119,7 +134,7 @@ def _pack_units(text, units, size, overlap, tokens, max_tokens, *, tail_overlap)
             alone = start == work[i][0] and j == i + 1
             if alone and work[i][2] is not None:
                 n = work[i][2]
-            elif alone and ratio is not None and (end - start) * ratio > 1.5 * max_tokens:
+            elif alone and ratio is not None and (end - start) * ratio > SURELY_OVER_FACTOR * max_tokens:
                 n = None  # surely over the limit: split it without counting it first
             else:
                 n = tokens.piece(start, end)
@@ -131,7 +146,7 @@ def _pack_units(text, units, size, overlap, tokens, max_tokens, *, tail_overlap)
             elif ov_unit is not None:
                 ov_unit = ov_unit + 1 if ov_unit + 1 < i else None
             elif ov_pos is not None:
-                keep = int((prev[1] - ov_pos) - (n - max_tokens) / ratio * 1.2) - 1
+                keep = int((prev[1] - ov_pos) - (n - max_tokens) / ratio * OVERLAP_TRIM_MARGIN) - 1
                 ov_pos = tail_start(text, ov_pos, prev[1], keep)
             else:
                 _unit_split(text, work, i, n, overlap, ratio, max_tokens, tokens)
@@ -164,7 +179,7 @@ def _unit_overlap(text, work, i, prev, overlap, size, ratio, max_tokens, tail_ov
         s0, e0, known0 = work[i]
         room = max_tokens - (known0 if known0 is not None else (e0 - s0) * ratio)
         if ov_pos is not None and (prev[1] - ov_pos) * ratio > room:
-            ov_pos = tail_start(text, ov_pos, prev[1], int(room / ratio * 0.95))
+            ov_pos = tail_start(text, ov_pos, prev[1], int(room / ratio * OVERLAP_ROOM_MARGIN))
         while ov_unit is not None and (s0 - work[ov_unit][0]) * ratio > room:
             ov_unit = ov_unit + 1 if ov_unit + 1 < i else None
     return ov_pos, ov_unit
@@ -199,7 +214,7 @@ def _fixed(text, size, overlap, tokens, max_tokens) -> list[tuple[int, int, int 
     while pos < length:
         window = size
         if ratio is not None and ratio * size > max_tokens:
-            window = max(1, int(max_tokens / ratio * 0.97))
+            window = max(1, int(max_tokens / ratio * FIXED_WINDOW_MARGIN))
         while True:
             end = _window_end(text, pos, window)
             a, b = trim(text, pos, end)
@@ -207,7 +222,7 @@ def _fixed(text, size, overlap, tokens, max_tokens) -> list[tuple[int, int, int 
             ratio = n / max(1, b - a)
             if n <= max_tokens or b - a <= 1:
                 break
-            window = max(1, min(window - 1, int((b - a) * max_tokens / n * 0.9)))
+            window = max(1, min(window - 1, int((b - a) * max_tokens / n * RECUT_MARGIN)))
         out.append((a, b, n))
         if skip_ws(text, end, length) >= length:
             break
@@ -237,7 +252,7 @@ def _heading_prefix(heading_path, count, max_tokens) -> tuple[str, int]:
             parts = parts[1:]  # keep the most specific headings
             line = " > ".join(parts)
         else:
-            line = line[: max(0, min(len(line) - 1, int(len(line) * budget / n * 0.9)))].rstrip()
+            line = line[: max(0, min(len(line) - 1, int(len(line) * budget / n * RECUT_MARGIN)))].rstrip()
             if not line:
                 return "", 0
 

@@ -18,7 +18,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.chat import chat_ask, turn_summary
 from knowledge.management.targets import parse_settings, resolve_target
 from knowledge.parameters import ConfigError

@@ -113,7 +113,7 @@ class Command(BaseCommand):
         ocr.run(self.stdout, files=files, dpis=options["dpi"], pages_per_file=options["pages_per_file"])
 
     def _backends(self, options):
-        from config.errors import KnowledgeError
+        from config.base.errors import KnowledgeError
         from knowledge.benchmarks import backends
         from knowledge.evaluation.questions import load_questions
         from knowledge.services.collections import collection_find

@@ -12,7 +12,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from accounts.audit import command_audited
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.config import effective_config, global_setting_set
 from knowledge.models import Profile
 from knowledge.parameters import ConfigError, parameter, validate_value

@@ -25,7 +25,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.evaluation.answers import score_answers
 from knowledge.evaluation.questions import load_questions
 from knowledge.evaluation.runner import RECALL_CUTS, question_rows, run_retrieval, summarise

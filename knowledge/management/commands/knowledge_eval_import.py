@@ -19,7 +19,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.evaluation.feedback import feedback_eval_set_import
 from knowledge.evaluation.store import eval_set_import, eval_set_import_beir
 from knowledge.services.collections import collection_find

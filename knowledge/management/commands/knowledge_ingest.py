@@ -18,11 +18,11 @@ from tqdm import tqdm
 
 from accounts.audit import command_audited
 from accounts.selectors import user_find
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.clients.embedding import EMBEDDING_MODELS
 from knowledge.models import Chunk, Collection, Document
 from knowledge.services.collections import chunk_profile_get, collection_create
-from knowledge.services.documents import document_upload
+from knowledge.services.documents import DocumentUpload, document_upload
 
 
 class Command(BaseCommand):
@@ -89,10 +89,9 @@ class Command(BaseCommand):
         try:
             result = document_upload(
                 collection=collection,
-                filename=path.name,
-                data=path.read_bytes(),
                 uploaded_by=owner,
                 sync=sync,
+                upload=DocumentUpload(filename=path.name, data=path.read_bytes()),
             )
             return path, result.document, ""
         except KnowledgeError as exc:

@@ -20,7 +20,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from accounts.audit import command_audited
 from accounts.selectors import user_find
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.ingestion.reindex import serving_release
 from knowledge.services.collections import collection_find
 from knowledge.services.releases import (

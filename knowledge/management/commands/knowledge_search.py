@@ -14,9 +14,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.management.targets import resolve_target
-from knowledge.retrieval.service import retrieve
+from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.retrieval.sources import source_fields
 
 
@@ -41,7 +41,10 @@ class Command(BaseCommand):
             )
             for query in queries:
                 context = retrieve(
-                    user=user, question=query, profile=profile, collection_ids=collection_ids, k=options["k"]
+                    user=user,
+                    request=RetrievalRequest(
+                        question=query, profile=profile, collection_ids=collection_ids, k=options["k"]
+                    ),
                 )
                 self._print(query, context, as_json=options["json"])
         except KnowledgeError as exc:

@@ -19,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from accounts.audit import command_audited
 from accounts.selectors import user_find
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 from knowledge.models import Collection, Source, SourceSync
 from knowledge.services.collections import collection_create
 from knowledge.services.sources import source_add, source_kind_guess, source_sync, sync_report

@@ -10,7 +10,7 @@ from urllib.parse import unquote
 
 import yaml
 
-from config.validation import ascii_digits
+from config.base.validation import ascii_digits
 from knowledge.ingestion.formats.openapi.text import ref_display_name, str_keys
 from knowledge.ingestion.limits import IngestLimits, json_loads_bounded, yaml_load_bounded
 from knowledge.ingestion.types import UnreadableDocument

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
-from config.errors import KnowledgeError
+from config.base.errors import KnowledgeError
 
 NUL = "\x00"
 MAX_ID = 2**63 - 1  # bigint: larger "ids" are bad input, not missing rows

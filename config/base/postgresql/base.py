@@ -14,7 +14,7 @@ from __future__ import annotations
 from django.db.backends.postgresql import base
 from psycopg_pool import PoolTimeout
 
-BUSY_TIMEOUT_KEY = "POOL_BUSY_TIMEOUT"  # in the DATABASES entry (config.database), seconds
+BUSY_TIMEOUT_KEY = "POOL_BUSY_TIMEOUT"  # in the DATABASES entry (config.base.database), seconds
 
 
 class BusyAwarePool:

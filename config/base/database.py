@@ -40,9 +40,9 @@ def database_config(
 
     ``connect_timeout`` bounds both a new connection and the wait for a pooled one:
     with the server gone, a request waited the pool's 30 s before it failed, and
-    then with a 500; now it fails within seconds and answers 503 (config.errors).
+    then with a 500; now it fails within seconds and answers 503 (config.base.errors).
     Only while every pooled connection is open and busy does a request wait its turn
-    for up to ``pool_busy_timeout`` more (config/postgresql/base.py).
+    for up to ``pool_busy_timeout`` more (config/base/postgresql/base.py).
 
     A pool, not persistent per-thread connections: the web server runs each request
     in a thread of its own (ASGI and the development server alike), and a persistent
@@ -74,8 +74,8 @@ def database_config(
     config["OPTIONS"]["options"] = _session_options(config["OPTIONS"].get("options", ""))
     if pool_max_size:
         # Django's backend, with a pool that waits its turn while busy but not while the server
-        # is unreachable (config/postgresql/base.py).
-        config["ENGINE"] = "config.postgresql"
+        # is unreachable (config/base/postgresql/base.py).
+        config["ENGINE"] = "config.base.postgresql"
         config["POOL_BUSY_TIMEOUT"] = pool_busy_timeout
     return config
 
@@ -171,7 +171,7 @@ def _ensure_runtime_dir() -> None:
 
 
 if __name__ == "__main__":
-    # `python -m config.database`, run by scripts/run.sh after its processes stopped:
+    # `python -m config.base.database`, run by scripts/run.sh after its processes stopped:
     # joining the embedded server forgets clients that exited without saying so
     # (uvicorn ends itself with the signal it received, which skips exit handlers),
     # and leaving it as its last client stops it.
