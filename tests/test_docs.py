@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs" / "_hooks
 from docs_build.environment import SETTING, scan  # noqa: E402
 from docs_build.reference import all_reads, configuration_page  # noqa: E402
 
-from knowledge.ingestion.limits import SETTINGS as INGEST_LIMIT_SETTINGS
+from config.base.ingest_limits import SETTINGS as INGEST_LIMIT_SETTINGS
 from knowledge.parameters import PARAMETERS
 
 ROOT = Path(__file__).resolve().parent.parent

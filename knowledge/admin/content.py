@@ -10,7 +10,7 @@ from django.utils.html import format_html
 
 from accounts.throttles import user_throttle_charge
 from config.base.errors import KnowledgeError, RateLimitedError
-from knowledge.admin.releases import ReleaseInline, rollback
+from knowledge.admin.releases import releases_table, rollback
 from knowledge.clients.embedding import EMBEDDING_MODELS, MINILM
 from knowledge.config import global_setting_set
 from knowledge.forms import ProfileCollectionForm
@@ -227,7 +227,7 @@ class CollectionShareInline(admin.TabularInline):
 @admin.register(Collection)
 class CollectionAdmin(admin.ModelAdmin):
     form = CollectionAdminForm
-    inlines = [CollectionShareInline, ReleaseInline]
+    inlines = [CollectionShareInline]
     list_display = [
         "name",
         "owner",
@@ -247,6 +247,7 @@ class CollectionAdmin(admin.ModelAdmin):
         "pending_chunk_profile",
         "pending_embedding_model",
         "reindex_error",
+        releases_table,
         "created_at",
         "updated_at",
     ]

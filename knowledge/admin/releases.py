@@ -4,12 +4,22 @@ roll a collection back (docs/design.md#releases). The services do the work, in o
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.utils.html import format_html
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
 from config.base.errors import KnowledgeError
 from knowledge.models import Release
 from knowledge.services.releases import release_discard, release_promote, release_rollback
 from knowledge.services.releases_report import gate_metrics, release_summary_lines
+
+
+def gate_decision(release: Release) -> str:
+    gate = gate_metrics(release)
+    if gate is None:
+        return "—"
+    if not gate["questions"]:
+        return "nothing to measure"
+    return f"{gate['decision']}: recall@5 {gate['serving']['recall@5']} → {gate['recall@5']}"
 
 
 @admin.register(Release)
@@ -54,12 +64,7 @@ class ReleaseAdmin(admin.ModelAdmin):
 
     @admin.display(description="gate")
     def gate_decision(self, obj):
-        gate = gate_metrics(obj)
-        if gate is None:
-            return "—"
-        if not gate["questions"]:
-            return "nothing to measure"
-        return f"{gate['decision']}: recall@5 {gate['serving']['recall@5']} → {gate['recall@5']}"
+        return gate_decision(obj)
 
     @admin.display(description="gate report")
     def report(self, obj):
@@ -93,26 +98,31 @@ class ReleaseAdmin(admin.ModelAdmin):
             self.message_user(request, f"Release {release.pk} discarded ({deleted} chunks deleted).")
 
 
-class ReleaseInline(admin.TabularInline):
-    """A collection's releases on its page, newest first; each links to its report."""
-
-    model = Release
-    fields = ["link", "state", "chunk_profile", "embedding_model", "gate_decision", "reason", "created_at"]
-    readonly_fields = fields
-    extra = 0
-    can_delete = False
-    show_change_link = False
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    @admin.display(description="release")
-    def link(self, obj):
-        return format_html('<a href="../../../release/{}/change/">release {}</a>', obj.pk, obj.pk)
-
-    @admin.display(description="gate")
-    def gate_decision(self, obj):
-        return ReleaseAdmin.gate_decision(None, obj)
+@admin.display(description="releases")
+def releases_table(collection) -> str:
+    """The collection's releases, newest first, each linked to its report (a read-only field, not
+    an inline: an inline would make every save of the collection's form carry its rows)."""
+    if collection is None or collection.pk is None:
+        return "—"
+    rows = format_html_join(
+        "",
+        '<tr><td><a href="{}">release {}</a></td>' + "<td>{}</td>" * 5 + "</tr>",
+        (
+            (
+                reverse("admin:knowledge_release_change", args=[r.pk]),
+                r.pk,
+                r.state,
+                r.chunk_profile.name,
+                r.embedding_model,
+                gate_decision(r),
+                r.reason,
+            )
+            for r in collection.releases.select_related("chunk_profile").order_by("-pk")[:20]
+        ),
+    )
+    columns = ("release", "state", "chunk profile", "model", "gate", "reason")
+    header = format_html_join("", "<th>{}</th>", ((c,) for c in columns))
+    return format_html("<table><tr>{}</tr>{}</table>", header, rows)
 
 
 @admin.action(description="Roll back to the release that served before (at once, nothing re-embedded)")

@@ -45,16 +45,14 @@ _SENTENCES = (
 
 
 def rollback_benchmark(*, chunks: int, rounds: int, out=sys.stdout) -> dict:
-    with throwaway_collection("bench-rollback") as collection:
-        other = ChunkProfile.objects.create(
-            name=f"bench-rollback-{time.time_ns()}", chunk_size=400, chunk_overlap=0
-        )
-        try:
+    other = ChunkProfile.objects.create(
+        name=f"bench-rollback-{time.time_ns()}", chunk_size=400, chunk_overlap=0
+    )
+    try:
+        with throwaway_collection("bench-rollback") as collection:
             return _measured(collection, other, chunks=chunks, rounds=rounds, out=out)
-        finally:
-            Release.objects.filter(collection=collection).delete()
-            collection.delete()  # before the profile its chunks point at (PROTECT)
-            other.delete()
+    finally:
+        other.delete()  # after the collection, whose chunks point at it (PROTECT)
 
 
 def _measured(collection, other: ChunkProfile, *, chunks: int, rounds: int, out) -> dict:

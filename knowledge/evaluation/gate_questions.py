@@ -3,7 +3,8 @@
 In this order, up to KNOWLEDGE_RELEASE_GATE_QUESTIONS: the answers users rated helpful that cite
 only this collection's documents (their citations are the expected sources), the question sets an
 operator linked to the collection, and, when an LLM is configured, questions it writes from
-sampled passages, each kept only if at least one release retrieves its passage.
+sampled passages, each kept only if at least one release retrieves its passage and judges that
+what it found answers the question.
 """
 
 from __future__ import annotations
@@ -130,6 +131,7 @@ def _sampled_passages(collection, release: Release) -> list[Chunk]:
 def _retrieved_by_any(question: EvalQuestion, reader, collection_id: int, releases: list[Release]) -> bool:
     for release in releases:
         context = retrieve(user=reader, request=release_request(question.question, collection_id, release))
-        if question.expected[0] in {chunk_source(r.chunk) for r in context.primary_chunks}:
+        found = question.expected[0] in {chunk_source(r.chunk) for r in context.primary_chunks}
+        if found and context.answerable:  # among the results, and judged to answer the question
             return True
     return False

@@ -78,7 +78,7 @@ class Migration(migrations.Migration):
                 (
                     "chunk_profile",
                     models.ForeignKey(
-                        on_delete=django.db.models.deletion.PROTECT,
+                        on_delete=django.db.models.deletion.CASCADE,
                         related_name="releases",
                         to="knowledge.chunkprofile",
                     ),

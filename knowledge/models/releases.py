@@ -25,7 +25,9 @@ class Release(models.Model):
 
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="releases")
     state = models.CharField(max_length=10, choices=State.choices, default=State.BUILDING)
-    chunk_profile = models.ForeignKey(ChunkProfile, on_delete=models.PROTECT, related_name="releases")
+    # A profile with chunks, or that a collection uses, cannot be deleted (those keep PROTECT); one
+    # that can takes with it only the records of releases whose chunks are gone.
+    chunk_profile = models.ForeignKey(ChunkProfile, on_delete=models.CASCADE, related_name="releases")
     embedding_model = models.CharField(max_length=200)
     embedding_backend = models.CharField(max_length=50, blank=True)
     parser_version = models.CharField(

@@ -90,7 +90,7 @@ def release_get(*, collection: Collection, release_id: int | None = None) -> Rel
         else releases.filter(state__in=UNDECIDED).order_by("-pk").first()
     )
     if release is None:
-        wanted = f"release {release_id}" if release_id is not None else "a candidate or held release"
+        wanted = f"release {release_id}" if release_id is not None else "candidate or held release"
         raise NotFoundError(f"{collection.name} has no {wanted}")
     return release
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 HOOKS = Path(__file__).resolve().parents[1]  # docs/_hooks: the docs_build package's parent
-if str(HOOKS) not in sys.path:  # MkDocs loads this file by path, not as part of a package
-    sys.path.insert(0, str(HOOKS))
+for path in (ROOT, HOOKS):  # MkDocs loads this file by path, not as part of a package
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
 from mkdocs.structure.files import File  # noqa: E402
 

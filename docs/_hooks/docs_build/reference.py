@@ -40,8 +40,9 @@ READER_TYPES = {
 
 
 def ingest_limit_reads() -> list[EnvRead]:
-    """The per-document ingestion limits, which ``config/settings.py`` reads in a loop over this table."""
-    from knowledge.ingestion.limits import DEFAULT_LIMITS, MEGABYTE_FIELDS, SETTINGS
+    """The per-document ingestion limits, which ``config/base/ingest_limits.py`` reads in a loop over
+    this table."""
+    from config.base.ingest_limits import DEFAULT_LIMITS, MEGABYTE_FIELDS, SETTINGS
 
     reads = []
     for field, name in SETTINGS.items():
@@ -53,7 +54,7 @@ def ingest_limit_reads() -> list[EnvRead]:
             EnvRead(
                 name=name,
                 kind=SETTING,
-                location="knowledge/ingestion/limits.py (SETTINGS)",
+                location="config/base/ingest_limits.py (SETTINGS)",
                 reader="env_int",
                 default=render_value(default),
                 minimum="`1`",
@@ -67,7 +68,7 @@ def ingest_limit_reads() -> list[EnvRead]:
 
 # Reads whose names are computed in the named function, and where the names come from. A computed
 # read that is not listed here stops the build: the reference must name every variable.
-COMPUTED_READS: dict[str, Callable[[], list[EnvRead]]] = {"_ingest_limits": ingest_limit_reads}
+COMPUTED_READS: dict[str, Callable[[], list[EnvRead]]] = {"ingest_limits_from_env": ingest_limit_reads}
 
 
 def all_reads(root: Path = ROOT) -> list[EnvRead]:
