@@ -15,9 +15,10 @@ from config.base.errors import KnowledgeError
 from knowledge.evaluation.gate import release_gate_run
 from knowledge.evaluation.store import eval_run_collection
 from knowledge.ingestion.pipeline import document_process
-from knowledge.models import Collection, Document, EvalSet, Source
+from knowledge.models import Collection, Document, EvalSet, Release, Source
 from knowledge.processing_jobs import job_claim, job_claim_next
 from knowledge.services.documents import documents_fail_stale
+from knowledge.services.releases import release_hold
 from knowledge.services.sources import schedule_name, source_sync, sync_report
 from knowledge.worker_probes import probe_answer
 
@@ -79,7 +80,15 @@ def sync_source(source_id: int, trigger: str = "schedule") -> int | None:
 
 def release_gate(release_id: int) -> str:
     """Measure a built release against the serving one and promote or hold it (knowledge.evaluation.gate).
-    Returns its state; a release discarded or decided meanwhile is left as it is."""
-    release = release_gate_run(release_id=release_id)
+    Returns its state; a release discarded or decided meanwhile is left as it is. A gate that fails
+    holds the release with the reason (an operator decides), and the task fails with the error."""
+    try:
+        release = release_gate_run(release_id=release_id)
+    except Exception as exc:
+        logger.exception("The gate of release %s failed", release_id)
+        candidate = Release.objects.filter(pk=release_id, state=Release.State.CANDIDATE).first()
+        if candidate is not None:
+            release_hold(release=candidate, reason=f"the gate failed: {exc}"[:1000])
+        raise
     logger.info("Release %s of collection %s: %s", release.pk, release.collection_id, release.state)
     return release.state

@@ -135,16 +135,7 @@ def release_build_start(*, collection: Collection, chunk_set: tuple[int, str], c
     )
     for release in replaced:
         release_chunks_discard(release, reason="replaced by a newer re-index")
-    return Release.objects.create(
-        collection=collection,
-        chunk_profile_id=chunk_set[0],
-        embedding_model=chunk_set[1],
-        embedding_backend=_backend_of(chunk_set[1]),
-        parser_version=parser_version(),
-        extraction_version=EXTRACTION_VERSION,
-        product_version=product_version(),
-        created_by=created_by,
-    )
+    return _release_new(collection, chunk_set, created_by=created_by)
 
 
 def release_chunks_discard(release: Release, *, reason: str) -> int:
@@ -184,14 +175,19 @@ def serving_release(collection: Collection) -> Release:
     for release in stale:  # a live release of the serving set that is not marked serving
         release.state = Release.State.DISCARDED
         release.save(update_fields=["state"])
+    serving = (collection.chunk_profile_id, collection.embedding_model)
+    return _release_new(collection, serving, state=Release.State.SERVING, promoted_at=timezone.now())
+
+
+def _release_new(collection: Collection, chunk_set: tuple[int, str], **fields) -> Release:
+    """A release of ``chunk_set``, recording what makes its chunks: backend, readers, versions."""
     return Release.objects.create(
         collection=collection,
-        state=Release.State.SERVING,
-        chunk_profile_id=collection.chunk_profile_id,
-        embedding_model=collection.embedding_model,
-        embedding_backend=_backend_of(collection.embedding_model),
+        chunk_profile_id=chunk_set[0],
+        embedding_model=chunk_set[1],
+        embedding_backend=_backend_of(chunk_set[1]),
         parser_version=parser_version(),
         extraction_version=EXTRACTION_VERSION,
         product_version=product_version(),
-        promoted_at=timezone.now(),
+        **fields,
     )

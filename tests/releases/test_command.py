@@ -10,6 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
+from config.base.errors import KnowledgeError
 from knowledge.models import Chunk, ChunkProfile, Collection, Release
 from knowledge.services.collections import collection_create, collection_reindex
 from knowledge.services.documents import DocumentUpload, document_upload
@@ -87,3 +88,24 @@ def test_the_rollback_benchmark_reports_its_figures_and_leaves_nothing_behind(db
     assert figures["reference_reembed_ms"] > figures["rollback_ms"]["p50"]
     assert Collection.objects.count() == collections
     assert not ChunkProfile.objects.filter(name__startswith="bench-rollback").exists()
+
+
+def test_a_gate_that_fails_holds_the_release_with_the_reason(alice, notes):
+    from knowledge.evaluation.store import eval_set_replace
+    from knowledge.tasks import release_gate
+
+    question = {"external_id": "q1", "question": "What is a gravity hill?", "expected_sources": []}
+    eval_set_replace(name="notes questions", questions=[question]).collections.add(notes)
+    # A candidate that holds no chunks at all (its model has none): the gate measures it, finds it no
+    # worse on a question nothing answers, and its promotion is refused: the gate fails.
+    broken = Release.objects.create(
+        collection=notes,
+        state="candidate",
+        chunk_profile=notes.chunk_profile,
+        embedding_model="no/such-model",
+    )
+    with pytest.raises(KnowledgeError, match="still being built"):
+        release_gate(broken.pk)
+    broken.refresh_from_db()
+    assert broken.state == "held" and broken.reason.startswith("the gate failed: release ")
+    assert Collection.objects.get(pk=notes.pk).embedding_model != "no/such-model"
