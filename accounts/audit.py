@@ -188,6 +188,13 @@ def audit_values(obj: Model, fields) -> dict:
     return {name: getattr(obj, obj._meta.get_field(name).attname) for name in fields}
 
 
+def audit_actor():
+    """Who is acting in this request or command (None for the workers and anonymous requests): the
+    user a record made now would name."""
+    context = _current.get()
+    return _context_actor(context) if context is not None else None
+
+
 def _context_actor(context: AuditContext):
     if context.actor is not None:
         return context.actor

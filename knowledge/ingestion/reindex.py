@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
+from accounts.audit import audit_actor
 from knowledge.clients.embedding import embedding_model_info
 from knowledge.ingestion.versions import EXTRACTION_VERSION, parser_version, product_version
 from knowledge.models import Chunk, ChunkProfile, Collection, Document, Release
@@ -135,7 +136,8 @@ def release_build_start(*, collection: Collection, chunk_set: tuple[int, str], c
     )
     for release in replaced:
         release_chunks_discard(release, reason="replaced by a newer re-index")
-    return _release_new(collection, chunk_set, created_by=created_by)
+    # Asked for from a page, the API or MCP: the signed-in user the audit log names.
+    return _release_new(collection, chunk_set, created_by=created_by or audit_actor())
 
 
 def release_chunks_discard(release: Release, *, reason: str) -> int:

@@ -38,6 +38,7 @@ def test_the_owner_sees_the_held_release_and_promotes_rolls_back_and_discards_it
     assert held["state"] == "held" and held["chunk_profile"] == "fixed 100"
     assert held["gate"]["decision"] == "held" and held["gate"]["worse"] > 0
     assert held["gate"]["compared_with"] == first.pk and held["chunks"] > 0
+    assert Release.objects.get(pk=held["id"]).created_by == alice  # who asked, as the audit log names
     assert client.get(f"/api/v1/collections/{handbook.pk}/").json()["release"]["id"] == held["id"]
 
     listed = client.get(releases_url(handbook)).json()["releases"]
