@@ -135,7 +135,7 @@ HNSW_INDEXED_MODELS = {
 # (an API spec's examples, a guideline's repeated page furniture), and a graph built at 64 left
 # whole regions unreachable. Over 25,500 corpus chunks some questions' 50 nearest chunks were all
 # missed at ef_search 400 (recall 0.000 against an exact scan); at 200 the worst question kept 0.92
-# (README, Evaluation; migration 0021). The build took 7.8 s for those chunks.
+# (docs/operator-guide/evaluation.md; migration 0021). The build took 7.8 s for those chunks.
 HNSW_EF_CONSTRUCTION = 200
 
 

@@ -23,7 +23,7 @@ logistic score over the evidence (0-1) is compared with ``minAnswerability``
 regression fitted on the development and the paraphrased question sets
 together (141 questions, 23 without an answer), rounded to two decimals; the
 default threshold is the highest that loses at most 5% of the answerable
-questions on each set (see the README's evaluation section for the figures).
+questions on each set (see docs/operator-guide/evaluation.md for the figures).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ INTERCEPT = -1.84
 # all-MiniLM-L6-v2 unrelated text scores 0.1-0.3, and so do English questions about a
 # spreadsheet's Japanese cells (0.25-0.28). At 0.30 the floor refused 3 of 45 answerable
 # paraphrased questions (6.7%), all such lookups; at 0.25, with minAnswerability 0.18, at most
-# 5% of the answerable questions are refused on each set (README, evaluation), and a question
+# 5% of the answerable questions are refused on each set (docs/operator-guide/evaluation.md), and a question
 # with no content of its own ("Tell me more about the first one", 0.22) is still refused.
 SIMILARITY_FLOOR = 0.25
 # The relevance floor of a quote: no sentence is quoted from a passage whose cosine is under it
@@ -60,7 +60,7 @@ AGREEMENT_RANK = 10
 #   is about. Alone it is not enough: a small collection lacks many words of a question it answers
 #   ("What causes the gravity hill optical illusion for drivers?" over three documents).
 # Chosen on the paraphrased and development sets (the highest refusals with at most 5% of their
-# answerable questions refused) and measured on the held-out set (README, evaluation).
+# answerable questions refused) and measured on the held-out set (docs/operator-guide/evaluation.md).
 MAX_ABSENT = 0.45
 WEAKER = 0.8
 MIN_RELATIVE = 0.4

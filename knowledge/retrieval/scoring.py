@@ -78,7 +78,7 @@ def score_fusion(candidates: list[Candidate], *, weight: float) -> dict[int, flo
     far ahead the best hits are; unlike a min-max over the hits, the scale does not hang on how
     weak the weakest hit happened to be (Bruch et al., "An Analysis of Fusion Functions for Hybrid
     Retrieval", 2023: the theoretical minimum made the convex combination the more robust one).
-    Chosen leave-one-set-out over four question sets (README, Evaluation).
+    Chosen leave-one-set-out over four question sets (docs/operator-guide/evaluation.md).
     """
     dense: dict[int, float] = {}
     for model_candidates in _by_model(c for c in candidates if c.dense_rank is not None).values():

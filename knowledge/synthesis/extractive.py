@@ -64,7 +64,7 @@ MIN_SENTENCES = 2
 # Units that score this far below the best are not worth quoting.
 KEEP_WITHIN = 0.12
 # The weights of a unit's score (cosine to the question has weight 1). Chosen on the development
-# and paraphrased sets with the held-out set left out (README, evaluation).
+# and paraphrased sets with the held-out set left out (docs/operator-guide/evaluation.md).
 LEXICAL_WEIGHT = 0.5  # the question's words, weighted by rarity among the candidates
 RANK_WEIGHT = 1.5  # the retrieval rank of the unit's chunk: 1 for the first, 0 past MAX_SOURCES
 CUE_WEIGHT = 0.3  # the form of answer asked for (knowledge.synthesis.answer_cues)

@@ -11,8 +11,8 @@ Two kinds of table are found, with pdfplumber (word positions and drawn lines fr
 
 Only pages that draw three horizontal rules or more with their ends lined up are looked at: PDFium
 finds them in a millisecond, while pdfminer's layout of a page costs two to four times pypdf's text
-(README, "Tables in PDFs"). A grid drawn only as outlined cells, with no rule of its own, is not
-looked for. Pure: no Django.
+(docs/user-guide/collections-and-uploads.md, "Tables in PDFs"). A grid drawn only as outlined
+cells, with no rule of its own, is not looked for. Pure: no Django.
 """
 
 from __future__ import annotations
