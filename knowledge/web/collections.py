@@ -188,8 +188,8 @@ def _reindex(request, collection) -> None:
     queued = collection_reindex(collection=collection, chunk_profile=profile)
     messages.success(
         request,
-        f"Re-indexing {queued} document(s) under {profile.name}; "
-        "the current chunks stay searchable until it is done.",
+        f"Building a new release: {queued} document(s) under {profile.name}. The current release keeps "
+        "answering; when the new one is built, the gate measures it and promotes or holds it (see Releases).",
     )
 
 

@@ -7,6 +7,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from knowledge.models import Collection, Document
 from knowledge.services.collections import collection_create
+from tests.releases.helpers import held_promoted
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -155,6 +156,8 @@ def test_owner_changes_visibility_reindexes_and_deletes_from_the_page(alice_clie
     small = ChunkProfile.objects.create(name="small", strategy="sentence", chunk_size=300, chunk_overlap=50)
     assert alice_client.post(url, {"action": "reindex", "chunk_profile": small.pk}).status_code == 302
     collection.refresh_from_db()
+    assert collection.chunk_profile != small  # built, then held: the gate had no questions
+    held_promoted(collection)
     assert collection.chunk_profile == small
     assert Chunk.objects.filter(collection=collection, chunk_profile=small).exists()
 
