@@ -14,6 +14,7 @@ import time
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.utils import timezone
 
 from knowledge.evaluation import metrics
@@ -58,9 +59,10 @@ def release_gate_run(*, release_id: int) -> Release:
     if report["regressions"]:
         names = ", ".join(r["metric"] for r in report["regressions"])
         return _held(release, report, reason=f"regressed beyond tolerance: {names}")
-    release.gate = report
-    release.save(update_fields=["gate"])
-    return release_promote(release=release, reason="promoted by the gate: no metric regressed")
+    with transaction.atomic():  # a refused promotion leaves no report saying "promoted"
+        release.gate = report
+        release.save(update_fields=["gate"])
+        return release_promote(release=release, reason="promoted by the gate: no metric regressed")
 
 
 def _held(release: Release, report: dict, *, reason: str) -> Release:
