@@ -20,14 +20,29 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 OFF_TOPIC = "What is the airspeed of an unladen swallow over the Andes?"
 
 
-def question_from_passage(request) -> Reply:
-    """A question made of the passage's own opening words; passages about pets get an off-topic one,
-    which no release can answer from its passage (so the gate must drop it)."""
-    passage = request.messages[-1]["content"].split("Passage:\n", 1)[1]
-    if "pet" in passage.lower():
-        return Reply(text=json.dumps({"question": OFF_TOPIC}))
-    words = re.findall(r"[A-Za-z][A-Za-z'-]+", passage)[:14]
-    return Reply(text="Sure. " + json.dumps({"question": " ".join(words) + "?"}))
+class QuestionWriter:
+    """Writes a question made of the passage's own opening words, except for every third passage,
+    which gets an off-topic question no release can answer from it (so the gate must drop it).
+
+    Which passages the gate samples depends on the chunks' ids, so the off-topic ones are chosen by
+    position, not by content: every run has some. Other requests (document summaries while the
+    release is built) get a reply that is not JSON, which the summary writer replaces by its own."""
+
+    def __init__(self):
+        self.asked: list[str] = []
+        self.off_topic = 0
+
+    def __call__(self, request) -> Reply:
+        content = request.messages[-1]["content"]
+        if "Passage:\n" not in content:
+            return Reply(text="not a question request")
+        passage = content.split("Passage:\n", 1)[1]
+        self.asked.append(passage)
+        if len(self.asked) % 3 == 0:
+            self.off_topic += 1
+            return Reply(text=json.dumps({"question": OFF_TOPIC}))
+        words = re.findall(r"[A-Za-z][A-Za-z'-]+", passage)[:14]
+        return Reply(text="Sure. " + json.dumps({"question": " ".join(words) + "?"}))
 
 
 def test_the_gate_writes_questions_from_passages_and_keeps_those_a_release_retrieves(
@@ -38,17 +53,15 @@ def test_the_gate_writes_questions_from_passages_and_keeps_those_a_release_retri
     llm_env,
 ):
     handbook.gate_eval_sets.clear()
-    llm_server.responder = question_from_passage
+    writer = QuestionWriter()
+    llm_server.responder = writer
     collection_reindex(collection=handbook, chunk_profile=default_again)
     release = Release.objects.get(collection=handbook, chunk_profile=default_again)
     report = release.gate
-    asked = [r for r in llm_server.requests if "Passage:" in r.messages[-1]["content"]]
-    assert len(asked) == GENERATED_QUESTIONS
+    assert len(writer.asked) == GENERATED_QUESTIONS
     generated = report["origins"]["generated"]
-    off_topic = sum(
-        1 for r in asked if question_from_passage(r).text.endswith(json.dumps({"question": OFF_TOPIC}))
-    )
-    assert 0 < generated <= GENERATED_QUESTIONS - off_topic < GENERATED_QUESTIONS
+    assert writer.off_topic == GENERATED_QUESTIONS // 3
+    assert 0 < generated <= GENERATED_QUESTIONS - writer.off_topic
     assert report["questions"] == generated
     assert all(row["id"].startswith("generated-") for row in report["per_question"])
     assert OFF_TOPIC not in {row["question"] for row in report["per_question"]}
