@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from knowledge.chat import chat_ask
 from knowledge.config import global_settings_ensure
@@ -412,6 +414,23 @@ def tab_to(page, selector: str, *, limit: int = 80) -> None:
     raise AssertionError(f"Tab never reached {selector}")
 
 
+def choose_file_by_keyboard(page, selector: str, path: Path, *, attempts: int = 3) -> None:
+    """Tab to the file input and press Space until the file chooser opens, then pick ``path``.
+
+    In full runs on a loaded machine the chooser has failed to open within 30 s of the first Space
+    (the test passes alone); a keyboard user whose key did nothing presses it again."""
+    for _ in range(attempts):
+        tab_to(page, selector)
+        try:
+            with page.expect_file_chooser(timeout=15_000) as chooser:
+                page.keyboard.press("Space")
+        except PlaywrightTimeoutError:
+            continue
+        chooser.value.set_files(str(path))
+        return
+    raise AssertionError(f"Space on {selector} never opened the file chooser in {attempts} tries")
+
+
 def test_the_keyboard_alone_signs_up_creates_uploads_asks_and_opens_a_citation(chromium, live_server, no_llm):
     for name, size in SIZES.items():
         context = chromium.new_context(viewport=size)
@@ -433,10 +452,7 @@ def test_the_keyboard_alone_signs_up_creates_uploads_asks_and_opens_a_citation(c
         page.keyboard.press("Enter")
         page.wait_for_url(re.compile(r".*/collections/\d+/$"))
 
-        tab_to(page, "#file-input")
-        with page.expect_file_chooser() as chooser:
-            page.keyboard.press("Space")
-        chooser.value.set_files(str(CORPUS / "text" / "gravity_hill.md"))
+        choose_file_by_keyboard(page, "#file-input", CORPUS / "text" / "gravity_hill.md")
         page.wait_for_selector("#documents .badge.status-ready", timeout=120_000)
 
         page.goto(page.url)  # the "Ask about this collection" link shows once a document is ready
