@@ -85,7 +85,9 @@ class AgenticRun:
         self.config = resolved_config(asked.profile, overrides)
         self.settings = AgenticSettings.from_config(self.config)
         self.scope_ids, self.rerank_ids = list(asked.search_ids), set(asked.rerank_ids)
-        self.scope = search_scope(user=user, collection_ids=self.scope_ids)  # for references and contexts
+        # Read once: every search, reference and context of this answer reads the same release of
+        # each collection, even if one is promoted or rolled back between two rounds.
+        self.scope = search_scope(user=user, collection_ids=self.scope_ids).pinned()
         self.llm = llm if llm is not None and llm.configured else None
         self.budget = Budget(self.settings.time_budget_seconds, self.settings.token_budget)
         self.emit, self.on_context, self.generate = emit, on_context, generate
@@ -397,7 +399,11 @@ class AgenticRun:
         return retrieve(
             user=self.user,
             request=RetrievalRequest(
-                question=query, asked=self.asked, overrides=self.overrides, document_ids=document_ids
+                question=query,
+                asked=self.asked,
+                overrides=self.overrides,
+                document_ids=document_ids,
+                scope=self.scope,
             ),
         )
 

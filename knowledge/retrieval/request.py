@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from knowledge.access import QuestionScope
 from knowledge.models import Profile
+from knowledge.retrieval.scope import Scope
 
 
 @dataclass(frozen=True)
@@ -20,7 +21,10 @@ class RetrievalRequest:
     search that chunk set instead of the serving release's (a candidate release, a non-active
     profile); ``document_ids`` narrows the search to those documents inside the SQL
     (multi-step retrieval), within what access allows; ``rerank_enabled=False`` skips the profile's
-    LLM reranking (to measure what it changes).
+    LLM reranking (to measure what it changes); ``scope`` is one an earlier search of the same
+    answer pinned (``Scope.pinned``, the asker's and their collections' releases read once), so every
+    round of a multi-step answer reads the same release of each collection even when one is promoted
+    meanwhile; it replaces the scope ``asked`` and the chunk set fields would give.
     """
 
     question: str
@@ -33,3 +37,8 @@ class RetrievalRequest:
     embedding_model: str | None = None
     document_ids: Iterable[int] | None = None
     rerank_enabled: bool = True
+    scope: Scope | None = None
+
+    def __post_init__(self):
+        if self.scope is not None and not self.scope.collections_pinned:
+            raise ValueError("a retrieval request's scope must be pinned (Scope.pinned)")

@@ -133,12 +133,7 @@ def retrieve(*, user, request: RetrievalRequest) -> KnowledgeContext:
         asked = question_scope_of(request.profile, request.collection_ids)
     config = resolved_config(asked.profile, request.overrides, request.k)
     rerank_ids = set(asked.rerank_ids) if request.rerank_enabled else set()
-    scope = search_scope_cached(
-        user=user,
-        collection_ids=asked.search_ids,
-        chunk_profile_id=request.chunk_profile_id,
-        embedding_model=request.embedding_model,
-    ).pinned()
+    scope = request.scope or _pinned_scope(user, asked, request)
     if request.document_ids is not None:
         scope = scope.restricted_to(request.document_ids)
     timer = _Timer()
@@ -168,6 +163,16 @@ def retrieve(*, user, request: RetrievalRequest) -> KnowledgeContext:
     # Wall time: the embedding overlaps the statistics and lexical stages.
     context.timings_ms = {**timer.timings, "total": round((time.perf_counter() - started) * 1000, 2)}
     return context
+
+
+def _pinned_scope(user, asked, request: RetrievalRequest) -> Scope:
+    """The scope of this search, its chunk sets read once (the releases it answers from)."""
+    return search_scope_cached(
+        user=user,
+        collection_ids=asked.search_ids,
+        chunk_profile_id=request.chunk_profile_id,
+        embedding_model=request.embedding_model,
+    ).pinned()
 
 
 def _runners_up(primary: list[RetrievedChunk], candidates: list[Candidate]) -> list[RetrievedChunk]:
