@@ -9,6 +9,8 @@ Scopes counted here:
 
     uploads   each uploaded file (a request of 100 files counts 100)
     writes    each collection or profile created, each re-index or retry of a document or collection
+    retrieve  each question asked and each search (the API's retrieve and query, MCP reads, the chat
+              page and the collection page's search)
     signup    each sign-up, per client address
     password_reset  each reset e-mail asked for, per client address and per account
 """
@@ -24,6 +26,7 @@ from config.base.errors import KnowledgeError, RateLimitedError
 _WHAT = {
     "uploads": "files uploaded",
     "writes": "collections and profiles created, re-indexes and retries",
+    "retrieve": "questions and searches",
     "signup": "sign-ups from your address",
     "password_reset": "password reset e-mails",
 }

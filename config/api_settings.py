@@ -55,6 +55,7 @@ REST_FRAMEWORK = {
         # and collections created, re-indexes and retries.
         "uploads": env_rate("API_THROTTLE_UPLOADS", "60/minute"),
         "writes": env_rate("API_THROTTLE_WRITES", "30/minute"),
+        # Questions and searches: the API, MCP reads, the chat page and the collection page's search.
         "retrieve": env_rate("API_THROTTLE_RETRIEVE", "60/minute"),
         "auth": env_rate("API_THROTTLE_AUTH", "10/minute"),
         # Per client address (sign-ups; reset e-mails asked for) and per account (reset e-mails sent).

@@ -9,6 +9,7 @@ from django.templatetags.static import static
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.throttles import user_throttle_charge
 from config.base.errors import NotFoundError
 from config.base.validation import id_or_none, id_parse
 from knowledge.access import (
@@ -148,6 +149,8 @@ def chat_ask_stream(request):
         collection_ids=form_ids(request.POST.getlist("collections"), field="collections") or None,
         session=request.POST.get("session") or None,
     )
+    # One count with the API's questions and searches: the page is no way round the rate.
+    user_throttle_charge(user=request.user, scope="retrieve")
     stream = chat_stream(user=request.user, question=request.POST.get("question", ""), asked=asked)
     return event_stream_response(sse_stream(stream), request=request)
 

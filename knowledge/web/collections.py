@@ -200,6 +200,7 @@ SEARCH_RESULTS = 10
 def _search_results(user, collection, search: str) -> list[dict]:
     """The collection's passages for ``search`` (the answers' own hybrid retrieval), each with how it
     matched and a snippet around the searched words."""
+    user_throttle_charge(user=user, scope="retrieve")  # one count with the API's searches
     context = retrieve(
         user=user,
         request=RetrievalRequest(

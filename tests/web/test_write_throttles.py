@@ -132,3 +132,34 @@ def test_creating_profiles_shares_the_write_rate(page, api, two_per_minute):
     assert api.post("/api/v1/profiles/", {"name": "two", "tag": "two"}, format="json").status_code == 201
     assert_refused_page(page.post("/profiles/", {"name": "three", "tag": "three"}))
     assert_refused_api(api.post("/api/v1/profiles/", {"name": "four", "tag": "four"}, format="json"))
+
+
+def test_questions_on_the_chat_page_and_searches_on_the_collection_page_share_the_api_rate(
+    page, api, alice, corpus, two_per_minute
+):
+    notes = collection_create(name="notes", owner=alice)
+    document_upload(
+        collection=notes,
+        upload=DocumentUpload(
+            filename="gravity_hill.md", data=(corpus / "text" / "gravity_hill.md").read_bytes()
+        ),
+    )
+    question = {"question": "Why does a car seem to roll uphill?", "collections": [notes.pk]}
+    asked = page.post("/chat/ask/", question, HTTP_ACCEPT="text/event-stream")
+    assert asked.status_code == 200 and b"final_answer" in b"".join(asked.streaming_content)
+    assert (
+        api.post(
+            "/api/v1/retrieve/", {"question": "gravity hill", "collections": [notes.pk]}, format="json"
+        ).status_code
+        == 200
+    )
+    # The third question of the minute, on any path, is refused with the wait.
+    refused = page.post("/chat/ask/", question, HTTP_ACCEPT="text/event-stream")
+    assert refused.status_code == 429 and "too many questions and searches" in refused.json()["error"]
+    assert int(refused["Retry-After"]) > 0
+    assert_refused_page(page.get(f"/collections/{notes.pk}/", {"q": "gravity hill"}))
+    assert_refused_api(
+        api.post("/api/v1/retrieve/", {"question": "gravity hill", "collections": [notes.pk]}, format="json")
+    )
+    # Without a search the collection page is not a question: it still opens.
+    assert page.get(f"/collections/{notes.pk}/").status_code == 200
