@@ -1,4 +1,4 @@
-"""Stored evaluation sets and the runs made on them (issue 8)."""
+"""Stored evaluation sets and the runs made on them."""
 
 from django.conf import settings as django_settings
 from django.db import models

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from django.contrib.auth.models import Group
 from django.test import Client
 
 from knowledge.models import Collection, Document, Subscription
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
+from knowledge.services.teams import collection_share_set
 
 
 @pytest.fixture
@@ -154,3 +158,21 @@ def test_owner_sees_and_rotates_the_share_link_on_the_collection_page(alice, bob
     )
     anonymous = Client().get(f"/collections/link/{collection.share_token}/")
     assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_listing_shared_with_your_team_says_so_instead_of_subscribe_to_read(client, alice, bob, listed):
+    login(client, bob)
+    assert "subscribe to read" in listing_badge(client, listed)
+    geology = Group.objects.create(name="Geology")
+    alice.groups.add(geology)
+    bob.groups.add(geology)
+    collection_share_set(collection=listed, user=alice, group="Geology", can_write=False)
+    assert listing_badge(client, listed) == "shared with your team"
+    assert client.get(f"/collections/{listed.pk}/").status_code == 200  # as the badge says
+
+
+def listing_badge(client, collection) -> str:
+    page = client.get("/marketplace/").content.decode()
+    row = page.split(f'<tr data-id="{collection.pk}">', 1)[1].split("</tr>", 1)[0]
+    return re.search(r'<span class="badge access">(.*?)</span>', row).group(1)
