@@ -47,9 +47,39 @@ class ChunkProfile(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.strategy}, {self.chunk_size}/{self.chunk_overlap})"
 
+    # How the profile cuts documents. Fixed once a collection or a release uses the profile, so that
+    # a release's profile always says how its chunks were cut: a different cut is a new profile,
+    # re-indexed into a release the gate measures (docs/operator-guide/releases.md).
+    CUTTING_FIELDS = ("strategy", "chunk_size", "chunk_overlap")
+
+    def in_use(self) -> bool:
+        """Whether chunks, a release or a collection (serving or re-indexing to it) use the profile."""
+        if self.pk is None:
+            return False
+        return (
+            self.chunks.exists()
+            or self.releases.exists()
+            or Collection.objects.filter(Q(chunk_profile=self) | Q(pending_chunk_profile=self)).exists()
+        )
+
     def clean(self) -> None:
         if self.chunk_overlap >= self.chunk_size:
             raise ValidationError({"chunk_overlap": "The overlap must be smaller than the chunk size."})
+        self._cutting_unchanged_when_in_use()
+
+    def _cutting_unchanged_when_in_use(self) -> None:
+        if not self.in_use():
+            return
+        stored = ChunkProfile.objects.values(*self.CUTTING_FIELDS).get(pk=self.pk)
+        changed = [name for name in self.CUTTING_FIELDS if stored[name] != getattr(self, name)]
+        if changed:
+            raise ValidationError(
+                {
+                    name: "Collections' chunks were cut with this profile, so how it cuts cannot change: "
+                    "add a new profile and re-index under it (the gate measures the new release)."
+                    for name in changed
+                }
+            )
 
 
 def new_share_token() -> str:

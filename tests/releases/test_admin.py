@@ -4,6 +4,7 @@ collections list, and the releases on a collection's page (issue 32)."""
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ValidationError
 
 from accounts.models import AuditEvent
 from knowledge.models import ChunkProfile, Collection, Release
@@ -61,3 +62,33 @@ def test_promoting_the_serving_release_in_the_admin_says_why_not(admin_client, h
     )
     assert "only a candidate or held one is promoted" in response.content.decode()
     assert admin_client.get("/admin/knowledge/release/add/").status_code == 403
+
+
+def test_how_a_profile_in_use_cuts_is_fixed_so_a_release_always_says_how_its_chunks_were_cut(
+    admin_client, held
+):
+    small = held.chunk_profile
+    page = admin_client.get(f"/admin/knowledge/chunkprofile/{small.pk}/change/").content.decode()
+    assert "add a profile and re-index under it" in page
+    assert 'name="chunk_size"' not in page and 'name="name"' in page  # shown, not editable
+    form = {"name": "small sentences", "strategy": "fixed", "chunk_size": "100", "chunk_overlap": "0"}
+    response = admin_client.post(f"/admin/knowledge/chunkprofile/{small.pk}/change/", form)
+    assert response.status_code == 302
+    small.refresh_from_db()
+    assert (small.name, small.strategy, small.chunk_size, small.chunk_overlap) == (
+        "small sentences",
+        "sentence",
+        300,
+        50,
+    )
+    small.chunk_size = 100
+    with pytest.raises(ValidationError, match="add a new profile and re-index"):
+        small.full_clean()
+
+    unused = ChunkProfile.objects.create(name="unused", strategy="sentence", chunk_size=300, chunk_overlap=50)
+    page = admin_client.get(f"/admin/knowledge/chunkprofile/{unused.pk}/change/").content.decode()
+    assert 'name="chunk_size"' in page
+    form["name"] = "unused"
+    assert admin_client.post(f"/admin/knowledge/chunkprofile/{unused.pk}/change/", form).status_code == 302
+    unused.refresh_from_db()
+    assert (unused.strategy, unused.chunk_size) == ("fixed", 100)
