@@ -106,7 +106,8 @@ def _process(
     )
     try:
         drafts, vectors = _drafts_and_vectors(document, profile, watch, model=model)
-        with _summary_meanwhile(document, drafts, vectors, model) as summary:
+        keep = _summary_kept(document, ChunkSet(profile, model))
+        with _summary_meanwhile(document, drafts, vectors, model, keep=keep) as summary:
             _write_chunks(document, ChunkSet(profile, model), drafts, vectors, summary, claim)
     except ExtractionError as exc:
         if watch.gone.is_set():  # the watcher stopped the extraction because the row is gone
@@ -303,9 +304,23 @@ def _summarise(
     return draft, embed_short_texts([draft.router_text()])[0]
 
 
+def _summary_kept(document: Document, chunk_set: ChunkSet) -> bool:
+    """Whether a run keeps the document's summary instead of making it again: a re-index's run
+    (writing a release that does not serve yet) reads the same file, so the summary it would make
+    describes the same document, at the cost of an LLM call (or an extracted summary) per document."""
+    collection = document.collection
+    serving = (collection.chunk_profile_id, collection.embedding_model)
+    if (chunk_set.profile.pk, chunk_set.model) == serving:
+        return False
+    return DocumentSummary.objects.filter(document=document).exists()
+
+
 @contextlib.contextmanager
-def _summary_meanwhile(document: Document, drafts, vectors, model: str) -> Iterator[Callable[[], tuple]]:
-    """A function that returns the summary: made while the chunks are written when that is safe.
+def _summary_meanwhile(
+    document: Document, drafts, vectors, model: str, *, keep: bool
+) -> Iterator[Callable[[], tuple | None]]:
+    """A function that returns the summary (None when ``keep``: the stored one stays): made while
+    the chunks are written when that is safe.
 
     An extracted summary is made in a thread meanwhile: its sentences are embedded
     on onnxruntime while PostgreSQL inserts the chunks and their HNSW entries
@@ -314,6 +329,9 @@ def _summary_meanwhile(document: Document, drafts, vectors, model: str) -> Itera
     is made before the transaction, as before: a slow model must not hold its locks.
     Either way the summary is the same; an error in it fails the document.
     """
+    if keep:
+        yield lambda: None
+        return
     writer = summary_writer()  # reads the database: here, not in the thread
     if writer.llm is not None:
         summary = _summarise(document, drafts, vectors, model, writer)
@@ -343,7 +361,7 @@ def _write_summary(document: Document, summary: tuple[SummaryDraft, np.ndarray])
 
 
 def _write_chunks(
-    document, chunk_set: ChunkSet, drafts, vectors, summary: Callable[[], tuple], claim: Claim | None
+    document, chunk_set: ChunkSet, drafts, vectors, summary: Callable[[], tuple | None], claim: Claim | None
 ) -> None:
     with transaction.atomic():
         limits = quota_chunks_lock(user_id=document.uploaded_by_id)
@@ -367,7 +385,9 @@ def _write_chunks(
             for index, (draft, vector) in enumerate(zip(drafts, vectors, strict=True))
         ]
         Chunk.objects.bulk_create(chunks, batch_size=_WRITE_BATCH)
-        _write_summary(document, summary())
+        made = summary()
+        if made is not None:
+            _write_summary(document, made)
         _update(
             document,
             status=Document.Status.READY,

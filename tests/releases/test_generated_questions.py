@@ -25,16 +25,18 @@ class QuestionWriter:
     which gets an off-topic question no release can answer from it (so the gate must drop it).
 
     Which passages the gate samples depends on the chunks' ids, so the off-topic ones are chosen by
-    position, not by content: every run has some. Other requests (document summaries while the
-    release is built) get a reply that is not JSON, which the summary writer replaces by its own."""
+    position, not by content: every run has some. Other requests are counted (and answered with
+    text that is no question)."""
 
     def __init__(self):
         self.asked: list[str] = []
         self.off_topic = 0
+        self.other: list[str] = []
 
     def __call__(self, request) -> Reply:
         content = request.messages[-1]["content"]
         if "Passage:\n" not in content:
+            self.other.append(content[:200])
             return Reply(text="not a question request")
         passage = content.split("Passage:\n", 1)[1]
         self.asked.append(passage)
@@ -59,6 +61,8 @@ def test_the_gate_writes_questions_from_passages_and_keeps_those_a_release_retri
     release = Release.objects.get(collection=handbook, chunk_profile=default_again)
     report = release.gate
     assert len(writer.asked) == GENERATED_QUESTIONS
+    # Building the release read the same files: their summaries were kept, not asked of the LLM again.
+    assert writer.other == []
     generated = report["origins"]["generated"]
     assert writer.off_topic == GENERATED_QUESTIONS // 3
     assert 0 < generated <= GENERATED_QUESTIONS - writer.off_topic
