@@ -1,10 +1,10 @@
 """The Django admin, one module per area. Django's autodiscover imports this package, so importing the
-modules here registers every ModelAdmin: content (settings, chunk profiles, collections, documents,
+modules here registers every ModelAdmin: content (settings, collections, documents,
 profiles, sharing, chat sessions), llm (the LLM settings row), evaluation (sets, questions, runs) and
 feedback (rated answers and their export to an evaluation set), sources (what collections follow) and
 quotas (per-user and per-group limits, the usage ledger) and releases (each index release with its
-gate report)."""
+gate report), chunk_profiles (how documents are cut)."""
 
-from knowledge.admin import content, evaluation, feedback, llm, quotas, releases, sources
+from knowledge.admin import chunk_profiles, content, evaluation, feedback, llm, quotas, releases, sources
 
-__all__ = ["content", "evaluation", "feedback", "llm", "quotas", "releases", "sources"]
+__all__ = ["chunk_profiles", "content", "evaluation", "feedback", "llm", "quotas", "releases", "sources"]
