@@ -1,4 +1,4 @@
-"""Stored evaluation sets and runs: imports, knowledge_eval --store, chart, admin comparison (issue 8)."""
+"""Stored evaluation sets and runs: imports, knowledge_eval --store, chart, admin comparison."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One user's queued documents do not hold back another user's (issue 26, item 3).
+"""One user's queued documents do not hold back another user's.
 
 Tasks leave the queue in the order they were queued; each one claims the
 oldest queued job of the uploader with the fewest running jobs.

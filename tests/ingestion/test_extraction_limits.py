@@ -1,4 +1,4 @@
-"""Files that cost hours of CPU or gigabytes while staying within the size limits (issue 26, items 3, 5).
+"""Files that cost hours of CPU or gigabytes while staying within the size limits.
 
 A 300 KB PDF of 2,000 pages drawing one shared stream of 950,000 empty text
 operators (7 s a page in pypdf), DOCX files of one-letter paragraphs or runs

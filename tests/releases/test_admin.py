@@ -1,5 +1,5 @@
 """Releases in the admin: the report on each, promote and discard actions, rollback from the
-collections list, and the releases on a collection's page (issue 32)."""
+collections list, and the releases on a collection's page."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """An agentic answer searches in several rounds; a rollback that commits between two of them must
-not mix two releases in one answer (issue 32: no question ever sees a mix of two releases)."""
+not mix two releases in one answer."""
 
 from __future__ import annotations
 

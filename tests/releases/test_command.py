@@ -1,4 +1,4 @@
-"""knowledge_release on the command line, retention, and knowledge_bench rollback (issue 32)."""
+"""knowledge_release on the command line, retention, and knowledge_bench rollback."""
 
 from __future__ import annotations
 

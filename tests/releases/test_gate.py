@@ -1,4 +1,4 @@
-"""Every index change is a release measured before it serves, and reversible after (issue 32)."""
+"""Every index change is a release measured before it serves, and reversible after."""
 
 from __future__ import annotations
 

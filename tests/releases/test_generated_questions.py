@@ -1,5 +1,5 @@
 """With an LLM configured, the gate also asks questions the LLM writes from sampled passages, and
-keeps only those whose passage one of the releases retrieves (issue 32)."""
+keeps only those whose passage one of the releases retrieves."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A collection switched from MiniLM to e5-small and back keeps answering throughout, and its gate
-report compares the two models on the collection's questions (issue 32)."""
+report compares the two models on the collection's questions."""
 
 from __future__ import annotations
 

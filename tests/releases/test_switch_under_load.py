@@ -1,5 +1,5 @@
 """20 clients keep asking while the collection's chunk profile is switched, rolled back and
-switched again: no error, and every answer comes from exactly one release (issue 32)."""
+switched again: no error, and every answer comes from exactly one release."""
 
 from __future__ import annotations
 
