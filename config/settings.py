@@ -268,10 +268,19 @@ KNOWLEDGE_INSIGHT_GAP_QUESTIONS = env_int("KNOWLEDGE_INSIGHT_GAP_QUESTIONS", 500
 # of a worker that died are queued again.
 # timeout < retry so a slow task is never handed to a second worker while the
 # first still runs; max_attempts keeps a poisoned task from looping forever.
+# Two queues, each with its own cluster of workers (knowledge/task_queues.py): documents, which
+# every user waits for, and long work (source syncs, release gates, evaluations), so that one
+# user's ten-minute sync never holds back another user's upload. KNOWLEDGE_LONG_WORKERS processes
+# take the long work; ALT_CLUSTERS is django-q2's way of giving the second cluster its own settings.
 _TASK_TIMEOUT = env_int("KNOWLEDGE_TASK_TIMEOUT", 3600, minimum=30)
 _BROKER = {"redis": REDIS_URL} if REDIS_URL else {"orm": "default"}
+KNOWLEDGE_DOCUMENT_QUEUE = "knowledge"
+KNOWLEDGE_LONG_WORK_QUEUE = "knowledge-long"
+# A queued document job older than this while no job has started for as long: /healthz fails.
+KNOWLEDGE_QUEUE_STALL_SECONDS = env_int("KNOWLEDGE_QUEUE_STALL_SECONDS", 300, minimum=30)
 Q_CLUSTER = {
-    "name": "knowledge",
+    "name": KNOWLEDGE_DOCUMENT_QUEUE,
+    "ALT_CLUSTERS": {KNOWLEDGE_LONG_WORK_QUEUE: {"workers": env_int("KNOWLEDGE_LONG_WORKERS", 1, minimum=1)}},
     **_BROKER,
     "workers": env_int("KNOWLEDGE_WORKERS", 1, minimum=1),
     "timeout": _TASK_TIMEOUT,

@@ -1,8 +1,8 @@
 """/healthz for load balancers: the database, the task queue and the workers, each checked cheaply.
 
 200 with a JSON body when every check passes, 503 naming the failing checks
-otherwise. No authentication, no session, no user data: three small queries
-(SELECT 1, the broker's queue length, the newest worker heartbeat).
+otherwise. No authentication, no session, no user data: a few small queries
+(SELECT 1, the queues' lengths, the oldest queued document job, the newest worker heartbeat).
 """
 
 from __future__ import annotations
@@ -20,26 +20,24 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from knowledge.models import WorkerHeartbeat
-from knowledge.processing_jobs import housekeeping_interval, queue_depth
+from knowledge.processing_jobs import housekeeping_interval, queue_depth, queue_wait
+from knowledge.task_queues import document_queue, long_work_queue, queue_broker
 from knowledge.worker_probes import clusters_stuck
 
 logger = logging.getLogger(__name__)
 
-_broker = None
+_brokers: dict[str, object] = {}
 
 
 class HealthProblem(Exception):
     """A failed check whose message is safe to show anyone (the others show only their type)."""
 
 
-def _get_broker():
-    """One broker per process: django-q2 opens a new connection for every broker it makes."""
-    global _broker
-    if _broker is None:
-        from django_q.brokers import get_broker
-
-        _broker = get_broker()
-    return _broker
+def _get_broker(queue: str):
+    """One broker per queue and process: django-q2 opens a new connection for every broker it makes."""
+    if queue not in _brokers:
+        _brokers[queue] = queue_broker(queue)
+    return _brokers[queue]
 
 
 def check_database() -> dict:
@@ -50,9 +48,20 @@ def check_database() -> dict:
 
 
 def check_queue() -> dict:
-    broker = _get_broker()
-    broker.ping()  # Redis: raises when unreachable (the ORM broker is the database)
-    return {"broker": "redis" if settings.REDIS_URL else "orm", "depth": queue_depth(broker)}
+    """Both queues answer, and the document queue moves: its oldest job waits no longer than
+    KNOWLEDGE_QUEUE_STALL_SECONDS unless some job started within that time (a long backlog that is
+    being worked through is busy, not stuck)."""
+    depths = {}
+    for name, queue in (("depth", document_queue()), ("long_work_depth", long_work_queue())):
+        broker = _get_broker(queue)
+        broker.ping()  # Redis: raises when unreachable (the ORM broker is the database)
+        depths[name] = queue_depth(broker)
+    waited, since_start = queue_wait()
+    limit = settings.KNOWLEDGE_QUEUE_STALL_SECONDS
+    if waited is not None and waited > limit and (since_start is None or since_start > limit):
+        raise HealthProblem(f"the document queue is not moving: its oldest job has waited {waited:.0f} s")
+    oldest = None if waited is None else round(waited, 1)
+    return {"broker": "redis" if settings.REDIS_URL else "orm", **depths, "oldest_queued_s": oldest}
 
 
 def worker_silence_limit() -> float:

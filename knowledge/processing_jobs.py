@@ -28,11 +28,12 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, OuterRef, Subquery, Value
+from django.db.models import BooleanField, Count, ExpressionWrapper, F, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from knowledge.models import Document, ProcessingJob, WorkerHeartbeat
+from knowledge.task_queues import document_queue, queue_broker, task_queue
 
 logger = logging.getLogger(__name__)
 
@@ -66,15 +67,21 @@ def job_enqueue(*, document_id: int, chunk_profile_id: int | None = None, sync: 
 
 
 def _queue_task(job: ProcessingJob, *, sync: bool | None = None) -> None:
-    from django_q.tasks import async_task
-
     options = {"task_name": f"document-{job.document_id}-job-{job.pk}", "group": "ingest"}
     if sync is not None:
         options["sync"] = sync
     # Run here and now (the ingest command's --wait, KNOWLEDGE_SYNC_TASKS), a task processes its own
     # document, which its caller waits for; in a worker it takes the fairest queued job.
     inline = sync if sync is not None else settings.Q_CLUSTER.get("sync", False)
-    async_task(PROCESS_DOCUMENT, job.document_id, job.chunk_profile_id, job.pk, not inline, q_options=options)
+    task_queue(
+        PROCESS_DOCUMENT,
+        job.document_id,
+        job.chunk_profile_id,
+        job.pk,
+        not inline,
+        queue=document_queue(),
+        q_options=options,
+    )
 
 
 def job_claim(*, job_id: int) -> Claim | None:
@@ -96,8 +103,10 @@ def job_claim_next(*, job_id: int) -> Claim | None:
     Tasks leave the broker in the order they were queued, so a user who uploads
     fifty heavy documents would have every worker busy with them while another
     user's single file waited for all fifty. Instead every task claims the
-    oldest queued job of the uploader with the fewest running jobs (documents
-    without an uploader, such as the ingest command's, count as nobody's).
+    oldest queued job of the uploader with the fewest running jobs, among them
+    the uploader served longest ago (so with one worker, uploaders take turns),
+    and of that uploader's jobs a new document before a release's rebuild
+    (documents without an uploader, such as the ingest command's, count as nobody's).
     There is one task per job, so every job still gets a run; the task of a job
     claimed this way finds a job of someone else, or nothing. Rows are locked
     with SKIP LOCKED, so concurrent claims take different jobs.
@@ -136,8 +145,31 @@ def _fairest_queued():
     )
     return (
         ProcessingJob.objects.filter(state=ProcessingJob.State.QUEUED)
-        .annotate(uploader=_uploader(), uploader_running=Coalesce(Subquery(running[:1]), 0))
-        .order_by("uploader_running", "queued_at", "pk")
+        .annotate(
+            uploader=_uploader(),
+            uploader_running=Coalesce(Subquery(running[:1]), 0),
+            uploader_served=Subquery(_last_served()[:1]),
+            rebuild=ExpressionWrapper(Q(chunk_profile__isnull=False), output_field=BooleanField()),
+        )
+        .order_by(
+            "uploader_running", F("uploader_served").asc(nulls_first=True), "rebuild", "queued_at", "pk"
+        )
+    )
+
+
+# Turns are taken over the jobs started this recently: older ones say nothing about who waits now.
+TURN_MEMORY = datetime.timedelta(hours=1)
+
+
+def _last_served():
+    """When the outer row's uploader last had a job started (within ``TURN_MEMORY``)."""
+    recent = timezone.now() - TURN_MEMORY
+    return (
+        ProcessingJob.objects.filter(claimed_at__gte=recent)
+        .annotate(uploader=_uploader())
+        .filter(uploader=OuterRef("uploader"))
+        .order_by("-claimed_at")
+        .values("claimed_at")
     )
 
 
@@ -230,10 +262,8 @@ def jobs_requeue_lost(
     ``queued_before`` replaces the stale period when the loss is known (the
     supervisor killed a cluster then: whatever it had fetched is gone).
     """
-    from django_q.brokers import get_broker
-
     now = now or timezone.now()
-    if queue_depth(get_broker()) > 0:
+    if queue_depth(queue_broker(document_queue())) > 0:
         return []
     with transaction.atomic():
         lost = list(
@@ -248,6 +278,22 @@ def jobs_requeue_lost(
             logger.warning("%s waited unclaimed with an empty queue; queued again", job)
             transaction.on_commit(lambda job=job: _queue_task(job))
     return [job.pk for job in lost]
+
+
+def queue_wait(*, now: datetime.datetime | None = None) -> tuple[float | None, float | None]:
+    """Seconds the oldest queued job has waited, and since the latest job started (None: none)."""
+    now = now or timezone.now()
+    oldest = (
+        ProcessingJob.objects.filter(state=ProcessingJob.State.QUEUED)
+        .order_by("queued_at")
+        .values_list("queued_at", flat=True)
+        .first()
+    )
+    if oldest is None:
+        return None, None
+    started = ProcessingJob.objects.filter(claimed_at__isnull=False)  # in descending order NULL comes first
+    latest = started.order_by("-claimed_at").values_list("claimed_at", flat=True).first()
+    return (now - oldest).total_seconds(), (now - latest).total_seconds() if latest else None
 
 
 def queue_depth(broker) -> int:

@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from knowledge.models import WorkerHeartbeat, WorkerProbe
 from knowledge.processing_jobs import worker_name
+from knowledge.task_queues import task_queue
 
 logger = logging.getLogger(__name__)
 
@@ -72,11 +73,12 @@ def probe_send(*, cluster: str, now: datetime.datetime | None = None, fresh: boo
 
 
 def _queue_probe(cluster: str, sent_at: datetime.datetime) -> None:
-    from django_q.tasks import async_task
+    from django_q.conf import Conf
 
+    # On this cluster's own queue (each cluster takes one), where the probe shows whether it moves.
     # Not saved as a result: one every few seconds would fill the task table.
     options = {"task_name": f"probe-{cluster}", "group": "probe", "save": False}
-    async_task(PROBE_TASK, cluster, sent_at.isoformat(), q_options=options)
+    task_queue(PROBE_TASK, cluster, sent_at.isoformat(), queue=Conf.CLUSTER_NAME, q_options=options)
 
 
 def probe_answer(*, cluster: str, sent_at: str) -> bool:

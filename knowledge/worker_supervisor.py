@@ -1,9 +1,10 @@
-"""The worker's supervisor: runs django-q2's cluster, replaces it when it cannot work, stops it in seconds.
+"""The worker's supervisor: runs django-q2's clusters, replaces one that cannot work, stops them in seconds.
 
 `make run` (scripts/run.sh) and `make worker` run ``manage.py knowledge_worker``,
-which runs ``manage.py qcluster`` as its child, in a session of its own (so a
-signal to the terminal's process group reaches the cluster only through here:
-django-q2's cluster hung for good when a second SIGTERM came while it was stopping).
+which runs one ``manage.py qcluster`` per task queue (knowledge.task_queues: documents,
+and long work) as its children, each in a session of its own (so a signal to the
+terminal's process group reaches a cluster only through here: django-q2's cluster
+hung for good when a second SIGTERM came while it was stopping).
 
 - It replaces the cluster when the cluster exits, or when its probe shows that it
   takes no task although a worker is idle (knowledge.worker_probes: a worker killed
@@ -41,6 +42,7 @@ from knowledge.processing_jobs import (
     queue_depth,
     worker_name,
 )
+from knowledge.task_queues import document_queue, long_work_queue, queue_broker
 from knowledge.worker_housekeeping import SUPERVISOR_PID
 from knowledge.worker_probes import cluster_forget, cluster_name, clusters_stuck, probe_limit
 
@@ -55,6 +57,7 @@ LONGEST_RESTART_PAUSE = 60.0
 
 @dataclass
 class Cluster:
+    queue: str
     process: subprocess.Popen
     started_at: float = field(default_factory=time.monotonic)
     # Jobs queued before this time may sit in a killed cluster's memory: queue them again.
@@ -66,32 +69,44 @@ class Cluster:
 
 
 def supervise() -> None:
-    """Run the cluster until SIGTERM or SIGINT, then stop it within seconds."""
+    """Run a cluster per task queue until SIGTERM or SIGINT, then stop them within seconds."""
     stopping: list[int] = []  # a flag the signal handler can set without taking any lock
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda number, _frame: stopping.append(number))
-    cluster = cluster_start()
-    quick_failures = 0
+    clusters = [cluster_start(queue) for queue in (document_queue(), long_work_queue())]
+    quick_failures = {cluster.queue: 0 for cluster in clusters}
     while not stopping:
         time.sleep(CHECK_EVERY)
-        if stopping:
-            break
-        fault = cluster_fault(cluster)
-        if fault:
-            lived = time.monotonic() - cluster.started_at
-            quick_failures = quick_failures + 1 if lived < QUICK_FAILURE_SECONDS else 0
-            pause = restart_pause(quick_failures)
-            logger.critical("Worker cluster %s %s; replacing it in %.0f s", cluster.process.pid, fault, pause)
-            lost_before = cluster_kill(cluster)
-            _sleep_unless_stopping(pause, stopping)
+        for index, cluster in enumerate(clusters):
             if stopping:
                 break
-            cluster = cluster_start()
-            cluster.lost_before = lost_before
-        else:
-            _requeue_fetched(cluster)
-    logger.info("Stopping the worker cluster %s", cluster.process.pid)
-    cluster_stop(cluster)
+            fault = cluster_fault(cluster)
+            if not fault:
+                _requeue_fetched(cluster)
+                continue
+            lived = time.monotonic() - cluster.started_at
+            failures = quick_failures[cluster.queue] + 1 if lived < QUICK_FAILURE_SECONDS else 0
+            quick_failures[cluster.queue] = failures
+            clusters[index] = _replace(cluster, fault, restart_pause(failures), stopping)
+    for cluster in clusters:
+        logger.info("Stopping the worker cluster %s", cluster.process.pid)
+        cluster_stop(cluster)
+
+
+def _replace(cluster: Cluster, fault: str, pause: float, stopping: list[int]) -> Cluster:
+    """Kill a faulty cluster and start its queue's cluster again after ``pause`` (the old one if stopping).
+
+    The other queue's cluster waits meanwhile: a pause is long only after repeated quick failures,
+    when the cause (the database down, a broken setting) stops both anyway.
+    """
+    logger.critical("Worker cluster %s %s; replacing it in %.0f s", cluster.process.pid, fault, pause)
+    lost_before = cluster_kill(cluster)
+    _sleep_unless_stopping(pause, stopping)
+    if stopping:
+        return cluster  # already killed: stopping it again is harmless
+    replacement = cluster_start(cluster.queue)
+    replacement.lost_before = lost_before
+    return replacement
 
 
 def restart_pause(quick_failures: int) -> float:
@@ -107,13 +122,14 @@ def _sleep_unless_stopping(seconds: float, stopping: list[int]) -> None:
         time.sleep(min(CHECK_EVERY, deadline - time.monotonic()))
 
 
-def cluster_start() -> Cluster:
+def cluster_start(queue: str) -> Cluster:
+    """A cluster taking the tasks of ``queue`` (django-q2 reads the queue's name from Q_CLUSTER_NAME)."""
     manage = os.path.join(settings.BASE_DIR, "manage.py")
     # The cluster's workers kill it if this process dies without stopping it (worker_housekeeping).
-    env = {**os.environ, SUPERVISOR_PID: str(os.getpid())}
+    env = {**os.environ, SUPERVISOR_PID: str(os.getpid()), "Q_CLUSTER_NAME": queue}
     process = subprocess.Popen([sys.executable, manage, "qcluster"], env=env, start_new_session=True)
-    logger.info("Started the worker cluster %s", process.pid)
-    return Cluster(process=process)
+    logger.info("Started the worker cluster %s for the queue %s", process.pid, queue)
+    return Cluster(queue=queue, process=process)
 
 
 def cluster_fault(cluster: Cluster) -> str:
@@ -185,10 +201,8 @@ def _requeue_fetched(cluster: Cluster) -> None:
     """Once the broker's queue is empty, queue again the jobs a killed cluster had fetched."""
     if cluster.lost_before is None:
         return
-    from django_q.brokers import get_broker
-
     try:
-        if queue_depth(get_broker()) == 0:
+        if queue_depth(queue_broker(document_queue())) == 0:
             jobs_requeue_lost(queued_before=cluster.lost_before)
             cluster.lost_before = None
     except Exception:

@@ -51,6 +51,43 @@ def test_another_users_single_job_is_claimed_before_a_second_job_of_a_busy_user(
     assert job_claim_next(job_id=second.pk) is None
 
 
+def _finish(claim) -> None:
+    from knowledge.processing_jobs import job_finish
+
+    assert job_finish(claim=claim)
+
+
+def test_with_one_worker_uploaders_take_turns_instead_of_the_oldest_jobs_going_first(alice, bob, no_worker):
+    """One worker: nobody has a job running between two jobs, so the fewest-running rule ties; the
+    uploader served longest ago goes first, so a user's pile never holds another's single file."""
+    alices = collection_create(name="alice's", owner=alice)
+    bobs = collection_create(name="bob's", owner=bob)
+    pile = [_queue(alice, alices, f"a{n}.txt") for n in range(4)]
+    bobs_job = _queue(bob, bobs, "b1.txt")  # queued after the whole pile
+
+    first = job_claim_next(job_id=pile[0].pk)
+    assert first.job_id == pile[0].pk
+    _finish(first)  # the one worker is free again: nothing runs
+    second = job_claim_next(job_id=pile[1].pk)
+    assert second.job_id == bobs_job.pk  # Bob was never served; Alice just was
+    _finish(second)
+    assert job_claim_next(job_id=pile[2].pk).job_id == pile[1].pk  # then Alice's turn again
+
+
+def test_an_uploaders_new_document_goes_before_their_collections_rebuild(alice, no_worker):
+    """A release's rebuild queues a job per document; the same user's fresh upload is not made to wait
+    for all of them."""
+    from knowledge.models import ChunkProfile
+
+    alices = collection_create(name="alice's", owner=alice)
+    rebuild = [_queue(alice, alices, f"old{n}.txt") for n in range(3)]
+    profile = ChunkProfile.objects.create(name="rebuild profile", chunk_size=600, chunk_overlap=60)
+    ProcessingJob.objects.filter(pk__in=[job.pk for job in rebuild]).update(chunk_profile=profile)
+    fresh = _queue(alice, alices, "new.txt")
+
+    assert job_claim_next(job_id=rebuild[0].pk).job_id == fresh.pk
+
+
 def test_a_task_processes_the_job_it_claimed(alice, bob, no_worker):
     alices = collection_create(name="alice's", owner=alice)
     bobs = collection_create(name="bob's", owner=bob)

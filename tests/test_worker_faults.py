@@ -50,6 +50,7 @@ class RunningProduct:
         self.env.update(
             WEB_WORKERS="1", KNOWLEDGE_SYNC_TASKS="false", DJANGO_SETTINGS_MODULE="config.settings"
         )
+        self.env.update(environment)  # the test's own settings (they were ignored before)
         with self.log.open("w") as out:
             self.process = subprocess.Popen(
                 ["bash", str(REPO_ROOT / "scripts" / "run.sh")],
@@ -157,13 +158,16 @@ class RunningProduct:
 
 
 def _is_worker(process: psutil.Process) -> bool:
-    """A worker is a grandchild of `manage.py qcluster` (its sentinel's child) that is neither
-    the pusher nor the monitor: the only children of the sentinel that beat a heartbeat row."""
+    """A worker of the document queue's cluster is a grandchild of `manage.py qcluster` (its
+    sentinel's child) that is neither the pusher nor the monitor: the only children of the sentinel
+    that beat a heartbeat row. The long-work queue's cluster (Q_CLUSTER_NAME) is left out."""
     try:
         parent = process.parent()
         grandparent = parent.parent() if parent else None
-        return bool(grandparent and "qcluster" in " ".join(grandparent.cmdline()))
-    except psutil.NoSuchProcess:
+        if not (grandparent and "qcluster" in " ".join(grandparent.cmdline())):
+            return False
+        return grandparent.environ().get("Q_CLUSTER_NAME", "knowledge") == "knowledge"
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
 
 

@@ -18,6 +18,7 @@ from knowledge.evaluation.questions import EvalQuestion as LoadedQuestion
 from knowledge.evaluation.questions import load_questions, parse_question
 from knowledge.evaluation.runner import run_retrieval, summarise
 from knowledge.models import Chunk, EvalQuestion, EvalRun, EvalSet
+from knowledge.task_queues import long_work_queue, task_queue
 
 CHART_METRICS = ("recall@1", "recall@3", "recall@5", "recall@10", "mrr", "ndcg@10")
 # Shown when a compared run has them: answer quality, and how the agentic loop worked (all 0-1).
@@ -273,16 +274,15 @@ EVALUATION_TASK = "knowledge.tasks.run_evaluation"
 def eval_run_start(*, eval_set: EvalSet, collection, k: int, created_by) -> str:
     """Queue one evaluation of ``eval_set`` on ``collection`` for a worker (it can take minutes);
     returns the task id. The run is recorded when it finishes (``eval_run_collection``)."""
-    from django_q.tasks import async_task
-
-    return async_task(
+    return task_queue(
         EVALUATION_TASK,
         eval_set.pk,
         collection.pk,
         k,
         getattr(created_by, "pk", None),
+        queue=long_work_queue(),
         task_name=f"evaluate {eval_set.name} on {collection.name}"[:100],
-        q_options={"group": "evaluation"},
+        group="evaluation",
     )
 
 

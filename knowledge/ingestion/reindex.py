@@ -17,6 +17,7 @@ from accounts.audit import audit_actor
 from knowledge.clients.embedding import embedding_model_info
 from knowledge.ingestion.versions import EXTRACTION_VERSION, parser_version, product_version
 from knowledge.models import Chunk, ChunkProfile, Collection, Document, Release
+from knowledge.task_queues import long_work_queue, task_queue
 
 logger = logging.getLogger(__name__)
 
@@ -107,14 +108,13 @@ RELEASE_GATE_TASK = "knowledge.tasks.release_gate"
 
 def release_gate_enqueue(release_id: int) -> None:
     """Queue the gate once the candidate's state is committed (by dotted name: tasks sit above)."""
-    from django_q.tasks import async_task
-
     transaction.on_commit(
-        lambda: async_task(
+        lambda: task_queue(
             RELEASE_GATE_TASK,
             release_id,
+            queue=long_work_queue(),
             task_name=f"release-{release_id}-gate",
-            q_options={"group": "releases"},
+            group="releases",
         )
     )
 

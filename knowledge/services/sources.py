@@ -33,6 +33,7 @@ from knowledge.services.source_readers import (
     reader_for,
     web_url_checked,
 )
+from knowledge.task_queues import long_work_queue, task_queue
 
 logger = logging.getLogger(__name__)
 
@@ -148,6 +149,7 @@ def source_schedule_save(source: Source) -> None:
             "args": f"{source.pk}, 'schedule'",
             "repeats": -1,
             "next_run": first,
+            "cluster": long_work_queue(),  # its scheduler queues it there, for the long-work workers
             **timing,
         },
     )
@@ -389,15 +391,15 @@ def source_sync_queue(*, source: Source, trigger: str, first: bool = False) -> N
 
     ``first``: the sync that adding a source starts, which its "source.added" event already records.
     """
-    from django_q.tasks import async_task
-
     if _running(source).exists():
         raise KnowledgeError("this source is being synced already; wait for that sync to end")
     with transaction.atomic():  # recorded only if the sync is queued, which the commit does
         if not first:
             audit_record(action="source.synced", obj=source, changes={"trigger": [None, trigger]})
         transaction.on_commit(
-            lambda: async_task(SYNC_TASK, source.pk, trigger, task_name=f"sync-source-{source.pk}")
+            lambda: task_queue(
+                SYNC_TASK, source.pk, trigger, queue=long_work_queue(), task_name=f"sync-source-{source.pk}"
+            )
         )
 
 

@@ -1,4 +1,6 @@
-"""A source on a schedule is synced by itself by the workers `make run` starts (manage.py qcluster)."""
+"""A source on a schedule is synced by itself by the workers `make run` starts: the long-work
+queue's cluster (manage.py qcluster with Q_CLUSTER_NAME, knowledge.task_queues) takes the sync, and
+the document queue's cluster processes what it read."""
 
 from __future__ import annotations
 
@@ -35,14 +37,23 @@ def folder_and_worker(tmp_path, settings):
         "KNOWLEDGE_SOURCES_FOLDER_ROOTS": str(tmp_path.resolve()),
     }
     with log.open("w") as out:
-        process = subprocess.Popen(
-            [sys.executable, "manage.py", "qcluster"], cwd=REPO_ROOT, env=env, stdout=out, stderr=out
-        )
+        processes = [
+            subprocess.Popen(
+                [sys.executable, "manage.py", "qcluster"],
+                cwd=REPO_ROOT,
+                env={**env, "Q_CLUSTER_NAME": queue},
+                stdout=out,
+                stderr=out,
+            )
+            for queue in ("knowledge", "knowledge-long")
+        ]
     try:
         yield folder, log
     finally:
-        process.terminate()
-        process.wait(timeout=60)
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=60)
 
 
 @pytest.mark.slow
