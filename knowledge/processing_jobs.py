@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import BooleanField, Count, ExpressionWrapper, F, OuterRef, Q, Subquery, Value
+from django.db.models import BooleanField, Count, ExpressionWrapper, F, Max, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -112,7 +112,7 @@ def job_claim_next(*, job_id: int) -> Claim | None:
     with SKIP LOCKED, so concurrent claims take different jobs.
     """
     with transaction.atomic():
-        job = _fairest_queued().select_for_update(skip_locked=True, of=("self",)).first()
+        job = _fairest_queued_job()
         if job is None:
             return None
         _start(ProcessingJob.objects.filter(pk=job.pk))
@@ -131,46 +131,45 @@ def _claim(job: ProcessingJob) -> Claim:
     )
 
 
-def _fairest_queued():
-    # Documents without an uploader (the ingest command's) are one uploader, "nobody" (id 0), so
-    # their jobs share one count (in SQL, NULL = NULL would never match and they would always lead).
-    running = (
-        ProcessingJob.objects.filter(state=ProcessingJob.State.RUNNING)
-        .annotate(uploader=_uploader())
-        .filter(uploader=OuterRef("uploader"))
-        .order_by()
-        .values("uploader")
-        .annotate(count=Count("pk"))
-        .values("count")
-    )
-    return (
-        ProcessingJob.objects.filter(state=ProcessingJob.State.QUEUED)
-        .annotate(
-            uploader=_uploader(),
-            uploader_running=Coalesce(Subquery(running[:1]), 0),
-            uploader_served=Subquery(_last_served()[:1]),
-            rebuild=ExpressionWrapper(Q(chunk_profile__isnull=False), output_field=BooleanField()),
+def _fairest_queued_job() -> ProcessingJob | None:
+    """The fairest queued job, locked for this transaction (SKIP LOCKED); None when none is free.
+
+    Uploaders are ranked once, from three small grouped queries, and then only the chosen
+    uploader's jobs are read: ranking every queued row with correlated subqueries took minutes
+    with thousands of jobs queued.
+    """
+    queued = ProcessingJob.objects.filter(state=ProcessingJob.State.QUEUED).annotate(uploader=_uploader())
+    for uploader in _uploaders_in_turn(queued):
+        job = (
+            queued.filter(uploader=uploader)
+            .annotate(rebuild=ExpressionWrapper(Q(chunk_profile__isnull=False), output_field=BooleanField()))
+            .order_by("rebuild", "queued_at", "pk")
+            .select_for_update(skip_locked=True, of=("self",))
+            .first()
         )
-        .order_by(
-            "uploader_running", F("uploader_served").asc(nulls_first=True), "rebuild", "queued_at", "pk"
-        )
-    )
+        if job is not None:  # else every job of theirs is being claimed by a concurrent run
+            return job
+    return None
 
 
 # Turns are taken over the jobs started this recently: older ones say nothing about who waits now.
 TURN_MEMORY = datetime.timedelta(hours=1)
 
 
-def _last_served():
-    """When the outer row's uploader last had a job started (within ``TURN_MEMORY``)."""
-    recent = timezone.now() - TURN_MEMORY
-    return (
-        ProcessingJob.objects.filter(claimed_at__gte=recent)
-        .annotate(uploader=_uploader())
-        .filter(uploader=OuterRef("uploader"))
-        .order_by("-claimed_at")
-        .values("claimed_at")
+def _uploaders_in_turn(queued) -> list[int]:
+    """Uploaders with queued jobs, fairest first: fewest jobs running, then served longest ago."""
+    waiting = set(queued.order_by().values_list("uploader", flat=True).distinct())
+    running = _per_uploader(Count("pk"), state=ProcessingJob.State.RUNNING)
+    served = _per_uploader(Max("claimed_at"), claimed_at__gte=timezone.now() - TURN_MEMORY)
+    never = datetime.datetime.min.replace(tzinfo=datetime.UTC)
+    return sorted(
+        waiting, key=lambda uploader: (running.get(uploader, 0), served.get(uploader, never), uploader)
     )
+
+
+def _per_uploader(aggregate, **filters) -> dict[int, object]:
+    jobs = ProcessingJob.objects.filter(**filters).annotate(uploader=_uploader()).order_by()
+    return dict(jobs.values("uploader").annotate(value=aggregate).values_list("uploader", "value"))
 
 
 def _uploader():

@@ -35,6 +35,7 @@ class ProcessingJob(models.Model):
         indexes = [
             models.Index(fields=["state", "heartbeat_at"]),
             models.Index(fields=["state", "queued_at"]),
+            models.Index(fields=["claimed_at"]),  # whose turn it is: the jobs started in the last hour
         ]
 
     def __str__(self) -> str:
