@@ -18,6 +18,7 @@ from config.base.database import database_config, default_shared_buffers_mb
 from config.base.env import (
     env_bool,
     env_choice,
+    env_data_dir,
     env_float,
     env_int,
     env_int_or_none,
@@ -28,7 +29,7 @@ from config.base.env import (
 from config.base.ingest_limits import ingest_limits_from_env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(env_str("KNOWLEDGE_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+DATA_DIR = env_data_dir()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 DEBUG = env_bool("DEBUG", False)

@@ -74,6 +74,8 @@ def test_a_signal_to_the_whole_process_group_stops_the_worker_and_the_web_server
         _wait_until_healthy(port, process, log)
         everything += started.children(recursive=True)
         assert any("qcluster" in " ".join(p.cmdline()) for p in everything[1:])
+        # With DATABASE_URL (the test database) nothing watches the server: it is its operator's.
+        assert not any("database_watch" in " ".join(p.cmdline()) for p in everything[1:])
         os.killpg(process.pid, signal_number)
         deadline = time.monotonic() + STOPPED_WITHIN
         while _alive(everything) and time.monotonic() < deadline:

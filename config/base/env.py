@@ -27,6 +27,16 @@ def env_str(name: str, default: str = "") -> str:
     return os.environ.get(name, default)
 
 
+def env_data_dir() -> Path:
+    """KNOWLEDGE_DATA_DIR, by default var/ in the project: the embedded PostgreSQL, files, the secret key.
+
+    Read here, not only in the settings: the embedded server's watch (config.base.database_watch)
+    finds that server without loading the settings, which would join it as a client.
+    """
+    project = Path(__file__).resolve().parent.parent.parent
+    return Path(env_str("KNOWLEDGE_DATA_DIR", str(project / "var"))).resolve()
+
+
 def env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None:
