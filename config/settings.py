@@ -6,6 +6,7 @@ PostgreSQL under KNOWLEDGE_DATA_DIR, no LLM configured answers extractively.
 
 from __future__ import annotations
 
+import os
 import secrets
 import sys
 from datetime import timedelta
@@ -22,8 +23,10 @@ from config.base.env import (
     env_int,
     env_int_or_none,
     env_list,
+    env_origin,
     env_size_or_none,
     env_str,
+    served_origin,
 )
 from config.base.ingest_limits import ingest_limits_from_env
 
@@ -51,6 +54,14 @@ SECRET_KEY = _secret_key()
 # serves on. Under DEBUG the default also takes localhost and [::1], for development.
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else ["127.0.0.1"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# The address users reach the site at, scheme://host[:port] (https://kb.example.com, say): links
+# sent by e-mail (password resets) are built from it, never from a request's Host header, which the
+# client writes. Unset, it is where the start scripts serve: http://HOST:PORT.
+KNOWLEDGE_PUBLIC_URL = env_origin(
+    "KNOWLEDGE_PUBLIC_URL",
+    # Where the start scripts serve (scripts/run.sh, scripts/serve.sh): the public address's default.
+    served_origin(os.environ.get("HOST", "127.0.0.1"), env_int("PORT", 8000, minimum=1)),
+)
 
 INSTALLED_APPS = [
     "accounts.admin_config.AuditedAdminConfig",  # the admin, recording every change it makes
