@@ -6,9 +6,12 @@ down instead: the owner, from an address with no failures for the account, logs 
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from axes.models import AccessAttempt
 from django.conf import settings
+from django.db import connection
 from django.db.models import F, Sum
 from django.test import Client
 
@@ -160,3 +163,27 @@ def test_with_the_slowdown_off_only_the_pair_limit_applies(alice, settings):
     settings.LOGIN_SLOWDOWN_MAX_SECONDS = 0
     fail_from_many_addresses("alice", settings.AXES_FAILURE_LIMIT + 1)
     assert log_in(from_address(3), "alice", "pw-alice").status_code == 302
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_tries_at_the_end_of_a_wait_get_one_turn_between_them(settings):
+    """The turn is claimed in one statement: addresses racing for it cannot all be checked."""
+    from accounts.login_limits import Failures, slowdown_claim
+
+    settings.LOGIN_SLOWDOWN_AFTER, settings.LOGIN_SLOWDOWN_MAX_SECONDS = 10, 60
+    attacked = Failures(pair=1, address=1, username=16)
+    barrier, waits = threading.Barrier(8), []
+
+    def claim() -> None:
+        try:
+            barrier.wait(timeout=30)
+            waits.append(slowdown_claim(username="alice", failures=attacked))
+        finally:
+            connection.close()  # the thread's own connection
+
+    threads = [threading.Thread(target=claim) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(waits) == 8 and waits.count(0) == 1
