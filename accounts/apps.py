@@ -7,6 +7,6 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from accounts import audit_signals
+        from accounts import audit_signals, checks  # noqa: F401 (checks register themselves)
 
         audit_signals.connect()

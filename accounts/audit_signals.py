@@ -5,17 +5,16 @@ that performs one is covered: log-in page, admin log-in, API password exchange, 
 
 from __future__ import annotations
 
-from axes.models import AccessAttempt
 from axes.signals import user_locked_out
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.db import connection, transaction
-from django.db.models import Sum
 from django.db.models.signals import post_save
 from django.utils import timezone
 
 from accounts.audit import audit_record
+from accounts.login_limits import address_locked, login_failures, pair_locked
 from accounts.models import AuditEvent
 
 # pg_advisory_xact_lock key serialising lock-out records: two failures reaching a limit at once
@@ -40,36 +39,39 @@ def _login_failed(sender, credentials, request=None, **kwargs) -> None:
 
 
 def _locked_out(sender, request=None, username=None, ip_address=None, **kwargs) -> None:
-    """One record per lock-out key (the name, the address) reaching the limit, once per cool-off.
+    """One record per lock reached (the username at the address, the address), once per cool-off.
 
-    django-axes sends this signal for every failure at or past the limit, with the larger of the
-    name's and the address's counts: that count passes the limit without meeting it when two
-    failures are counted at once, and an address reaching the limit on a name already past it
-    is a new lock-out (of every name from there). So each key's own count is read, and a key at the
-    limit is recorded unless a record of it is younger than the cool-off; the lock makes a second
-    failure wait for the first's record. A failure refused uncounted (axes_failures_since_start
-    None) adds nothing.
+    django-axes sends this signal for every failure at or past a limit, without saying which:
+    two failures counted at once pass a limit without meeting it, and an address reaching its
+    limit while the pair is past its own is a new lock-out (of every name from there). So each
+    lock's own count is read (accounts/login_limits.py), and a lock reached is recorded unless a
+    record of it is younger than the cool-off; the lock makes a second failure wait for the
+    first's record. A failure refused uncounted (axes_failures_since_start None) adds nothing.
     """
     if getattr(request, "axes_failures_since_start", None) is None:
         return
-    keys = {"username": username or "", "address": ip_address or ""}
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_LOCKOUT_LOCK])
-        locked = [f"{kind} {value}" for kind, value in keys.items() if value and _newly_locked(kind, value)]
+        since = timezone.now() - settings.AXES_COOLOFF_TIME
+        reached = _locks_reached(username, ip_address, since)
+        locked = [key for key in reached if not _recorded_since(key, since)]
         if locked:
             _record_named("auth.locked_out", username or "", changes={"locked": [None, locked]})
 
 
-def _newly_locked(kind: str, value: str) -> bool:
-    """At the limit by this key's own count, and no record of this key within the cool-off."""
-    column = "username" if kind == "username" else "ip_address"
-    attempts = AccessAttempt.objects.filter(**{column: value})
-    if (attempts.aggregate(n=Sum("failures_since_start"))["n"] or 0) < settings.AXES_FAILURE_LIMIT:
-        return False
-    since = timezone.now() - settings.AXES_COOLOFF_TIME
+def _locks_reached(username: str | None, address: str | None, since) -> list[str]:
+    """The locks, in words, that the counts since the cool-off began have reached."""
+    if not address:
+        return []
+    found = login_failures(username=username, address=address, since=since)
+    reached = [f"username {username} at address {address}"] if username and pair_locked(found) else []
+    return reached + ([f"address {address}"] if address_locked(found) else [])
+
+
+def _recorded_since(key: str, since) -> bool:
     recent = AuditEvent.objects.filter(action="auth.locked_out", at__gte=since)
-    return not recent.filter(changes__locked__1__contains=[f"{kind} {value}"]).exists()
+    return recent.filter(changes__locked__1__contains=[key]).exists()
 
 
 def _record_named(action: str, username: str, changes: dict | None = None) -> None:

@@ -1,6 +1,8 @@
 import logging
+from urllib.parse import urlsplit
 
 from django import forms
+from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.forms import PasswordChangeForm, PasswordResetForm, UserCreationForm
 
@@ -58,3 +60,11 @@ class ThrottledPasswordResetForm(PasswordResetForm):
                 logger.warning("password reset e-mail to user %s not sent: %s", user.pk, exc)
                 continue
             yield user
+
+    def save(self, *args, **kwargs):
+        """Links, and the site's name, from KNOWLEDGE_PUBLIC_URL: Django would take them from the
+        request's Host header, which the client writes (ALLOWED_HOSTS does not even check its port),
+        so a forged one would receive the e-mail's reset token."""
+        public = urlsplit(settings.KNOWLEDGE_PUBLIC_URL)
+        kwargs.update(domain_override=public.netloc, use_https=public.scheme == "https")
+        return super().save(*args, **kwargs)

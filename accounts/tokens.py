@@ -6,7 +6,7 @@ import hashlib
 import secrets
 from datetime import timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -19,6 +19,8 @@ from config.base.validation import text_clean
 SECRET_PREFIX = "kn_"
 PREFIX_LENGTH = 10  # "kn_" plus 7 random characters: enough to tell tokens apart
 MAX_ACTIVE_TOKENS = 50
+# The advisory lock's first key: token creations never wait on another feature's locks.
+_LOCK_CLASS = "accounts_api_tokens"
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
@@ -31,16 +33,26 @@ def token_create(*, user, name: str) -> tuple[ApiToken, str]:
     name = text_clean(name, field="a token's name", max_length=100)
     if not name:
         raise KnowledgeError("a token needs a name")
-    if ApiToken.objects.filter(user=user, revoked_at__isnull=True).count() >= MAX_ACTIVE_TOKENS:
-        raise KnowledgeError(f"you already have {MAX_ACTIVE_TOKENS} active tokens; revoke one first")
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic():
+        _check_room_for_one_more(user)
         token = ApiToken.objects.create(
             user=user, name=name, prefix=secret[:PREFIX_LENGTH], key_hash=_hash(secret)
         )
         # Exchanging a password for a token, nobody is signed in yet: the owner acts.
         audit_record(action="token.created", obj=token, default_actor=user)
     return token, secret
+
+
+def _check_room_for_one_more(user) -> None:
+    """Refuse a token over the cap. The count and the insert after it run under the user's lock,
+    held to the commit: counted without it, parallel creations all saw room and all inserted."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtext(%s), mod(%s, 2147483647)::int)", [_LOCK_CLASS, user.pk]
+        )
+    if ApiToken.objects.filter(user=user, revoked_at__isnull=True).count() >= MAX_ACTIVE_TOKENS:
+        raise KnowledgeError(f"you already have {MAX_ACTIVE_TOKENS} active tokens; revoke one first")
 
 
 def token_revoke(*, user, token_id) -> ApiToken:

@@ -6,6 +6,7 @@ PostgreSQL under KNOWLEDGE_DATA_DIR, no LLM configured answers extractively.
 
 from __future__ import annotations
 
+import os
 import secrets
 import sys
 from datetime import timedelta
@@ -23,8 +24,10 @@ from config.base.env import (
     env_int,
     env_int_or_none,
     env_list,
+    env_origin,
     env_size_or_none,
     env_str,
+    served_origin,
 )
 from config.base.ingest_limits import ingest_limits_from_env
 
@@ -52,6 +55,14 @@ SECRET_KEY = _secret_key()
 # serves on. Under DEBUG the default also takes localhost and [::1], for development.
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"] if DEBUG else ["127.0.0.1"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# The address users reach the site at, scheme://host[:port] (https://kb.example.com, say): links
+# sent by e-mail (password resets) are built from it, never from a request's Host header, which the
+# client writes. Unset, it is where the start scripts serve: http://HOST:PORT.
+KNOWLEDGE_PUBLIC_URL = env_origin(
+    "KNOWLEDGE_PUBLIC_URL",
+    # Where the start scripts serve (scripts/run.sh, scripts/serve.sh): the public address's default.
+    served_origin(os.environ.get("HOST", "127.0.0.1"), env_int("PORT", 8000, minimum=1)),
+)
 
 INSTALLED_APPS = [
     "accounts.admin_config.AuditedAdminConfig",  # the admin, recording every change it makes
@@ -138,17 +149,32 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Failed log-ins are limited on every path (log-in page, admin, API token endpoint)
-# by django-axes, separately per username and per client address; the counts are
-# rows in the database, so every server process sees the same ones.
+# Failed log-ins are limited on every path (log-in page, admin, API token endpoint) by
+# django-axes, per (username, address) pair and per address, with a slowdown (not a lock) of an
+# account many addresses fail against (accounts/login_limits.py); the counts are rows in the
+# database, so every server process sees the same ones.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out client before any password check
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_HANDLER = "accounts.login_limits.LoginLimitsHandler"
+# Failed log-ins for one username from one address before that pair is locked.
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
+# Failed log-ins from one address, whatever the usernames, before the address is locked for all
+# (default: LOGIN_FAILURE_LIMIT). Raise it when many users share one address (an office): one
+# person's typos then lock only them.
+LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", AXES_FAILURE_LIMIT, minimum=1)
+# Failed log-ins for one username from all addresses together before its slowdown starts
+# (default: LOGIN_FAILURE_LIMIT).
+LOGIN_SLOWDOWN_AFTER = env_int("LOGIN_SLOWDOWN_AFTER", AXES_FAILURE_LIMIT, minimum=1)
+# The slowdown's longest interval, in seconds: the addresses that failed for a slowed-down account
+# share one try per interval, which doubles from 1 s with each further failure. 0 turns it off.
+LOGIN_SLOWDOWN_MAX_SECONDS = env_int("LOGIN_SLOWDOWN_MAX_SECONDS", 60, minimum=0)
+# How long a lock lasts after the last failure (a try refused while locked counts as one).
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one reaching the limit locks
+# How django-axes groups failures where it filters them itself: by pair and by address, never by
+# username alone, which let anyone lock an account's owner out from a few addresses.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_CLIENT_IP_CALLABLE = "accounts.client_address.client_address"
 AXES_LOCKOUT_CALLABLE = "accounts.lockout.lockout_response"
 AXES_RESET_ON_SUCCESS = False  # else one good log-in of the attacker's own account clears the address count

@@ -20,6 +20,7 @@ def test_check_deploy_is_clean_under_production_settings():
         "HTTPS": "true",
         "SECRET_KEY": secrets.token_urlsafe(64),  # 86 characters, many unique
         "ALLOWED_HOSTS": "knowledge.example.com",
+        "KNOWLEDGE_PUBLIC_URL": "https://knowledge.example.com",  # where e-mailed links point
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "DATABASE_URL": test_database_url(),
     }

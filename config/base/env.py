@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -113,3 +114,38 @@ def env_size_or_none(name: str) -> int | None:
     if not number.isdigit() or unit not in _SIZE_UNITS:
         raise ImproperlyConfigured(f"{name}={raw!r} is not a size (bytes, or a number with KB, MB, GB or TB)")
     return int(number) * _SIZE_UNITS[unit]
+
+
+def env_origin(name: str, default: str) -> str:
+    """An origin, ``http(s)://host[:port]`` with nothing after it (a trailing slash is dropped)."""
+    raw = os.environ.get(name)
+    value = default if raw is None or raw.strip() == "" else raw.strip()
+    try:
+        return origin_normalized(value)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={value!r} is not an origin: {exc}") from exc
+
+
+def origin_normalized(value: str) -> str:
+    """``value`` as scheme://host[:port], lower case; ValueError says what is wrong with it."""
+    parts = urlsplit(value.removesuffix("/"))
+    if parts.scheme not in ("http", "https"):
+        raise ValueError("give http:// or https:// and the host name, e.g. https://kb.example.com")
+    if not parts.hostname or parts.username is not None or parts.password is not None:
+        raise ValueError("give a host name (and a port if not the scheme's), without user or password")
+    if parts.path or parts.query or parts.fragment:
+        raise ValueError("nothing may follow the host and port (no path, query or fragment)")
+    parts.port  # noqa: B018 (raises ValueError for a port out of range or not a number)
+    return f"{parts.scheme}://{parts.netloc.lower()}"
+
+
+def served_origin(host: str, port: int) -> str:
+    """Where ``make run`` serves (HOST, PORT), as a browser on this machine reaches it.
+
+    A wildcard bind address (0.0.0.0, ::) is no place to send anyone: this machine's loopback
+    stands in, and an operator serving others sets the public address."""
+    if host in ("", "0.0.0.0", "::", "[::]"):
+        host = "127.0.0.1"
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # an IPv6 address in a URL
+    return f"http://{host}:{port}"

@@ -57,8 +57,8 @@ def _counted(*, address: str, failures: int) -> None:
 
 
 def test_a_lock_out_whose_count_jumps_past_the_limit_is_still_recorded_once(alice, settings, rf):
-    """Two failures at once, or an address's count over the name's: the limit is passed, not met."""
-    settings.AXES_FAILURE_LIMIT = 3
+    """Two failures at once, or an address's count over the pair's: the limit is passed, not met."""
+    settings.AXES_FAILURE_LIMIT = settings.LOGIN_ADDRESS_FAILURE_LIMIT = 3
     _counted(address="127.0.0.1", failures=5)  # what django-axes has counted when it sends the signal
     for failures in (5, 6, None):  # past the limit, again, then refused uncounted while locked
         request = rf.post("/accounts/login/")
@@ -67,7 +67,7 @@ def test_a_lock_out_whose_count_jumps_past_the_limit_is_still_recorded_once(alic
     locked = only_event("auth.locked_out")
     assert (locked.object_id, locked.changes) == (
         str(alice.pk),
-        {"locked": [None, ["username alice", "address 127.0.0.1"]]},
+        {"locked": [None, ["username alice at address 127.0.0.1", "address 127.0.0.1"]]},
     )
 
 
@@ -124,21 +124,29 @@ def test_operator_revoking_in_the_admin_is_the_actor(admin_as, operator, alice):
     assert (event.actor, event.channel) == (operator, "admin")
 
 
-def test_an_address_reaching_the_limit_on_a_locked_name_is_recorded(alice, settings):
-    """The name is past the limit already when the second address reaches it: the count the signal
-    carries is the name's, yet the address's lock-out is a new one (it locks every name from there)."""
-    settings.AXES_FAILURE_LIMIT = 3
-    first, second = Client(REMOTE_ADDR="10.0.0.1"), Client(REMOTE_ADDR="10.0.0.2")
+def test_an_address_reaching_its_limit_after_a_locked_pair_is_recorded(alice, bob, settings):
+    """The pair (alice, the address) is past its limit already when the address reaches its own:
+    the count the signal carries is the pair's, yet the address's lock-out is a new one (it locks
+    every name from there)."""
+    settings.AXES_FAILURE_LIMIT, settings.LOGIN_ADDRESS_FAILURE_LIMIT = 3, 5
+    client = Client(REMOTE_ADDR="10.0.0.1")
     for _ in range(4):
-        first.post("/accounts/login/", {"username": "alice", "password": "wrong"})
-    assert only_event("auth.locked_out").address == "10.0.0.1"
-    for _ in range(4):
-        second.post("/accounts/login/", {"username": "alice", "password": "wrong"})
+        client.post("/accounts/login/", {"username": "alice", "password": "wrong"})
+    assert only_event("auth.locked_out").changes["locked"][1] == ["username alice at address 10.0.0.1"]
+    client.post("/accounts/login/", {"username": "bob", "password": "wrong"})
     locked = AuditEvent.objects.filter(action="auth.locked_out").order_by("pk")
-    assert [(e.address, e.changes["locked"][1]) for e in locked] == [
-        ("10.0.0.1", ["username alice", "address 10.0.0.1"]),
-        ("10.0.0.2", ["address 10.0.0.2"]),
+    assert [(e.object_repr, e.address, e.changes["locked"][1]) for e in locked] == [
+        ("alice", "10.0.0.1", ["username alice at address 10.0.0.1"]),
+        ("bob", "10.0.0.1", ["address 10.0.0.1"]),
     ]
+
+
+def test_failures_from_many_addresses_record_no_lock_out_of_the_name(alice):
+    """Each address failed once: no pair and no address reached a limit, so nothing was locked."""
+    for n in range(12):
+        Client(REMOTE_ADDR=f"10.0.1.{n}").post("/accounts/login/", {"username": "alice", "password": "wrong"})
+    assert AuditEvent.objects.filter(action="auth.login_failed").count() == 12
+    assert not AuditEvent.objects.filter(action="auth.locked_out").exists()
 
 
 def _send_locked_out(failures: int) -> None:

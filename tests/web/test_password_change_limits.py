@@ -27,7 +27,7 @@ def test_guessing_the_current_password_locks_like_failed_log_ins(alice):
     assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
     alice.refresh_from_db()
     assert alice.check_password("pw-alice")
-    # The same count as the log-in page's: the username is locked there as well.
+    # The same count as the log-in page's: the account is locked there as well, from this address.
     assert Client().post("/accounts/login/", {"username": "alice", "password": "pw-alice"}).status_code == 429
 
 

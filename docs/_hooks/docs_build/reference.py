@@ -36,6 +36,7 @@ READER_TYPES = {
     "size_or_none": "bytes or a size (`500MB`, `2GB`), or unset for no limit",
     "rate": "rate (`N/second`, `/minute`, `/hour`, `/day`)",
     "float": "number",
+    "origin": "URL origin (`https://host[:port]`)",
 }
 
 
