@@ -46,6 +46,26 @@ class RateCounter(models.Model):
         return f"{self.key}: {self.current} (+{self.previous} before)"
 
 
+class ConcurrencySlot(models.Model):
+    """One of the few slots of some work a user may run only so many of at once (accounts.concurrency),
+    held while the work runs, across every server process.
+
+    Taken by one statement (tried again after a lost race) and deleted when the work ends; a process
+    that dies holding one leaves it to expire at ``expires_at``, after which the next taker has it.
+    """
+
+    key = models.CharField(max_length=255, help_text="The work and who runs it, e.g. source_preview_12.")
+    number = models.PositiveSmallIntegerField(help_text="0 up to the limit less one.")
+    holder = models.UUIDField(help_text="Whoever took it: only they give it back.")
+    expires_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["key", "number"], name="concurrency_slot_once")]
+
+    def __str__(self) -> str:
+        return f"{self.key} #{self.number} until {self.expires_at:%H:%M:%S}"
+
+
 class AuditEvent(models.Model):
     """One security-relevant event: who did what to which object, from where, through which door.
 

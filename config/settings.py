@@ -267,6 +267,11 @@ KNOWLEDGE_SOURCES_FOLDER_ROOTS = [Path(p).resolve() for p in env_list("KNOWLEDGE
 KNOWLEDGE_SOURCES_MAX_PAGES = env_int("KNOWLEDGE_SOURCES_MAX_PAGES", 500, minimum=1)
 KNOWLEDGE_SOURCES_MAX_RESPONSE_MB = env_int("KNOWLEDGE_SOURCES_MAX_RESPONSE_MB", 20, minimum=1)
 KNOWLEDGE_SOURCES_REQUESTS_PER_SECOND = env_int("KNOWLEDGE_SOURCES_REQUESTS_PER_SECOND", 5, minimum=1)
+# Seconds a source's preview waits for the site, all its requests together (robots.txt, the start
+# page, a few sitemaps); a site slower than that is reported as too slow.
+KNOWLEDGE_SOURCES_PREVIEW_SECONDS = env_int("KNOWLEDGE_SOURCES_PREVIEW_SECONDS", 20, minimum=1)
+# Previews one user may run at once, across every server process (more answer 429).
+KNOWLEDGE_SOURCES_PREVIEWS_PER_USER = env_int("KNOWLEDGE_SOURCES_PREVIEWS_PER_USER", 2, minimum=1)
 # Git mirrors of the repositories followed.
 KNOWLEDGE_SOURCES_DIR = DATA_DIR / "sources"
 # Nesting allowed in JSON request bodies of the API and the pages.

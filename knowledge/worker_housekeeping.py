@@ -23,6 +23,7 @@ from django.db import connection
 from django.utils import timezone
 
 from accounts.audit import audit_events_purge
+from accounts.concurrency import concurrency_slots_prune
 from accounts.rate_limits import rate_counters_prune
 from knowledge.processing_jobs import (
     housekeeping_interval,
@@ -110,6 +111,7 @@ def housekeeping_once() -> None:
         jobs_prune()
         probes_prune()
         rate_counters_prune()
+        concurrency_slots_prune()  # left by web processes that died while they held one
         audit_events_purge()  # past KNOWLEDGE_AUDIT_RETENTION_DAYS; an index range scan, usually empty
         releases_expire()  # retired releases past KNOWLEDGE_RELEASE_RETENTION_DAYS: their chunks go
         # Last: the sweep for lost jobs needs an empty queue, and the probe waits in it for a moment.

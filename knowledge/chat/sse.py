@@ -26,6 +26,7 @@ from django.core.handlers.asgi import ASGIRequest
 from django.db import connections
 from django.http import StreamingHttpResponse
 
+from config.base.connections import release_connections
 from config.base.errors import KnowledgeError
 from knowledge.models import ChatTurn
 from knowledge.synthesis import events as ev
@@ -86,13 +87,6 @@ def _releasing_connections(lines: Iterable[str]) -> Iterator[str]:
     for line in lines:
         release_connections()
         yield line
-
-
-def release_connections() -> None:
-    """Hand this thread's database connections back, except one inside a transaction."""
-    for connection in connections.all(initialized_only=True):
-        if not connection.in_atomic_block:
-            connection.close()
 
 
 def _finish(lines: Iterator[str]) -> None:

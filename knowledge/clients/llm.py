@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connection
 
+from config.base.connections import release_connections
 from config.base.env import env_bool, env_int, env_str
 from knowledge.clients.tokens import llm_token_count
 from knowledge.models import LLMSettings
@@ -147,12 +147,6 @@ def _env_float(name: str, minimum: float, maximum: float) -> float | None:
     return value
 
 
-def release_db_connection() -> None:
-    """Give the connection back before a slow network call; not inside a transaction."""
-    if not connection.in_atomic_block:
-        connection.close()
-
-
 def _client(config: LLMConfig):
     import openai
 
@@ -166,7 +160,7 @@ def _client(config: LLMConfig):
 
 def complete(config: LLMConfig, messages: list[dict], *, max_tokens: int | None = None) -> LLMResult:
     """One non-streamed completion."""
-    release_db_connection()
+    release_connections()
     started = time.perf_counter()
     with _translated_errors(config):
         response = _client(config).chat.completions.create(
@@ -189,7 +183,7 @@ def stream_chat(config: LLMConfig, messages: list[dict]) -> Iterator[str]:
         result = complete(config, messages)
         yield result.text
         return result
-    release_db_connection()
+    release_connections()
     started = time.perf_counter()
     client = _client(config)
     deadline = time.monotonic() + config.timeout

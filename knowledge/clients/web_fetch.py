@@ -14,13 +14,17 @@ Threat model: the URL, the DNS answers for its host and the server behind it are
 - Exhaustion: a body larger than ``max_bytes`` (announced or not, compressed or not) is cut off; a
   server answering one byte at a time is cut off after ``total_timeout_s`` for the whole response,
   headers included, which per-operation socket timeouts alone cannot do; every socket operation has
-  ``timeout_s``.
-- Politeness: requests to one host are paced (``HostPacer``) and robots.txt is read (``RobotsRules``).
+  ``timeout_s``. A fetcher made ``within_s`` seconds stops every request once that much time has
+  passed since it was made (``FetchDeadlinePassed``): a job of several requests (a preview: robots.txt,
+  a page, its sitemaps) has one deadline for all of them, not 60 s for each.
+- Politeness: requests to one host are paced (``HostPacer``); robots.txt is read by
+  ``knowledge.clients.robots``.
 Residual risks the caller owns: the DNS lookup itself has no timeout of its own (the system resolver's
 applies), and the content (HTML, documents) is as hostile as the rest and must be parsed defensively.
 
-Refusals of the policy raise ``FetchRefused``, network failures ``FetchFailed``, both with a ``reason``
-fit for a person. HTTP error statuses are not exceptions: the result carries the status.
+Refusals of the policy raise ``FetchRefused``, network failures ``FetchFailed``, the end of the
+fetcher's own time ``FetchDeadlinePassed``, each with a ``reason`` fit for a person. HTTP error
+statuses are not exceptions: the result carries the status.
 
 Pure: no Django import, so it can be tested and reused without a database.
 """
@@ -28,18 +32,21 @@ Pure: no Django import, so it can be tested and reused without a database.
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import ipaddress
+import math
+import os
 import socket
 import ssl
 import threading
 import time
 import zlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.message import Message
-from urllib.parse import quote, urljoin, urlsplit, urlunsplit
-from urllib.robotparser import RobotFileParser
+from urllib.parse import quote, urljoin, urlsplit
+
+from knowledge.clients.pacing import HostPacer
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -74,6 +81,15 @@ class FetchFailed(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+class FetchDeadlinePassed(Exception):
+    """The fetcher's time for its whole job is up. Not one URL's failure: a caller that skips a URL it
+    could not fetch and goes on with the next must stop instead (no other request would be made)."""
+
+    def __init__(self, seconds: float):
+        self.reason = f"the requests took longer than {seconds:g} s in all"
+        super().__init__(self.reason)
 
 
 # -- policy -----------------------------------------------------------------------------------------------
@@ -242,51 +258,6 @@ def host_checked(host: str, port: int, allowed_networks: tuple[IPNetwork, ...] =
     return sockaddr[0]
 
 
-# -- pacing ---------------------------------------------------------------------------------------------
-
-
-class HostPacer:
-    """Spaces the requests to each host so that at most ``requests_per_second`` start per second.
-
-    Thread-safe: each caller reserves the next free slot under the lock and sleeps outside it, so
-    requests to other hosts never wait. Share one pacer between the fetchers that should share a budget."""
-
-    # Past this many hosts, those whose last slot is over are forgotten: a long crawl must not keep them all.
-    _FORGET_AFTER_HOSTS = 1024
-
-    def __init__(
-        self,
-        requests_per_second: float,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
-    ):
-        if requests_per_second <= 0:
-            raise ValueError("requests_per_second must be positive")
-        self.interval = 1.0 / requests_per_second
-        self._clock = clock
-        self._sleep = sleep
-        self._lock = threading.Lock()
-        self._last_slot: dict[str, float] = {}
-
-    def wait(self, host: str) -> float:
-        """Blocks until a request to ``host`` may start; returns the seconds waited."""
-        with self._lock:
-            now = self._clock()
-            last = self._last_slot.get(host.lower())
-            slot = now if last is None else max(now, last + self.interval)
-            self._last_slot[host.lower()] = slot
-            self._forget_idle_hosts(now)
-        delay = slot - now
-        if delay > 0:
-            self._sleep(delay)
-        return max(delay, 0.0)
-
-    def _forget_idle_hosts(self, now: float) -> None:
-        if len(self._last_slot) > self._FORGET_AFTER_HOSTS:
-            self._last_slot = {h: t for h, t in self._last_slot.items() if t + self.interval > now}
-
-
 # -- fetching -------------------------------------------------------------------------------------------
 
 
@@ -357,11 +328,12 @@ class _Watchdog:
 class WebFetcher:
     """GETs URLs under a ``FetchPolicy``. Thread-safe; one connection per request, no cookies, no cache."""
 
-    def __init__(self, policy: FetchPolicy, pacer: HostPacer | None = None):
+    def __init__(self, policy: FetchPolicy, pacer: HostPacer | None = None, *, within_s: float | None = None):
         self.policy = policy
         # A pacer of its own paces only this fetcher's requests; pass a shared one to pace them all.
         self.pacer = pacer or HostPacer(policy.requests_per_second_per_host)
-        self._tls = _tls_context()
+        self.within_s = within_s  # every request of this fetcher, together, from now
+        self._deadline = math.inf if within_s is None else time.monotonic() + within_s
 
     def get(self, url: str, *, etag: str = "", last_modified: str = "") -> FetchResult:
         """The response to GET ``url`` after redirects; If-None-Match / If-Modified-Since when given.
@@ -392,24 +364,44 @@ class WebFetcher:
         return headers
 
     def _fetch_once(self, target: _Target, headers: dict[str, str]) -> _Response:
+        self._seconds_left()  # no lookup once the time is up
         addresses = _checked_addresses(target, self.policy.allowed_networks)  # before any connection
         self.pacer.wait(target.host)
-        with _Watchdog(self.policy.total_timeout_s) as watchdog:
+        seconds = min(self.policy.total_timeout_s, self._seconds_left())
+        with _Watchdog(seconds) as watchdog:
             try:
-                response = self._exchange(target, addresses, headers, watchdog)
+                response = self._exchange(target, addresses, headers, watchdog, seconds)
             except (OSError, http.client.HTTPException) as error:
-                if watchdog.expired:
+                if watchdog.expired or self._deadline_passed():
                     raise self._too_slow() from error
                 raise FetchFailed(self._describe_network_error(error, target)) from error
             if watchdog.expired:  # the cut may look like the normal end of a body without Content-Length
                 raise self._too_slow()
         return response
 
+    def _seconds_left(self) -> float:
+        """Until the fetcher's deadline (infinite without one); FetchDeadlinePassed once it is over."""
+        if self._deadline_passed():
+            raise FetchDeadlinePassed(self.within_s)
+        return self._deadline - time.monotonic()
+
+    def _deadline_passed(self) -> bool:
+        return time.monotonic() >= self._deadline
+
     def _exchange(
-        self, target: _Target, addresses: list[tuple], headers: dict[str, str], watchdog: _Watchdog
+        self,
+        target: _Target,
+        addresses: list[tuple],
+        headers: dict[str, str],
+        watchdog: _Watchdog,
+        seconds: float,
     ) -> _Response:
-        connection = http.client.HTTPConnection(target.host, target.port, timeout=self.policy.timeout_s)
-        connection.sock = self._connect(target, addresses, watchdog)  # so http.client never resolves
+        """One request and its response, within ``seconds`` (the watchdog's); each socket operation
+        within the policy's ``timeout_s`` or those seconds, the shorter (a connect is not cut by the
+        watchdog: its socket timeout is what ends it)."""
+        timeout = min(self.policy.timeout_s, seconds)
+        connection = http.client.HTTPConnection(target.host, target.port, timeout=timeout)
+        connection.sock = self._connect(target, addresses, watchdog, timeout)  # so http.client never resolves
         response = None
         try:
             connection.request("GET", target.request_path, headers={"Host": target.host_header, **headers})
@@ -423,12 +415,14 @@ class WebFetcher:
                 response.close()
             connection.close()
 
-    def _connect(self, target: _Target, addresses: list[tuple], watchdog: _Watchdog) -> socket.socket:
+    def _connect(
+        self, target: _Target, addresses: list[tuple], watchdog: _Watchdog, timeout: float
+    ) -> socket.socket:
         """A socket connected to the first checked address that answers, with TLS for https."""
         error: OSError | None = None
         for family, sockaddr in addresses:
             try:
-                return self._connect_to(family, sockaddr, target, watchdog)
+                return self._connect_to(family, sockaddr, target, watchdog, timeout)
             except OSError as exc:
                 error = exc
                 if watchdog.expired or isinstance(exc, ssl.SSLError):
@@ -436,16 +430,17 @@ class WebFetcher:
         raise error or OSError(f"no address to connect to for {target.host}")
 
     def _connect_to(
-        self, family: int, sockaddr: tuple, target: _Target, watchdog: _Watchdog
+        self, family: int, sockaddr: tuple, target: _Target, watchdog: _Watchdog, timeout: float
     ) -> socket.socket:
         sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.settimeout(self.policy.timeout_s)
+        sock.settimeout(timeout)
         watchdog.watch(sock)
         try:
             sock.connect(sockaddr)
             if target.scheme == "https":
                 # SNI and the certificate check use the host name; the socket goes to the checked address.
-                sock = self._tls.wrap_socket(sock, server_hostname=target.host, do_handshake_on_connect=False)
+                tls = _tls_context()
+                sock = tls.wrap_socket(sock, server_hostname=target.host, do_handshake_on_connect=False)
                 watchdog.watch(sock)
                 sock.do_handshake()
             return sock
@@ -454,7 +449,9 @@ class WebFetcher:
             sock.close()
             raise
 
-    def _too_slow(self) -> FetchRefused:
+    def _too_slow(self) -> FetchRefused | FetchDeadlinePassed:
+        if self._deadline_passed():
+            return FetchDeadlinePassed(self.within_s)
         return FetchRefused(f"the server took longer than {self.policy.total_timeout_s:g} s")
 
     def _describe_network_error(self, error: Exception, target: _Target) -> str:
@@ -501,6 +498,15 @@ class WebFetcher:
 
 
 def _tls_context() -> ssl.SSLContext:
+    """One per process (per trust store the environment names), shared by every fetcher's threads:
+    wrapping a socket does not change it. Loading the CA bundle costs tens of milliseconds of CPU,
+    which each fetcher, so each preview, paid before its first byte, even to fetch over http."""
+    return _tls_context_trusting(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+
+
+@functools.cache
+def _tls_context_trusting(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
+    # The default context reads those two variables itself; they are only this cache's key.
     context = ssl.create_default_context()  # certificate and host name checks on, TLS 1.2 at least
     try:
         import certifi
@@ -547,40 +553,3 @@ def _format_size(size: int) -> str:
     if size >= 1024:
         return f"{round(size / 1024, 1):g} KB"
     return f"{size} bytes"
-
-
-# -- robots.txt -----------------------------------------------------------------------------------------
-
-
-class RobotsRules:
-    """What a site's robots.txt lets the fetcher's user agent read.
-
-    ``fetch`` reads it through the same fetcher, so it is paced and checked like any page:
-    - 2xx: its rules. 4xx (404, and 401/403 too, as RFC 9309 says): no rules, everything is allowed.
-    - 5xx or another status: raises FetchFailed. RFC 9309 says an unreachable robots.txt means
-      "disallow everything"; failing loudly does that without letting a site's passing outage look
-      like a site with no pages.
-    - FetchRefused (an internal address, too large, too slow) and FetchFailed propagate: the pages
-      of that host would meet the same refusal, and the caller reports it once with its reason."""
-
-    def __init__(self, text: str, user_agent: str):
-        self.user_agent = user_agent
-        self._parser = RobotFileParser()
-        self._parser.parse(text.splitlines())
-
-    @classmethod
-    def fetch(cls, fetcher: WebFetcher, base_url: str) -> RobotsRules:
-        parts = urlsplit(base_url.strip())
-        robots_url = urlunsplit((parts.scheme, parts.netloc, "/robots.txt", "", ""))
-        result = fetcher.get(robots_url)
-        user_agent = fetcher.policy.user_agent
-        if 200 <= result.status < 300:
-            return cls(result.body.decode("utf-8", errors="replace"), user_agent)
-        if 400 <= result.status < 500:
-            return cls("", user_agent)
-        raise FetchFailed(
-            f"{robots_url} answered HTTP {result.status}; nothing is fetched until it is readable"
-        )
-
-    def allows(self, url: str) -> bool:
-        return self._parser.can_fetch(self.user_agent, url)

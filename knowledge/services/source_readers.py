@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import os
 import re
 from collections import deque
@@ -31,11 +32,12 @@ from knowledge.clients.git_source import (
     file_url,
     glob_match,
 )
+from knowledge.clients.robots import RobotsRules
 from knowledge.clients.web_fetch import (
+    FetchDeadlinePassed,
     FetchFailed,
     FetchPolicy,
     FetchRefused,
-    RobotsRules,
     WebFetcher,
     parse_networks,
     url_checked,
@@ -91,7 +93,10 @@ class WebReader:
     """A site from its start URL (links followed within its host and path prefix, to a depth) or from
     its sitemap (the pages it lists). robots.txt is obeyed; at most KNOWLEDGE_SOURCES_MAX_PAGES."""
 
-    def __init__(self, source: Source, known: dict[str, SourceItem]) -> None:
+    def __init__(
+        self, source: Source, known: dict[str, SourceItem], *, within_s: float | None = None
+    ) -> None:
+        """``within_s``: the seconds every request together may take (a preview's), else none."""
         self.source, self.known = source, known
         options = source.options or {}
         start = urlsplit(source.location)
@@ -100,7 +105,9 @@ class WebReader:
         self.max_depth = int(options.get("max_depth", DEFAULT_MAX_DEPTH))
         self.max_pages = min(int(options.get("max_pages", settings.KNOWLEDGE_SOURCES_MAX_PAGES)),
                              settings.KNOWLEDGE_SOURCES_MAX_PAGES)  # fmt: skip
-        self.fetcher = WebFetcher(fetch_policy())
+        self.fetcher = WebFetcher(fetch_policy(), within_s=within_s)
+        self.sitemaps_left = math.inf  # child sitemaps this reader may still fetch
+        self.sitemaps_skipped = False  # an index listed more than that
         self.complete = True  # every page was listed (so the known ones not listed are gone)
         self.cursor = ""
         self.notes: list[str] = []  # why the listing stopped short, for the sync's record
@@ -115,15 +122,30 @@ class WebReader:
             )
 
     def preview(self) -> tuple[list[str], str]:
-        """The start page and the pages it links to (or the sitemap's), as the sync would take them."""
-        robots, first = self._start()
-        if _is_sitemap(first.body):
-            candidates = self._sitemap_urls(first.body)
-        else:
-            candidates = [self.source.location, *_links(first.body, first.url)]
+        """The start page and the pages it links to (or the sitemap's), as the sync would take them;
+        of a sitemap index, the pages of its first PREVIEW_SITEMAPS sitemaps."""
+        self.sitemaps_left = PREVIEW_SITEMAPS
+        try:
+            robots, first = self._start()
+            sitemap = _is_sitemap(first.body)
+            candidates = (
+                self._sitemap_urls(first.body)
+                if sitemap
+                else [self.source.location, *_links(first.body, first.url)]
+            )
+        except FetchDeadlinePassed as exc:
+            raise SourceReadError(
+                f"{self.source.location} answered too slowly: a preview waits at most "
+                f"{self.fetcher.within_s:g} s for the site, robots.txt and sitemaps included"
+            ) from exc
         urls = list(dict.fromkeys(u for u in candidates if self._inside(u) and robots.allows(u)))
-        more = len(urls) > PREVIEW_ITEMS or (not _is_sitemap(first.body) and self.max_depth > 1)
-        return urls[:PREVIEW_ITEMS], "and the pages they link to, to a depth" if more else ""
+        return urls[:PREVIEW_ITEMS], self._preview_note(len(urls), sitemap)
+
+    def _preview_note(self, count: int, sitemap: bool) -> str:
+        if self.sitemaps_skipped:
+            return "and the pages of the other sitemaps, which the preview does not read"
+        more = count > PREVIEW_ITEMS or (not sitemap and self.max_depth > 1)
+        return "and the pages they link to, to a depth" if more else ""
 
     def _start(self):
         """The site's robots.txt rules and its start page (or sitemap); refused, the whole sync is."""
@@ -202,6 +224,11 @@ class WebReader:
             return locations
         urls: list[str] = []
         for location in locations[: self.max_pages]:
+            if self.sitemaps_left <= 0:
+                self.complete = False  # the other sitemaps' pages are not listed
+                self.sitemaps_skipped = True
+                break
+            self.sitemaps_left -= 1
             try:
                 urls += self._sitemap_urls(self.fetcher.get(location).body, depth + 1)
             except (FetchRefused, FetchFailed):
@@ -457,13 +484,16 @@ def git_url_checked(url: str) -> None:
 
 # Items a preview lists.
 PREVIEW_ITEMS = 50
+# Sitemaps a preview of a sitemap index reads: its requests stay a handful (with robots.txt and the
+# index), whatever the index lists.
+PREVIEW_SITEMAPS = 3
 
 
 def preview_items(source: Source) -> tuple[list[str], str]:
     """What a first sync would read, before the source is added: up to PREVIEW_ITEMS items, and a
     note ("and more", or why nothing can be listed yet). Nothing is stored."""
     if source.kind == Source.Kind.WEB:
-        return WebReader(source, {}).preview()
+        return WebReader(source, {}, within_s=settings.KNOWLEDGE_SOURCES_PREVIEW_SECONDS).preview()
     if source.kind == Source.Kind.FOLDER:
         reader = FolderReader(source, {})
         found = itertools.islice(reader.files(), PREVIEW_ITEMS + 1)

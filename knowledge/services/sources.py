@@ -22,6 +22,8 @@ from django.db.models import Prefetch
 from django.utils import timezone
 
 from accounts.audit import audit_record
+from accounts.concurrency import concurrency_slot
+from config.base.connections import release_connections
 from config.base.errors import KnowledgeError
 from knowledge.models import Chunk, Collection, Document, Source, SourceItem, SourceSync
 from knowledge.services.documents import DocumentUpload, document_delete, document_upload
@@ -30,6 +32,7 @@ from knowledge.services.source_readers import (
     SourceReadError,
     folder_root_checked,
     git_url_checked,
+    preview_items,
     reader_for,
     web_url_checked,
 )
@@ -160,6 +163,9 @@ def schedule_name(source_id: int) -> str:
 
 
 def source_location_check(kind: str, location: str, *, operator: bool) -> None:
+    """Refuse now a location its first sync would refuse. A web or Git location's host is looked up:
+    the lookup of a name the user chose may take the resolver's whole timeout, so the database
+    connection is given back first (not inside a transaction: the admin's form runs in one)."""
     if kind not in Source.Kind.values:
         raise KnowledgeError(f"unknown kind of source {kind!r}: choose web, git or folder")
     if kind == Source.Kind.WEB:
@@ -169,16 +175,43 @@ def source_location_check(kind: str, location: str, *, operator: bool) -> None:
         if parts.username or parts.password:
             # It would be stored with the source and shown to every reader of the collection.
             raise KnowledgeError("a source's address may not hold a user name or password")
+        release_connections()
         web_url_checked(location)
     elif kind == Source.Kind.GIT:
         if not operator and not location.startswith("https://"):
             # A local repository reads the server's disk; ssh logs in with the server's own keys.
             raise KnowledgeError("only operators may follow a local repository or an ssh URL; use https://")
+        release_connections()
         git_url_checked(location)
     else:
         if not operator:
             raise KnowledgeError("only operators may add a server folder as a source")
         folder_root_checked(location)
+
+
+def source_preview(
+    *, collection: Collection, location: str, kind: str = "", options: dict | None = None, user
+) -> tuple[Source, list[str], str]:
+    """What a first sync of the source would read: the unsaved source, up to PREVIEW_ITEMS items and a
+    note (knowledge.services.source_readers.preview_items). Nothing is stored.
+
+    A preview waits on a site the user chose. So it holds no database connection while it does (a
+    few dozen previews of a site that drips would otherwise take every pooled connection), ends within
+    KNOWLEDGE_SOURCES_PREVIEW_SECONDS, and runs in one of the user's KNOWLEDGE_SOURCES_PREVIEWS_PER_USER
+    slots (429 past them), given back however it ends."""
+    location = location.strip()
+    kind = kind or source_kind_guess(location)
+    draft = Source(collection=collection, kind=kind, location=location, options=options or {})
+    with concurrency_slot(
+        key=f"source_preview_{user.pk}",
+        limit=settings.KNOWLEDGE_SOURCES_PREVIEWS_PER_USER,
+        seconds=settings.KNOWLEDGE_SOURCES_PREVIEW_SECONDS,
+        what="previews",
+    ):
+        release_connections()  # taken again after the network, to give the slot back
+        source_location_check(kind, location, operator=user.is_staff)
+        items, note = preview_items(draft)
+    return draft, items, note
 
 
 def source_sync(

@@ -12,13 +12,11 @@ from accounts.throttles import user_throttle_charge
 from config.base.errors import KnowledgeError
 from knowledge.access import collection_for_content_writer, source_for_content_writer
 from knowledge.models import Source, SourceSync
-from knowledge.services.source_readers import SourceReadError, preview_items
 from knowledge.services.sources import (
     last_sync,
     source_add,
     source_delete,
-    source_kind_guess,
-    source_location_check,
+    source_preview,
     source_sync_queue,
     syncs_fail_stale,
     with_last_sync,
@@ -99,14 +97,13 @@ def source_preview_view(request, collection_id: int):
     """What the source would read, as JSON for the form; nothing is stored."""
     collection = collection_for_content_writer(user=request.user, collection_id=collection_id)
     user_throttle_charge(user=request.user, scope="writes")  # a preview fetches a page
-    location = request.POST.get("location", "").strip()
-    kind = request.POST.get("kind", "") or source_kind_guess(location)
-    source_location_check(kind, location, operator=request.user.is_staff)
-    draft = Source(collection=collection, kind=kind, location=location, options=_options(request.POST))
-    try:
-        items, note = preview_items(draft)
-    except SourceReadError as exc:
-        raise KnowledgeError(str(exc)) from exc
+    draft, items, note = source_preview(
+        collection=collection,
+        location=request.POST.get("location", ""),
+        kind=request.POST.get("kind", ""),
+        options=_options(request.POST),
+        user=request.user,
+    )  # a site that cannot be read is a KnowledgeError (SourceReadError): the form shows its reason
     return JsonResponse({"kind": draft.get_kind_display(), "items": items, "note": note})
 
 

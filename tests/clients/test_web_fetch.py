@@ -19,12 +19,13 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from knowledge.clients.pacing import HostPacer
+from knowledge.clients.robots import RobotsRules
 from knowledge.clients.web_fetch import (
+    FetchDeadlinePassed,
     FetchFailed,
     FetchPolicy,
     FetchRefused,
-    HostPacer,
-    RobotsRules,
     WebFetcher,
     address_refusal,
     parse_networks,
@@ -403,6 +404,26 @@ def test_a_server_dripping_bytes_is_cut_off_after_the_total_timeout(site, route)
     reason = refusal(lambda: fetcher(total_timeout_s=1.5, timeout_s=1.0).get(f"{site.base}/drip"))
     assert reason == "the server took longer than 1.5 s"
     assert time.monotonic() - started < 3
+
+
+@pytest.mark.security
+def test_a_fetcher_with_a_deadline_stops_every_request_once_its_time_is_up(site):
+    """Each response within the per-response limits; the fetcher's whole time is what ends them."""
+    site.routes["/quick"] = lambda h: h.send_body(b"ok")
+    site.routes["/drip"] = slow_drip_body
+    bounded = WebFetcher(
+        FetchPolicy(allowed_networks=LOOPBACK, requests_per_second_per_host=1000.0), within_s=1.0
+    )
+    assert bounded.get(f"{site.base}/quick").body == b"ok"
+    started = time.monotonic()
+    with pytest.raises(FetchDeadlinePassed) as caught:
+        bounded.get(f"{site.base}/drip")  # a total_timeout_s of 60 s alone would let it drip on
+    assert time.monotonic() - started < 2
+    assert caught.value.reason == "the requests took longer than 1 s in all"
+    asked = len(site.requests)
+    with pytest.raises(FetchDeadlinePassed):
+        bounded.get(f"{site.base}/quick")
+    assert len(site.requests) == asked  # nothing more is sent once the time is up
 
 
 def test_a_silent_server_fails_after_the_read_timeout(site):
