@@ -18,8 +18,9 @@ owner out with a few wrong passwords from a few addresses. Against many addresse
 account, the slowdown caps the tries of the addresses already seen failing, while an address
 with no failure for the account (the owner's, usually) is checked at once: the owner logs in
 without waiting, and each new address of the attacker's gets one try, where the pair limit alone
-would give it LOGIN_FAILURE_LIMIT. The slowdown's try is claimed in one statement (accounts/rate_limits.py), so parallel
-requests at the end of a wait get one try between them, not one each.
+would give it LOGIN_FAILURE_LIMIT. The slowdown's try is claimed in one statement
+(accounts/rate_limits.py), so parallel requests at the end of a wait get one try between them,
+not one each.
 
 A lock-out refuses the right password too and counts every refused try (django-axes'
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT), so it lasts the cool-off after the last try.
