@@ -9,8 +9,11 @@ class KnowledgeConfig(AppConfig):
     def ready(self) -> None:
         import logging
 
+        from django.db.models.signals import post_delete
         from django_q.signals import post_execute_in_worker, post_spawn, pre_execute
 
+        from knowledge.models import Source
+        from knowledge.services.source_readers import mirror_remove_on_commit
         from knowledge.worker_housekeeping import mark_busy, mark_idle, start_housekeeping
         from knowledge.worker_probes import QuietProbes
 
@@ -20,3 +23,5 @@ class KnowledgeConfig(AppConfig):
         pre_execute.connect(mark_busy, dispatch_uid="knowledge-busy")
         post_execute_in_worker.connect(mark_idle, dispatch_uid="knowledge-idle")
         logging.getLogger("django-q").addFilter(QuietProbes())
+        # However a source goes (removed, with its collection, with its owner), its mirror goes.
+        post_delete.connect(mirror_remove_on_commit, sender=Source, dispatch_uid="knowledge-source-mirror")

@@ -3,7 +3,8 @@
 Limits (None: no limit), docs/design.md#quotas:
 
     documents             documents stored that the user uploaded (a source's: the collection owner's)
-    bytes                 the bytes of those documents' originals
+    bytes                 the bytes of those documents' originals, and of the copies on this server
+                          (Git mirrors) of the sources of the collections the user owns
     chunks                the chunks stored for those documents that are searched or being written
                           for a re-index (a set a finished re-index left behind is not the user's)
     questions_per_day     questions asked today (the server's TIME_ZONE)
@@ -32,7 +33,7 @@ from django.db.models.functions import Coalesce, NullIf
 from django.utils import timezone
 
 from config.base.errors import QuotaExceededError
-from knowledge.models import Chunk, Document, Quota, UsageDay
+from knowledge.models import Chunk, Document, Quota, Source, UsageDay
 
 LIMITS = ("documents", "bytes", "chunks", "questions_per_day", "llm_tokens_per_month")
 DEFAULT_SETTINGS = {name: f"KNOWLEDGE_QUOTA_{name.upper()}" for name in LIMITS}
@@ -89,11 +90,14 @@ def quota_usage_report(*, user) -> dict:
     return {key: {"used": used[name], "limit": limits[name]} for key, name in shown.items()}
 
 
-def _stored(user_id: int) -> dict[str, int]:
+def _stored(user_id: int, *, but_source: int | None = None) -> dict[str, int]:
+    """The user's documents and bytes stored; ``but_source``: without that source's mirror."""
     row = Document.objects.filter(uploaded_by_id=user_id).aggregate(
         documents=Count("pk"), bytes=Coalesce(Sum("size"), 0)
     )
-    return {"documents": row["documents"], "bytes": row["bytes"]}
+    mirrors = Source.objects.filter(collection__owner_id=user_id).exclude(pk=but_source)
+    mirrored = mirrors.aggregate(bytes=Coalesce(Sum("disk_bytes"), 0))["bytes"]
+    return {"documents": row["documents"], "bytes": row["bytes"] + mirrored}
 
 
 def _chunks_stored(user_id: int) -> int:
@@ -146,6 +150,14 @@ def quota_storage_check(*, user_id: int | None, filename: str, size: int) -> Non
             limit=limit,
             used=used,
         )
+
+
+def quota_source_disk(*, source: Source) -> tuple[int | None, int]:
+    """The bytes quota of the collection's owner and what they use besides this source's mirror:
+    the mirror may take the difference (the limit None: any size)."""
+    user_id = source.collection.owner_id
+    limit = quota_limits_for(user_id=user_id)["bytes"]
+    return limit, (_stored(user_id, but_source=source.pk)["bytes"] if limit is not None else 0)
 
 
 def quota_chunks_lock(*, user_id: int | None) -> dict[str, int | None]:

@@ -55,7 +55,7 @@ class SourceAdmin(admin.ModelAdmin):
     list_display = ["location", "kind", "collection", "schedule", "last_sync", "created_by", "updated_at"]
     list_filter = ["kind"]
     search_fields = ["location", "collection__name"]
-    readonly_fields = ["cursor", "created_by", "created_at", "updated_at"]
+    readonly_fields = ["cursor", "disk_bytes", "created_by", "created_at", "updated_at"]
     raw_id_fields = ["collection"]
     inlines = [SourceSyncInline]
 

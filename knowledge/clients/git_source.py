@@ -15,19 +15,25 @@ Threat model: the repository, and whoever can push to it, is hostile. It may car
   is killed, so ssh or a remote helper do not linger).
 - symlinks: a symlink is a blob whose content is a path string. Nothing is checked out, so nothing is
   ever followed on disk; listings skip symlinks rather than ingest their target strings.
-Residual risks the caller owns: the download itself (a huge history fills the disk until the timeout),
-running two updates of one mirror at once, and credentials in an https URL (git keeps the URL in the
-mirror's config).
+- a huge history: the mirror's disk is watched while git runs and a clone or fetch that grows it
+  past ``max_disk_bytes`` is stopped. A clone is made beside the mirror and moved into place only
+  once complete, so a clone stopped or failed (or killed with its worker) leaves nothing behind; a
+  fetch receives one pack, whose partial file is removed when it stops.
+Residual risks the caller owns: running two updates of one mirror at once, and credentials in an
+https URL (git keeps the URL in the mirror's config).
 
 Pure: no Django import, so it can be tested and reused without a database.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
+import time
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -57,6 +63,17 @@ class GitRefused(Exception):
         self.reason = reason
 
 
+class GitTooLarge(GitRefused):
+    """The mirror would take more disk than the policy allows."""
+
+    def __init__(self, size: int, limit: int):
+        super().__init__(
+            f"the repository's copy on this server would take more than the {limit} bytes allowed "
+            f"({size} bytes when it was stopped)"
+        )
+        self.size, self.limit = size, limit
+
+
 class GitFailed(Exception):
     """git ran and failed (or timed out); ``reason`` ends with git's own last line of error."""
 
@@ -75,6 +92,8 @@ class GitPolicy:
     timeout_s: float = 300
     max_file_bytes: int = 50 * 1024 * 1024
     max_files: int = 5000
+    # The most the mirror may take on disk, None for no limit.
+    max_disk_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -246,27 +265,52 @@ class GitMirror:
         remote = _remote_options(local) + self._pinned_https()
         ref = f"refs/heads/{self.branch}"
         if (self.path / "HEAD").is_file():
-            # The URL is given each time rather than read from the mirror's config, so a changed URL
-            # is followed; "+" accepts force-pushed history.
-            fetch = ["fetch", "--no-tags", "--no-recurse-submodules", "--", target, f"+{ref}:{ref}"]
-            self._git(*remote, *fetch, verb="fetch")
+            self._fetch(remote, target, ref)
         else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            clone = [
-                "clone",
-                "--quiet",
-                "--bare",
-                "--template=",
-                "--single-branch",
-                "--no-recurse-submodules",
-            ]
-            # --no-local: a local source goes through upload-pack like a remote one, instead of
-            # hard-linking or copying its object directory (which may hold symlinks out of the root).
-            clone += ["--no-local"] if local else []
-            self._run_git(
-                *remote, *clone, "--branch", self.branch, "--", target, str(self.path), verb="clone"
-            )
+            self._clone(remote, target, local)
         return self._branch_commit(ref)
+
+    def disk_bytes(self) -> int:
+        return directory_bytes(self.path)
+
+    def _fetch(self, remote: list[str], target: str, ref: str) -> None:
+        _remove_partial_packs(self.path)  # a fetch killed with its worker left them
+        self._check_disk(self.path)  # over already: nothing more is fetched
+        # The URL is given each time rather than read from the mirror's config, so a changed URL is
+        # followed; "+" accepts force-pushed history. unpackLimit=1: the objects arrive as one pack,
+        # a single temporary file until complete, never as loose objects written one by one.
+        fetch = ["-c", "fetch.unpackLimit=1", "fetch", "--no-tags", "--no-recurse-submodules"]
+        try:
+            self._git(*remote, *fetch, "--", target, f"+{ref}:{ref}", verb="fetch", watch=self.path)
+        except BaseException:
+            _remove_partial_packs(self.path)
+            raise
+        self._check_disk(self.path)  # a transfer too quick to be watched
+
+    def _clone(self, remote: list[str], target: str, local: bool) -> None:
+        """A clone made beside the mirror, moved into place only once complete and within its disk
+        allowance: one stopped (timeout, disk, a killed worker) leaves nothing the next sync trips on."""
+        partial = self.path.with_name(self.path.name + ".partial")
+        for leftover in (partial, self.path):  # a mirror without HEAD is a killed clone's remains
+            shutil.rmtree(leftover, ignore_errors=True)
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        clone = ["clone", "--quiet", "--bare", "--template=", "--single-branch", "--no-recurse-submodules"]
+        # --no-local: a local source goes through upload-pack like a remote one, instead of
+        # hard-linking or copying its object directory (which may hold symlinks out of the root).
+        clone += ["--no-local"] if local else []
+        clone += ["--branch", self.branch, "--", target, str(partial)]
+        try:
+            self._run_git(*remote, *clone, verb="clone", watch=partial)
+            self._check_disk(partial)
+            partial.rename(self.path)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise
+
+    def _check_disk(self, path: Path) -> None:
+        limit = self.policy.max_disk_bytes
+        if limit is not None and (size := directory_bytes(path)) > limit:
+            raise GitTooLarge(size, limit)
 
     def files(self, commit: str, globs: list[str]) -> tuple[list[GitFile], list[tuple[str, str]]]:
         """The blobs at ``commit`` whose paths match any of ``globs``, and the matching paths skipped,
@@ -354,14 +398,17 @@ class GitMirror:
             f"http.curloptResolve={parts.hostname}:{port}:{shown}",
         ]
 
-    def _git(self, *args: str, verb: str) -> str:
+    def _git(self, *args: str, verb: str, watch: Path | None = None) -> str:
         """Run a git command on the mirror; its output as text (paths not in UTF-8 get U+FFFD)."""
-        output = self._run_git(f"--git-dir={self.path}", *args, verb=verb)
+        output = self._run_git(f"--git-dir={self.path}", *args, verb=verb, watch=watch)
         return output.decode("utf-8", errors="replace")
 
-    def _run_git(self, *args: str, verb: str) -> bytes:
+    def _run_git(self, *args: str, verb: str, watch: Path | None = None) -> bytes:
+        """``watch``: the directory git writes into, stopped once larger than max_disk_bytes."""
         hardened = ["-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"]
-        return _run(["git", *hardened, *args], timeout=self.policy.timeout_s, verb=verb)
+        limit = self.policy.max_disk_bytes
+        disk = (watch, limit) if watch is not None and limit is not None else None
+        return _run(["git", *hardened, *args], timeout=self.policy.timeout_s, verb=verb, disk=disk)
 
 
 def _remote_options(local: bool) -> list[str]:
@@ -396,9 +443,10 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-def _run(command: list[str], *, timeout: float, verb: str) -> bytes:
-    """Run git without a shell; kill its whole process group (ssh, remote helpers) on timeout. The new
-    session also has no terminal, so ssh fails instead of asking for a password or a host key."""
+def _run(command: list[str], *, timeout: float, verb: str, disk: tuple[Path, int] | None = None) -> bytes:
+    """Run git without a shell; kill its whole process group (ssh, remote helpers) when it is stopped
+    (timeout, disk, any error here). The new session also has no terminal, so ssh fails instead of
+    asking for a password or a host key."""
     try:
         process = subprocess.Popen(
             command,
@@ -411,14 +459,52 @@ def _run(command: list[str], *, timeout: float, verb: str) -> bytes:
     except FileNotFoundError:
         raise GitFailed("git is not installed on the server") from None
     try:
-        output, errors = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
+        output, errors = _wait(process, timeout=timeout, verb=verb, disk=disk)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):  # the group may have ended already
+            os.killpg(process.pid, signal.SIGKILL)
         process.communicate()
-        raise GitFailed(f"git {verb} took longer than {timeout:g} s and was stopped") from None
+        raise
     if process.returncode:
         raise GitFailed(f"git {verb} failed: {_last_line(errors)}")
     return output
+
+
+# How often the disk of a clone or fetch is looked at while git runs.
+_DISK_WATCH_S = 0.5
+
+
+def _wait(process: subprocess.Popen, *, timeout: float, verb: str, disk: tuple[Path, int] | None):
+    """The process's output and errors once it ends; GitFailed past ``timeout``, GitTooLarge once
+    the directory ``disk`` names holds more than its bytes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            return process.communicate(timeout=min(left, _DISK_WATCH_S) if disk else left)
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise GitFailed(f"git {verb} took longer than {timeout:g} s and was stopped") from None
+            if disk and (size := directory_bytes(disk[0])) > disk[1]:
+                raise GitTooLarge(size, disk[1]) from None
+
+
+def directory_bytes(path: Path) -> int:
+    """The bytes of the files under ``path`` (links not followed); 0 when there is none."""
+    total = 0
+    for folder, _dirs, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:  # removed meanwhile (git renames its temporary files)
+                continue
+    return total
+
+
+def _remove_partial_packs(mirror: Path) -> None:
+    """The temporary files of a transfer that did not complete (index-pack's tmp_pack_*, tmp_idx_*)."""
+    for partial in (mirror / "objects" / "pack").glob("tmp_*"):
+        partial.unlink(missing_ok=True)
 
 
 def _last_line(stderr: bytes) -> str:

@@ -34,6 +34,9 @@ class Source(models.Model):
     )
     # Where the last successful sync left off (a Git commit).
     cursor = models.CharField(max_length=100, blank=True)
+    # What the source's copy on this server (a Git mirror) took on disk after its last sync: the
+    # collection owner's storage, counted by knowledge.quotas.
+    disk_bytes = models.PositiveBigIntegerField(default=0)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -117,10 +118,17 @@ def document_upload(
 MAX_FILENAME_CHARS = Document._meta.get_field("filename").max_length
 
 
+# What no document name keeps: the C0 and C1 controls (an escape sequence rewrites the terminal
+# that shows a log line; NUL cannot be stored), line separators, and the bidirectional controls
+# that make "report\u202etxt.exe" show as "reportexe.txt" wherever the name is displayed.
+_HIDDEN_IN_NAMES = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
 def document_filename_clean(filename: str) -> str:
-    """The uploader's file name without folders, cut to the column's length with its extension kept
-    (the extension chooses between the text formats)."""
-    name = PurePath((filename or "").replace("\\", "/")).name.strip()
+    """The uploader's file name without folders nor characters that disguise it (controls,
+    bidirectional overrides), cut to the column's length with its extension kept (the extension
+    chooses between the text formats). Every document's name goes through here, a source's too."""
+    name = PurePath(_HIDDEN_IN_NAMES.sub("", filename or "").replace("\\", "/")).name.strip()
     if not name:
         raise KnowledgeError("the upload has no file name")
     if len(name) <= MAX_FILENAME_CHARS:

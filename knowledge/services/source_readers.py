@@ -9,11 +9,14 @@ hash, so a page served again with the same bytes is unchanged too.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import math
 import os
 import re
+import shutil
+import stat
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,14 +24,17 @@ from pathlib import Path
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 from django.conf import settings
+from django.db import transaction
 
-from config.base.errors import KnowledgeError
+from config.base.errors import KnowledgeError, QuotaExceededError
 from knowledge.clients.git_source import (
     GitFailed,
     GitMirror,
     GitPolicy,
     GitRefused,
+    GitTooLarge,
     check_git_url,
+    directory_bytes,
     file_url,
     glob_match,
 )
@@ -43,6 +49,8 @@ from knowledge.clients.web_fetch import (
     url_checked,
 )
 from knowledge.models import Source, SourceItem
+from knowledge.quotas import quota_source_disk
+from knowledge.services.documents import document_filename_clean
 
 # A page's links are followed to this depth from the start URL unless the source says otherwise.
 DEFAULT_MAX_DEPTH = 3
@@ -304,13 +312,20 @@ def item_filename(source_id: int, key: str, readable: str = "") -> str:
     """The document name of one item: readable, and told apart by a short hash of the source and the
     item's key, so that no two items share a name (a new version replaces the document of the same
     name): "a/b.md" and "a_b.md" of one repository, two repositories' README.md, a user's own upload.
-    The extension stays last: it chooses between the text formats."""
+    The extension stays last: it chooses between the text formats. An upload's name rules apply
+    (a file name in a repository or a folder is anybody's choice, like an uploader's)."""
     readable = readable or key.replace("/", "_")
     tag = hashlib.sha256(f"{source_id}:{key}".encode()).hexdigest()[:8]
     stem, dot, suffix = readable.rpartition(".")
     if not dot or not stem or len(suffix) > 10:
-        return f"{readable} ~{tag}"
-    return f"{stem} ~{tag}.{suffix}"
+        stem, suffix = readable, ""
+    # Shortened here, not by the upload's cut to the column's length, which would cut the tag off.
+    name = f"{stem[:_MAX_STEM_CHARS]} ~{tag}" + (f".{suffix}" if suffix else "")
+    return document_filename_clean(name)
+
+
+# Leaves room for the tag and an extension in a document's name (MAX_FILENAME_CHARS).
+_MAX_STEM_CHARS = 200
 
 
 # -- git ------------------------------------------------------------------------------------------
@@ -323,26 +338,41 @@ def git_policy() -> GitPolicy:
     )
 
 
+def mirror_folder(source_id: int) -> Path:
+    """Everything a source keeps on this server's disk (a Git mirror, a clone being made)."""
+    return Path(settings.KNOWLEDGE_SOURCES_DIR) / str(source_id)
+
+
+def mirror_remove_on_commit(sender, instance: Source, **kwargs) -> None:
+    """A deleted source's mirror goes once the deletion commits (connected to Source's post_delete:
+    a source deleted with its collection or its owner goes the same way)."""
+    folder = mirror_folder(instance.pk)
+    transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
 class GitReader:
-    """A branch's files that match the source's globs; after the first sync, only the diff's."""
+    """A branch's files that match the source's globs; after the first sync, only the diff's. The
+    mirror takes at most what the owner's storage quota leaves (knowledge.quotas)."""
 
     def __init__(self, source: Source, known: dict[str, SourceItem]) -> None:
         self.source, self.known = source, known
         options = source.options or {}
         self.branch = options.get("branch") or "main"
         self.globs = options.get("globs") or ["**/*.md"]
+        self.quota, self.used = quota_source_disk(source=source)
+        allowance = None if self.quota is None else max(self.quota - self.used, 0)
         self.mirror = GitMirror(
-            Path(settings.KNOWLEDGE_SOURCES_DIR) / str(source.pk) / "repo.git",
+            mirror_folder(source.pk) / "repo.git",
             source.location,
             self.branch,
-            git_policy(),
+            dataclasses.replace(git_policy(), max_disk_bytes=allowance),
         )
         self.complete = True
         self.cursor = ""
         self.notes: list[str] = []
 
     def items(self) -> Iterator[Listed]:
-        self.cursor = self.mirror.update()
+        self.cursor = self._update()
         # Items already gone from the branch stay gone (their grace period runs): never "unchanged".
         present = [key for key, item in self.known.items() if item.gone_since is None]
         previous = self.source.cursor
@@ -365,6 +395,23 @@ class GitReader:
                 filename=item_filename(self.source.pk, file.path),
                 data=self.mirror.read(file.blob_sha),
             )
+
+    def _update(self) -> str:
+        """The branch's commit, fetched; what the mirror takes on disk is recorded however it went."""
+        try:
+            return self.mirror.update()
+        except GitTooLarge as exc:
+            raise QuotaExceededError(
+                f"storage quota reached: {self.used} of {self.quota} bytes used; the repository's copy "
+                f"on this server needs more than the {exc.limit} bytes left, and nothing was changed",
+                quota="bytes",
+                limit=self.quota,
+                used=self.used,
+            ) from None
+        finally:
+            size = directory_bytes(mirror_folder(self.source.pk))
+            Source.objects.filter(pk=self.source.pk).update(disk_bytes=size)
+            self.source.disk_bytes = size
 
     def _changes(self, previous: str):
         """The diff since the last synced commit; None (read everything) for a first sync, or when
@@ -405,9 +452,7 @@ class FolderReader:
         self.notes: list[str] = []
 
     def items(self) -> Iterator[Listed]:
-        count = 0
-        for path in self.files():
-            count += 1
+        for count, path in enumerate(self._matching(), start=1):
             if count > MAX_FOLDER_FILES:
                 self.complete = False
                 self.notes.append(f"stopped after {MAX_FOLDER_FILES} files; the others were not read")
@@ -415,6 +460,10 @@ class FolderReader:
             yield self._listed(path)
 
     def files(self) -> Iterator[Path]:
+        """The regular files a sync reads (a named pipe, a socket or a device is not one)."""
+        return (path for path in self._matching() if _is_regular(path))
+
+    def _matching(self) -> Iterator[Path]:
         # Symbolic links are not followed: a link could lead out of the allowed root.
         for folder, _dirs, names in os.walk(self.root, followlinks=False):
             for name in sorted(names):
@@ -428,24 +477,65 @@ class FolderReader:
         try:
             # Opened without following a link, and checked where it really is once open: a file
             # swapped for a link (or a folder for a link to elsewhere) after the walk is not read.
-            descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            # Without blocking: a named pipe nobody writes to would hold open() and the worker for good.
+            descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
         except OSError as exc:
             return Listed(key, error=f"the file could not be opened ({exc.strerror})")
         with os.fdopen(descriptor, "rb") as opened:
-            real = Path(os.readlink(f"/proc/self/fd/{descriptor}"))
-            if self.root not in real.parents:
-                return Listed(key, error="the file is not inside the source's folder any more")
-            stat = os.fstat(descriptor)
-            stamp = f"{stat.st_mtime_ns}:{stat.st_size}"
-            item = self.known.get(key)
-            if item is not None and item.last_modified == stamp and not item.error:
-                return Listed(key, origin_url=item.origin_url, last_modified=stamp)
-            if stat.st_size > settings.KNOWLEDGE_MAX_UPLOAD_BYTES:
-                limit = settings.KNOWLEDGE_MAX_UPLOAD_BYTES // (1024 * 1024)
-                return Listed(key, error=f"the file is larger than {limit} MB (KNOWLEDGE_MAX_UPLOAD_MB)")
-            return Listed(
-                key, filename=item_filename(self.source.pk, key), data=opened.read(), last_modified=stamp
-            )
+            return self._read(key, opened)
+
+    def _read(self, key: str, opened) -> Listed:
+        """The open file's item; what it is was asked of the open descriptor, which cannot be swapped."""
+        status = os.fstat(opened.fileno())
+        if refusal := _not_readable(status):
+            return Listed(key, error=refusal)
+        real = Path(os.readlink(f"/proc/self/fd/{opened.fileno()}"))
+        if self.root not in real.parents:
+            return Listed(key, error="the file is not inside the source's folder any more")
+        stamp = f"{status.st_mtime_ns}:{status.st_size}"
+        item = self.known.get(key)
+        if item is not None and item.last_modified == stamp and not item.error:
+            return Listed(key, origin_url=item.origin_url, last_modified=stamp)
+        limit = settings.KNOWLEDGE_MAX_UPLOAD_BYTES
+        # One byte past the limit at most: the file may have grown since fstat.
+        data = opened.read(limit + 1) if status.st_size <= limit else None
+        if data is None or len(data) > limit:
+            megabytes = limit // (1024 * 1024)
+            return Listed(key, error=f"the file is larger than {megabytes} MB (KNOWLEDGE_MAX_UPLOAD_MB)")
+        return Listed(key, filename=item_filename(self.source.pk, key), data=data, last_modified=stamp)
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:  # gone since the walk
+        return False
+
+
+_FILE_KINDS = {
+    stat.S_IFIFO: "a named pipe",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFDIR: "a folder",
+}
+
+
+def _not_readable(status: os.stat_result) -> str:
+    """Why a folder source does not read this file, or "" when it does."""
+    if not stat.S_ISREG(status.st_mode):
+        kind = _FILE_KINDS.get(stat.S_IFMT(status.st_mode), "a special file")
+        return f"not a regular file ({kind}); it was not read"
+    # Another name of the same file may be anywhere on its file system, outside the allowed root
+    # too. Comparing device and inode with the root's own files cannot tell: the link inside the
+    # root is one of them. Nothing finds the other names short of walking the whole file system, so
+    # only a file with a single name, the one inside the root, is read (a copy is; a link is not).
+    if status.st_nlink > 1:
+        return (
+            f"the file has {status.st_nlink} names (hard links), which may be outside the source's "
+            "folder; it was not read (copy it into the folder instead)"
+        )
+    return ""
 
 
 def folder_root_checked(location: str) -> Path:

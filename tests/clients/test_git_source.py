@@ -16,6 +16,7 @@ from knowledge.clients.git_source import (
     GitMirror,
     GitPolicy,
     GitRefused,
+    GitTooLarge,
     check_git_url,
     file_url,
     glob_match,
@@ -352,6 +353,91 @@ def test_a_timeout_stops_git(origin, tmp_path):
     mirror = mirror_of(origin, tmp_path, GitPolicy(allowed_roots=(tmp_path,), timeout_s=0.0001))
     with pytest.raises(GitFailed, match="took longer than"):
         mirror.update()
+
+
+# The upload-pack side sends part of the pack, then holds the stream open without another byte: a
+# transfer cut off midway. git honours this hook only in the global config (never in the served
+# repository's own), so the test's isolated home carries it while ``stall(True)``.
+_STALL = """#!/bin/sh
+"$@" | head -c 262144
+exec sleep 600
+"""
+
+
+@pytest.fixture
+def stall(isolated_home, tmp_path):
+    hook = tmp_path / "stall.sh"
+    hook.write_text(_STALL)
+    hook.chmod(0o755)
+    config = isolated_home / ".gitconfig"
+
+    def switch(on: bool) -> None:
+        config.write_text(f"[uploadpack]\n\tpackObjectsHook = {hook}\n" if on else "")
+
+    return switch
+
+
+def files_under(path: Path) -> list[Path]:
+    return sorted(p for p in path.rglob("*") if p.is_file()) if path.exists() else []
+
+
+def add_random_file(origin: Path, size: int = 3 * 1024 * 1024) -> str:
+    """A file that does not compress, so its pack is as large as the file."""
+    (origin / "data.bin").write_bytes(os.urandom(size))
+    return commit(origin)
+
+
+@pytest.mark.security
+def test_a_clone_stopped_midway_leaves_nothing_on_disk(origin, tmp_path, stall):
+    add_random_file(origin)
+    mirror = mirror_of(origin, tmp_path, GitPolicy(allowed_roots=(tmp_path,), timeout_s=3))
+    stall(True)
+
+    with pytest.raises(GitFailed, match="took longer than 3 s"):
+        mirror.update()
+
+    assert files_under(tmp_path / "var" / "sources") == []
+    stall(False)
+    assert mirror.update() == git(origin, "rev-parse", "HEAD")  # the next sync starts afresh
+
+
+@pytest.mark.security
+def test_a_fetch_stopped_midway_leaves_no_partial_pack_and_the_mirror_still_works(origin, tmp_path, stall):
+    first = commit(origin)
+    mirror = mirror_of(origin, tmp_path, GitPolicy(allowed_roots=(tmp_path,), timeout_s=3))
+    mirror.update()
+    before = files_under(mirror.path / "objects")
+    second = add_random_file(origin)
+    stall(True)
+
+    with pytest.raises(GitFailed, match="took longer than 3 s"):
+        mirror.update()
+
+    assert files_under(mirror.path / "objects") == before  # no partial pack, no loose object
+    assert mirror.files(first, DOCS)[0]  # the mirror as it was
+    stall(False)
+    assert mirror.update() == second
+
+
+@pytest.mark.security
+def test_a_mirror_that_outgrows_its_disk_allowance_is_stopped_and_a_first_clone_removed(
+    origin, tmp_path, stall
+):
+    add_random_file(origin, 1024 * 1024)
+    small = mirror_of(origin, tmp_path, GitPolicy(allowed_roots=(tmp_path,), max_disk_bytes=100_000))
+    stall(True)  # stalled after 256 KB: only watching the disk while git runs stops it (timeout: 300 s)
+    with pytest.raises(GitTooLarge, match="more than the 100000 bytes allowed"):
+        small.update()
+    assert files_under(tmp_path / "var" / "sources") == []
+
+    stall(False)  # a whole transfer, likely over before the disk is looked at while it runs
+    with pytest.raises(GitTooLarge, match="more than the 100000 bytes allowed"):
+        small.update()
+    assert files_under(tmp_path / "var" / "sources") == []
+
+    roomy = mirror_of(origin, tmp_path, GitPolicy(allowed_roots=(tmp_path,), max_disk_bytes=4 * 1024 * 1024))
+    roomy.update()
+    assert 1024 * 1024 < roomy.disk_bytes() < 4 * 1024 * 1024
 
 
 @pytest.mark.security
