@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('knowledge', '0032_source_schedules_on_the_long_work_queue'),
+        ('knowledge', '0033_source_schedules_on_the_long_work_queue'),
     ]
 
     operations = [

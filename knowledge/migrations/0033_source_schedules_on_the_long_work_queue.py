@@ -20,7 +20,7 @@ def to_default(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("knowledge", "0031_releases"),
+        ("knowledge", "0032_source_disk_bytes"),
         ("django_q", "0014_schedule_cluster"),
     ]
 
