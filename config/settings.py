@@ -240,6 +240,9 @@ KNOWLEDGE_SOURCES_FOLDER_ROOTS = [Path(p).resolve() for p in env_list("KNOWLEDGE
 KNOWLEDGE_SOURCES_MAX_PAGES = env_int("KNOWLEDGE_SOURCES_MAX_PAGES", 500, minimum=1)
 KNOWLEDGE_SOURCES_MAX_RESPONSE_MB = env_int("KNOWLEDGE_SOURCES_MAX_RESPONSE_MB", 20, minimum=1)
 KNOWLEDGE_SOURCES_REQUESTS_PER_SECOND = env_int("KNOWLEDGE_SOURCES_REQUESTS_PER_SECOND", 5, minimum=1)
+# Seconds a sync of a web source may take in all; then it stops and keeps what it read. Kept below
+# the task timeout (KNOWLEDGE_TASK_TIMEOUT) when set higher, so the sync ends with its record written.
+KNOWLEDGE_SOURCES_SYNC_SECONDS = env_int("KNOWLEDGE_SOURCES_SYNC_SECONDS", 1800, minimum=10)
 # Git mirrors of the repositories followed.
 KNOWLEDGE_SOURCES_DIR = DATA_DIR / "sources"
 # Nesting allowed in JSON request bodies of the API and the pages.

@@ -14,7 +14,7 @@ Threat model: the URL, the DNS answers for its host and the server behind it are
 - Exhaustion: a body larger than ``max_bytes`` (announced or not, compressed or not) is cut off; a
   server answering one byte at a time is cut off after ``total_timeout_s`` for the whole response,
   headers included, which per-operation socket timeouts alone cannot do; every socket operation has
-  ``timeout_s``.
+  ``timeout_s``. A whole crawl's requests and time: a ``FetchBudget`` (knowledge.clients.fetch_budget).
 - Politeness: requests to one host are paced (``HostPacer``) and robots.txt is read (``RobotsRules``).
 Residual risks the caller owns: the DNS lookup itself has no timeout of its own (the system resolver's
 applies), and the content (HTML, documents) is as hostile as the rest and must be parsed defensively.
@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import ipaddress
+import math
 import socket
 import ssl
 import threading
@@ -357,10 +358,12 @@ class _Watchdog:
 class WebFetcher:
     """GETs URLs under a ``FetchPolicy``. Thread-safe; one connection per request, no cookies, no cache."""
 
-    def __init__(self, policy: FetchPolicy, pacer: HostPacer | None = None):
+    def __init__(self, policy: FetchPolicy, pacer: HostPacer | None = None, budget=None):
         self.policy = policy
         # A pacer of its own paces only this fetcher's requests; pass a shared one to pace them all.
         self.pacer = pacer or HostPacer(policy.requests_per_second_per_host)
+        # A knowledge.clients.fetch_budget.FetchBudget: every request (each hop) is taken from it.
+        self.budget = budget
         self._tls = _tls_context()
 
     def get(self, url: str, *, etag: str = "", last_modified: str = "") -> FetchResult:
@@ -393,8 +396,10 @@ class WebFetcher:
 
     def _fetch_once(self, target: _Target, headers: dict[str, str]) -> _Response:
         addresses = _checked_addresses(target, self.policy.allowed_networks)  # before any connection
+        # A response is cut at the budget's deadline too: a slow server cannot stretch the whole work.
+        seconds = min(self.policy.total_timeout_s, self.budget.spend() if self.budget else math.inf)
         self.pacer.wait(target.host)
-        with _Watchdog(self.policy.total_timeout_s) as watchdog:
+        with _Watchdog(seconds) as watchdog:
             try:
                 response = self._exchange(target, addresses, headers, watchdog)
             except (OSError, http.client.HTTPException) as error:
@@ -455,6 +460,8 @@ class WebFetcher:
             raise
 
     def _too_slow(self) -> FetchRefused:
+        if self.budget is not None and self.budget.seconds_left() <= 0:
+            return self.budget.out_of_time()
         return FetchRefused(f"the server took longer than {self.policy.total_timeout_s:g} s")
 
     def _describe_network_error(self, error: Exception, target: _Target) -> str:

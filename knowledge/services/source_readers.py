@@ -22,6 +22,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 from django.conf import settings
 
 from config.base.errors import KnowledgeError
+from knowledge.clients.fetch_budget import BudgetExhausted, FetchBudget
 from knowledge.clients.git_source import (
     GitFailed,
     GitMirror,
@@ -46,6 +47,12 @@ from knowledge.models import Source, SourceItem
 DEFAULT_MAX_DEPTH = 3
 # Sitemap indexes nest; a sitemap of sitemaps of sitemaps is enough.
 MAX_SITEMAP_DEPTH = 3
+# Requests a web sync may make: two a page (a redirect each) and these for robots.txt, the start URL
+# and sitemaps, all from one budget; a sitemap index nested to the depth above multiplied them.
+REQUESTS_PER_PAGE = 2
+REQUEST_ALLOWANCE = 20
+# Seconds kept between a sync's deadline and its task's timeout, to write the sync's record.
+DEADLINE_MARGIN_S = 60
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 
 
@@ -87,11 +94,34 @@ def fetch_policy() -> FetchPolicy:
     )
 
 
+def sync_budget(max_pages: int) -> FetchBudget:
+    """Every request of one web sync (robots.txt, sitemaps, pages, redirects) and its time."""
+    return FetchBudget(
+        max_requests=REQUESTS_PER_PAGE * max_pages + REQUEST_ALLOWANCE,
+        seconds=sync_seconds(),
+        requests_limit=(
+            f"{REQUESTS_PER_PAGE} a page of KNOWLEDGE_SOURCES_MAX_PAGES or the source's max_pages, "
+            f"and {REQUEST_ALLOWANCE} more"
+        ),
+        time_limit="KNOWLEDGE_SOURCES_SYNC_SECONDS",
+    )
+
+
+def sync_seconds() -> float:
+    """KNOWLEDGE_SOURCES_SYNC_SECONDS, within the task timeout: a sync the worker kills records nothing."""
+    task_timeout = settings.Q_CLUSTER["timeout"]
+    margin = min(DEADLINE_MARGIN_S, task_timeout / 2)
+    return min(settings.KNOWLEDGE_SOURCES_SYNC_SECONDS, task_timeout - margin)
+
+
 class WebReader:
     """A site from its start URL (links followed within its host and path prefix, to a depth) or from
-    its sitemap (the pages it lists). robots.txt is obeyed; at most KNOWLEDGE_SOURCES_MAX_PAGES."""
+    its sitemap (the pages it lists). robots.txt is obeyed; at most KNOWLEDGE_SOURCES_MAX_PAGES, and
+    every request comes from one ``budget`` (by default the sync's: ``sync_budget``)."""
 
-    def __init__(self, source: Source, known: dict[str, SourceItem]) -> None:
+    def __init__(
+        self, source: Source, known: dict[str, SourceItem], budget: FetchBudget | None = None
+    ) -> None:
         self.source, self.known = source, known
         options = source.options or {}
         start = urlsplit(source.location)
@@ -100,7 +130,8 @@ class WebReader:
         self.max_depth = int(options.get("max_depth", DEFAULT_MAX_DEPTH))
         self.max_pages = min(int(options.get("max_pages", settings.KNOWLEDGE_SOURCES_MAX_PAGES)),
                              settings.KNOWLEDGE_SOURCES_MAX_PAGES)  # fmt: skip
-        self.fetcher = WebFetcher(fetch_policy())
+        self.budget = budget or sync_budget(self.max_pages)
+        self.fetcher = WebFetcher(fetch_policy(), budget=self.budget)
         self.complete = True  # every page was listed (so the known ones not listed are gone)
         self.cursor = ""
         self.notes: list[str] = []  # why the listing stopped short, for the sync's record
@@ -148,19 +179,24 @@ class WebReader:
             if url in seen or not self._inside(url) or not robots.allows(url):
                 continue
             if len(seen) >= self.max_pages:
-                self.complete = False  # the rest was not looked at: nothing may be taken for gone
-                self.notes.append(
-                    f"stopped after {self.max_pages} pages (KNOWLEDGE_SOURCES_MAX_PAGES or the source's "
-                    "max_pages); the other pages were not read, and none was taken for removed"
-                )
+                self._stop(f"stopped after {self.max_pages} pages (KNOWLEDGE_SOURCES_MAX_PAGES or the "
+                           "source's max_pages)")  # fmt: skip
+                return
+            try:
+                listed, html = self._page(url, crawl=crawl, result=fetched.get(url))
+            except BudgetExhausted as exc:
+                self._stop(f"stopped after {len(seen)} pages: {exc.reason}")
                 return
             seen.add(url)
-            listed, html = self._page(url, crawl=crawl, result=fetched.get(url))
             if listed.error and crawl:
                 self.complete = False  # the pages below it were not reached: none may be taken for gone
             yield listed
             if crawl and html and depth < self.max_depth:
                 queue.extend((link, depth + 1) for link in _links(html, url))
+
+    def _stop(self, reason: str) -> None:
+        self.complete = False  # the rest was not looked at: nothing may be taken for gone
+        self.notes.append(f"{reason}; the other pages were not read, and none was taken for removed")
 
     def _page(self, url: str, *, crawl: bool, result=None) -> tuple[Listed, bytes | None]:
         """The page as listed, and its HTML for its links when crawling (the stored copy when it is
@@ -170,6 +206,8 @@ class WebReader:
             result = result or self.fetcher.get(
                 url, etag=item.etag if item else "", last_modified=item.last_modified if item else ""
             )
+        except BudgetExhausted:
+            raise  # the whole sync stops
         except (FetchRefused, FetchFailed) as exc:  # this page fails; the sync goes on
             return Listed(url, url, error=exc.reason), None
         if result.not_modified and item is not None:
@@ -196,17 +234,48 @@ class WebReader:
             and parts.path.startswith(self.prefix)
         )
 
-    def _sitemap_urls(self, body: bytes, depth: int = 0) -> list[str]:
-        locations = _sitemap_locations(body)
-        if not _is_sitemap_index(body) or depth >= MAX_SITEMAP_DEPTH:
-            return locations
+    def _sitemap_urls(self, body: bytes) -> list[str]:
+        """The pages a sitemap lists, with those of the sitemaps its index names (breadth first, to
+        MAX_SITEMAP_DEPTH, each once). Reading stops once the sync has as many pages as it may read."""
+        if not _is_sitemap_index(body):
+            return _sitemap_locations(body)
         urls: list[str] = []
-        for location in locations[: self.max_pages]:
+        pending = deque((location, 1) for location in _sitemap_locations(body))
+        read: set[str] = set()
+        while pending and len(urls) < self.max_pages:
+            location, depth = pending.popleft()
+            if location in read:
+                continue
+            read.add(location)
             try:
-                urls += self._sitemap_urls(self.fetcher.get(location).body, depth + 1)
-            except (FetchRefused, FetchFailed):
-                self.complete = False  # its pages are not listed: none may be taken for gone
+                pages, sitemaps = self._child_sitemap(location)
+            except BudgetExhausted as exc:
+                self._stop(f"stopped while reading the sitemaps: {exc.reason}")
+                return []  # no request is left for the pages
+            urls += pages
+            if depth < MAX_SITEMAP_DEPTH:
+                pending.extend((child, depth + 1) for child in sitemaps)
+            elif sitemaps:
+                self.complete = False  # nested too deep: its pages are not listed
+        if pending:
+            self.complete = False  # sitemaps not read: their pages may be there still
         return urls
+
+    def _child_sitemap(self, location: str) -> tuple[list[str], list[str]]:
+        """(pages, sitemaps) a sitemap of an index lists; one that cannot be read lists none (noted)."""
+        try:
+            result = self.fetcher.get(location)
+            if result.status != 200:
+                raise SourceReadError(f"it answered HTTP {result.status}")
+            locations = _sitemap_locations(result.body)
+        except BudgetExhausted:
+            raise
+        except (FetchRefused, FetchFailed, SourceReadError) as exc:
+            self.complete = False  # its pages are not listed: none may be taken for gone
+            self.notes.append(f"the sitemap {location} was not read ({getattr(exc, 'reason', exc)}); "
+                              "none of the pages it lists was taken for removed")  # fmt: skip
+            return [], []
+        return ([], locations) if _is_sitemap_index(result.body) else (locations, [])
 
 
 def _folder_of(path: str) -> str:
