@@ -11,6 +11,8 @@ Scopes counted here:
     writes    each collection or profile created, each re-index or retry of a document or collection
     retrieve  each question asked and each search (the API's retrieve and query, MCP reads, the chat
               page and the collection page's search)
+    syncs     each sync of a source, counted for the collection's owner: "Sync now" on the pages and
+              the API, the first sync of a source added, and the syncs its schedule starts
     signup    each sign-up, per client address
     password_reset  each reset e-mail asked for, per client address and per account
 """
@@ -27,6 +29,7 @@ _WHAT = {
     "uploads": "files uploaded",
     "writes": "collections and profiles created, re-indexes and retries",
     "retrieve": "questions and searches",
+    "syncs": "source syncs (of the collection owner's sources, scheduled ones included)",
     "signup": "sign-ups from your address",
     "password_reset": "password reset e-mails",
 }
@@ -56,6 +59,12 @@ def user_throttle_charge(*, user, scope: str, amount: int = 1) -> None:
 def throttle_rate(scope: str) -> tuple[int, int]:
     """(requests, seconds) of ``scope``, read at call time so tests and settings changes apply."""
     return SimpleRateThrottle.parse_rate(None, api_settings.DEFAULT_THROTTLE_RATES[scope])
+
+
+def throttle_rate_words(scope: str) -> str:
+    """The rate of ``scope`` as a person reads it: "60 per hour"."""
+    limit, period = throttle_rate(scope)
+    return f"{limit} per {_period_name(period)}"
 
 
 def _period_name(seconds: int) -> str:

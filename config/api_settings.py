@@ -2,7 +2,8 @@
 
 config/settings.py imports REST_FRAMEWORK and SPECTACULAR_SETTINGS from here.
 Throttle rates come from the environment (API_THROTTLE_UPLOADS, API_THROTTLE_WRITES,
-API_THROTTLE_RETRIEVE, API_THROTTLE_AUTH, API_THROTTLE_SIGNUP, API_THROTTLE_PASSWORD_RESET)
+API_THROTTLE_RETRIEVE, API_THROTTLE_AUTH, API_THROTTLE_SIGNUP, API_THROTTLE_PASSWORD_RESET,
+API_THROTTLE_SYNCS)
 as "N/second|minute|hour|day" and
 fail loudly on anything else. TRUSTED_PROXY_COUNT (default 0) is how many
 proxies of the operator's own append to X-Forwarded-For; with 0 the header is
@@ -57,6 +58,9 @@ REST_FRAMEWORK = {
         "writes": env_rate("API_THROTTLE_WRITES", "30/minute"),
         # Questions and searches: the API, MCP reads, the chat page and the collection page's search.
         "retrieve": env_rate("API_THROTTLE_RETRIEVE", "60/minute"),
+        # Source syncs, per collection owner, the schedule's included: how often a user can make the
+        # server fetch a site or a repository again.
+        "syncs": env_rate("API_THROTTLE_SYNCS", "60/hour"),
         "auth": env_rate("API_THROTTLE_AUTH", "10/minute"),
         # Per client address (sign-ups; reset e-mails asked for) and per account (reset e-mails sent).
         "signup": env_rate("API_THROTTLE_SIGNUP", "5/hour"),

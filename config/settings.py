@@ -272,6 +272,9 @@ KNOWLEDGE_SOURCES_REQUESTS_PER_SECOND = env_int("KNOWLEDGE_SOURCES_REQUESTS_PER_
 KNOWLEDGE_SOURCES_PREVIEW_SECONDS = env_int("KNOWLEDGE_SOURCES_PREVIEW_SECONDS", 20, minimum=1)
 # Previews one user may run at once, across every server process (more answer 429).
 KNOWLEDGE_SOURCES_PREVIEWS_PER_USER = env_int("KNOWLEDGE_SOURCES_PREVIEWS_PER_USER", 2, minimum=1)
+# Seconds a sync of a web source may take in all; then it stops and keeps what it read. Kept below
+# the task timeout (KNOWLEDGE_TASK_TIMEOUT) when set higher, so the sync ends with its record written.
+KNOWLEDGE_SOURCES_SYNC_SECONDS = env_int("KNOWLEDGE_SOURCES_SYNC_SECONDS", 1800, minimum=10)
 # Git mirrors of the repositories followed.
 KNOWLEDGE_SOURCES_DIR = DATA_DIR / "sources"
 # Nesting allowed in JSON request bodies of the API and the pages.

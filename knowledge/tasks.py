@@ -19,7 +19,7 @@ from knowledge.models import Collection, Document, EvalSet, Release, Source
 from knowledge.processing_jobs import job_claim, job_claim_next
 from knowledge.services.documents import documents_fail_stale
 from knowledge.services.releases import release_hold
-from knowledge.services.sources import schedule_name, source_sync, sync_report
+from knowledge.services.sources import schedule_name, source_sync_queued, sync_report
 from knowledge.worker_probes import probe_answer
 
 logger = logging.getLogger(__name__)
@@ -61,16 +61,17 @@ def run_evaluation(eval_set_id: int, collection_id: int, k: int, user_id: int | 
     return run.pk
 
 
-def sync_source(source_id: int, trigger: str = "schedule") -> int | None:
-    """One sync of a source (knowledge.services.sources), from the schedule or a "Sync now"; returns
-    the sync's id. A source deleted meanwhile is nothing to do; one syncing already is left to it."""
+def sync_source(source_id: int, trigger: str = "schedule", ticket: str = "") -> int | None:
+    """One sync of a source (knowledge.services.sources), from the schedule or a "Sync now" (its
+    ``ticket``); returns the sync's id. A source deleted meanwhile is nothing to do; one syncing
+    already is left to it; a ticket that has run already (a task delivered twice) too."""
     source = Source.objects.select_related("collection").filter(pk=source_id).first()
     if source is None:  # deleted with its collection: its schedule goes too
         logger.info("Source %s is gone; nothing to sync", source_id)
         Schedule.objects.filter(name=schedule_name(source_id)).delete()
         return None
     try:
-        run = source_sync(source=source, trigger=trigger)
+        run = source_sync_queued(source=source, trigger=trigger, ticket=ticket)
     except KnowledgeError as exc:
         logger.info("Source %s not synced: %s", source_id, exc)
         return None

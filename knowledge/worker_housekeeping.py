@@ -3,7 +3,8 @@
 django-q2 sends ``post_spawn`` in each worker process it starts (again after it
 replaces a dead or timed-out one); a daemon thread then beats this process's
 ``WorkerHeartbeat`` row (read by /healthz) and sweeps for jobs whose run died
-(see knowledge.processing_jobs) every few seconds. Every worker of every cluster
+(see knowledge.processing_jobs) and source syncs whose process died (their beats
+stopped: knowledge.services.sync_liveness) every few seconds. Every worker of every cluster
 sweeps; the sweeps take rows under SKIP LOCKED, so they never re-queue a job twice.
 The heartbeat says whether the process runs a task (django-q2's ``pre_execute`` and
 ``post_execute_in_worker`` signals), and each round keeps its cluster's probe in
@@ -34,6 +35,7 @@ from knowledge.processing_jobs import (
     worker_heartbeats_prune,
 )
 from knowledge.services.releases import releases_expire
+from knowledge.services.sync_liveness import syncs_fail_stale
 from knowledge.worker_probes import cluster_name, probe_send, probes_prune
 
 logger = logging.getLogger(__name__)
@@ -107,6 +109,7 @@ def housekeeping_once() -> None:
         worker_heartbeat(cluster=cluster_name(), idle_since=_idle_since)
         jobs_recover_stale()
         jobs_requeue_lost()
+        syncs_fail_stale()  # a sync whose process died is failed, so the next one may start
         worker_heartbeats_prune()
         jobs_prune()
         probes_prune()

@@ -14,7 +14,8 @@ hung for good when a second SIGTERM came while it was stopping).
   after ``KNOWLEDGE_WORKER_STOP_SECONDS``: django-q2's own stop waits for running
   tasks to end, and in a stuck cluster for ever.
 - After it killed a cluster it queues again, at once, the jobs the killed processes
-  were running and the ones the cluster had fetched from the broker but not started.
+  were running and the ones the cluster had fetched from the broker but not started,
+  and fails the source syncs they were running (so the next sync may start).
 - Should it die without stopping the cluster (``kill -9``), the cluster's workers
   notice within a heartbeat round and kill their cluster.
 """
@@ -42,6 +43,7 @@ from knowledge.processing_jobs import (
     queue_depth,
     worker_name,
 )
+from knowledge.services.sync_liveness import syncs_fail_stale
 from knowledge.task_queues import document_queue, long_work_queue, queue_broker
 from knowledge.worker_housekeeping import SUPERVISOR_PID
 from knowledge.worker_probes import cluster_forget, cluster_name, clusters_stuck, probe_limit
@@ -189,6 +191,7 @@ def cluster_kill(cluster: Cluster) -> datetime.datetime:
         for sentinel in sentinels:
             cluster_forget(cluster=cluster_name(sentinel.pid), workers=names)
         jobs_recover_stale(workers=names)
+        syncs_fail_stale(workers=names)  # at once, without waiting for their beats to fall silent
         jobs_requeue_lost(queued_before=killed_at)
     except Exception:
         logger.exception("Could not queue again the jobs of the killed worker cluster; the sweeps will")

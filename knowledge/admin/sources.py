@@ -24,7 +24,7 @@ class SourceSyncInline(admin.TabularInline):
     max_num = 0
     can_delete = False
     fields = ["started_at", "finished_at", "status", "trigger", "added", "updated", "unchanged", "deleted",
-              "failed", "chunks_embedded", "error", "errors"]  # fmt: skip
+              "failed", "chunks_embedded", "error", "errors", "worker", "beat_at"]  # fmt: skip
     readonly_fields = fields
     ordering = ["-started_at"]
 
@@ -89,7 +89,8 @@ class SourceAdmin(admin.ModelAdmin):
         queued = 0
         for source in queryset:
             try:
-                source_sync_queue(source=source, trigger="admin")
+                # An operator's: not counted against the owner's sync rate.
+                source_sync_queue(source=source, trigger="admin", counted=False)
                 queued += 1
             except KnowledgeError as exc:
                 self.message_user(request, f"{source.location}: {exc}", messages.WARNING)

@@ -17,8 +17,8 @@ class RobotsRules:
       "disallow everything"; failing loudly does that without letting a site's passing outage look
       like a site with no pages.
     - FetchRefused (an internal address, too large, too slow) and FetchFailed propagate: the pages
-      of that host would meet the same refusal, and the caller reports it once with its reason; so
-      does FetchDeadlinePassed."""
+      of that host would meet the same refusal, and the caller reports it once with its reason (the
+      end of the work's budget is one)."""
 
     def __init__(self, text: str, user_agent: str):
         self.user_agent = user_agent

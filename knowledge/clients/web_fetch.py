@@ -14,16 +14,16 @@ Threat model: the URL, the DNS answers for its host and the server behind it are
 - Exhaustion: a body larger than ``max_bytes`` (announced or not, compressed or not) is cut off; a
   server answering one byte at a time is cut off after ``total_timeout_s`` for the whole response,
   headers included, which per-operation socket timeouts alone cannot do; every socket operation has
-  ``timeout_s``. A fetcher made ``within_s`` seconds stops every request once that much time has
-  passed since it was made (``FetchDeadlinePassed``): a job of several requests (a preview: robots.txt,
-  a page, its sitemaps) has one deadline for all of them, not 60 s for each.
+  ``timeout_s``. A whole job's requests and time (a sync's crawl, a preview: robots.txt, pages,
+  sitemaps) come from one ``FetchBudget`` (knowledge.clients.fetch_budget): one deadline for all of
+  them, not 60 s for each, and a response under way is cut at it too.
 - Politeness: requests to one host are paced (``HostPacer``); robots.txt is read by
   ``knowledge.clients.robots``.
 Residual risks the caller owns: the DNS lookup itself has no timeout of its own (the system resolver's
 applies), and the content (HTML, documents) is as hostile as the rest and must be parsed defensively.
 
-Refusals of the policy raise ``FetchRefused``, network failures ``FetchFailed``, the end of the
-fetcher's own time ``FetchDeadlinePassed``, each with a ``reason`` fit for a person. HTTP error
+Refusals of the policy raise ``FetchRefused`` (the end of a budget is one: ``BudgetExhausted``), network
+failures ``FetchFailed``, each with a ``reason`` fit for a person. HTTP error
 statuses are not exceptions: the result carries the status.
 
 Pure: no Django import, so it can be tested and reused without a database.
@@ -40,7 +40,6 @@ import os
 import socket
 import ssl
 import threading
-import time
 import zlib
 from dataclasses import dataclass, field
 from email.message import Message
@@ -81,15 +80,6 @@ class FetchFailed(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
-
-
-class FetchDeadlinePassed(Exception):
-    """The fetcher's time for its whole job is up. Not one URL's failure: a caller that skips a URL it
-    could not fetch and goes on with the next must stop instead (no other request would be made)."""
-
-    def __init__(self, seconds: float):
-        self.reason = f"the requests took longer than {seconds:g} s in all"
-        super().__init__(self.reason)
 
 
 # -- policy -----------------------------------------------------------------------------------------------
@@ -328,12 +318,12 @@ class _Watchdog:
 class WebFetcher:
     """GETs URLs under a ``FetchPolicy``. Thread-safe; one connection per request, no cookies, no cache."""
 
-    def __init__(self, policy: FetchPolicy, pacer: HostPacer | None = None, *, within_s: float | None = None):
+    def __init__(self, policy: FetchPolicy, pacer: HostPacer | None = None, budget=None):
         self.policy = policy
         # A pacer of its own paces only this fetcher's requests; pass a shared one to pace them all.
         self.pacer = pacer or HostPacer(policy.requests_per_second_per_host)
-        self.within_s = within_s  # every request of this fetcher, together, from now
-        self._deadline = math.inf if within_s is None else time.monotonic() + within_s
+        # A knowledge.clients.fetch_budget.FetchBudget: every request (each hop) is taken from it.
+        self.budget = budget
 
     def get(self, url: str, *, etag: str = "", last_modified: str = "") -> FetchResult:
         """The response to GET ``url`` after redirects; If-None-Match / If-Modified-Since when given.
@@ -364,15 +354,17 @@ class WebFetcher:
         return headers
 
     def _fetch_once(self, target: _Target, headers: dict[str, str]) -> _Response:
-        self._seconds_left()  # no lookup once the time is up
+        if self.budget is not None:
+            self.budget.spend()  # before the lookup: nothing at all once the work's budget is spent
         addresses = _checked_addresses(target, self.policy.allowed_networks)  # before any connection
         self.pacer.wait(target.host)
+        # A response is cut at the budget's deadline too: a slow server cannot stretch the whole work.
         seconds = min(self.policy.total_timeout_s, self._seconds_left())
         with _Watchdog(seconds) as watchdog:
             try:
                 response = self._exchange(target, addresses, headers, watchdog, seconds)
             except (OSError, http.client.HTTPException) as error:
-                if watchdog.expired or self._deadline_passed():
+                if watchdog.expired or self._out_of_time():
                     raise self._too_slow() from error
                 raise FetchFailed(self._describe_network_error(error, target)) from error
             if watchdog.expired:  # the cut may look like the normal end of a body without Content-Length
@@ -380,13 +372,15 @@ class WebFetcher:
         return response
 
     def _seconds_left(self) -> float:
-        """Until the fetcher's deadline (infinite without one); FetchDeadlinePassed once it is over."""
-        if self._deadline_passed():
-            raise FetchDeadlinePassed(self.within_s)
-        return self._deadline - time.monotonic()
+        """Until the budget's deadline (infinite without one); its BudgetExhausted once it is over."""
+        if self.budget is None:
+            return math.inf
+        if self._out_of_time():
+            raise self.budget.out_of_time()
+        return self.budget.seconds_left()
 
-    def _deadline_passed(self) -> bool:
-        return time.monotonic() >= self._deadline
+    def _out_of_time(self) -> bool:
+        return self.budget is not None and self.budget.seconds_left() <= 0
 
     def _exchange(
         self,
@@ -449,9 +443,9 @@ class WebFetcher:
             sock.close()
             raise
 
-    def _too_slow(self) -> FetchRefused | FetchDeadlinePassed:
-        if self._deadline_passed():
-            return FetchDeadlinePassed(self.within_s)
+    def _too_slow(self) -> FetchRefused:
+        if self._out_of_time():
+            return self.budget.out_of_time()
         return FetchRefused(f"the server took longer than {self.policy.total_timeout_s:g} s")
 
     def _describe_network_error(self, error: Exception, target: _Target) -> str:

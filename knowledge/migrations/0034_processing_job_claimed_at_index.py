@@ -4,14 +4,13 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('knowledge', '0033_source_schedules_on_the_long_work_queue'),
+        ("knowledge", "0033_source_schedules_on_the_long_work_queue"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='processingjob',
-            index=models.Index(fields=['claimed_at'], name='knowledge_p_claimed_770387_idx'),
+            model_name="processingjob",
+            index=models.Index(fields=["claimed_at"], name="knowledge_p_claimed_770387_idx"),
         ),
     ]

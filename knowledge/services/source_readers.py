@@ -10,23 +10,17 @@ hash, so a page served again with the same bytes is unchanged too.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
-import math
 import os
-import re
 import shutil
 import stat
-from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urldefrag, urljoin, urlsplit
 
 from django.conf import settings
 from django.db import transaction
 
-from config.base.errors import KnowledgeError, QuotaExceededError
+from config.base.errors import QuotaExceededError
 from knowledge.clients.git_source import (
     GitFailed,
     GitMirror,
@@ -38,294 +32,16 @@ from knowledge.clients.git_source import (
     file_url,
     glob_match,
 )
-from knowledge.clients.robots import RobotsRules
-from knowledge.clients.web_fetch import (
-    FetchDeadlinePassed,
-    FetchFailed,
-    FetchPolicy,
-    FetchRefused,
-    WebFetcher,
-    parse_networks,
-    url_checked,
-)
 from knowledge.models import Source, SourceItem
 from knowledge.quotas import quota_source_disk
-from knowledge.services.documents import document_filename_clean
-
-# A page's links are followed to this depth from the start URL unless the source says otherwise.
-DEFAULT_MAX_DEPTH = 3
-# Sitemap indexes nest; a sitemap of sitemaps of sitemaps is enough.
-MAX_SITEMAP_DEPTH = 3
-_HTML_TYPES = ("text/html", "application/xhtml+xml")
-
-
-@dataclass
-class Listed:
-    """One item as the source has it now. ``data`` None: unchanged since the last sync (not fetched)."""
-
-    key: str
-    origin_url: str = ""
-    filename: str = ""
-    data: bytes | None = None
-    etag: str = ""
-    last_modified: str = ""
-    error: str = ""
-
-
-class SourceReadError(KnowledgeError):
-    """The source as a whole could not be read (its start URL refused, its repository not found)."""
+from knowledge.services.source_items import Listed, SourceReadError, item_filename
+from knowledge.services.web_reader import PREVIEW_ITEMS, WebReader, fetch_policy, preview_budget
 
 
 def reader_for(source: Source, known: dict[str, SourceItem]):
     return {Source.Kind.WEB: WebReader, Source.Kind.GIT: GitReader, Source.Kind.FOLDER: FolderReader}[
         source.kind
     ](source, known)
-
-
-# -- web ------------------------------------------------------------------------------------------
-
-
-def fetch_policy() -> FetchPolicy:
-    try:
-        networks = parse_networks(settings.KNOWLEDGE_SOURCES_ALLOWED_NETWORKS)
-    except ValueError as exc:
-        raise SourceReadError(f"KNOWLEDGE_SOURCES_ALLOWED_NETWORKS: {exc}") from exc
-    return FetchPolicy(
-        allowed_networks=networks,
-        max_bytes=settings.KNOWLEDGE_SOURCES_MAX_RESPONSE_MB * 1024 * 1024,
-        requests_per_second_per_host=float(settings.KNOWLEDGE_SOURCES_REQUESTS_PER_SECOND),
-    )
-
-
-class WebReader:
-    """A site from its start URL (links followed within its host and path prefix, to a depth) or from
-    its sitemap (the pages it lists). robots.txt is obeyed; at most KNOWLEDGE_SOURCES_MAX_PAGES."""
-
-    def __init__(
-        self, source: Source, known: dict[str, SourceItem], *, within_s: float | None = None
-    ) -> None:
-        """``within_s``: the seconds every request together may take (a preview's), else none."""
-        self.source, self.known = source, known
-        options = source.options or {}
-        start = urlsplit(source.location)
-        self.host = start.netloc
-        self.prefix = options.get("path_prefix") or _folder_of(start.path)
-        self.max_depth = int(options.get("max_depth", DEFAULT_MAX_DEPTH))
-        self.max_pages = min(int(options.get("max_pages", settings.KNOWLEDGE_SOURCES_MAX_PAGES)),
-                             settings.KNOWLEDGE_SOURCES_MAX_PAGES)  # fmt: skip
-        self.fetcher = WebFetcher(fetch_policy(), within_s=within_s)
-        self.sitemaps_left = math.inf  # child sitemaps this reader may still fetch
-        self.sitemaps_skipped = False  # an index listed more than that
-        self.complete = True  # every page was listed (so the known ones not listed are gone)
-        self.cursor = ""
-        self.notes: list[str] = []  # why the listing stopped short, for the sync's record
-
-    def items(self) -> Iterator[Listed]:
-        robots, first = self._start()
-        if _is_sitemap(first.body):
-            yield from self._pages(self._sitemap_urls(first.body), robots, crawl=False)
-        else:  # the start page is read once: the answer that told it is not a sitemap
-            yield from self._pages(
-                [self.source.location], robots, crawl=True, fetched={self.source.location: first}
-            )
-
-    def preview(self) -> tuple[list[str], str]:
-        """The start page and the pages it links to (or the sitemap's), as the sync would take them;
-        of a sitemap index, the pages of its first PREVIEW_SITEMAPS sitemaps."""
-        self.sitemaps_left = PREVIEW_SITEMAPS
-        try:
-            robots, first = self._start()
-            sitemap = _is_sitemap(first.body)
-            candidates = (
-                self._sitemap_urls(first.body)
-                if sitemap
-                else [self.source.location, *_links(first.body, first.url)]
-            )
-        except FetchDeadlinePassed as exc:
-            raise SourceReadError(
-                f"{self.source.location} answered too slowly: a preview waits at most "
-                f"{self.fetcher.within_s:g} s for the site, robots.txt and sitemaps included"
-            ) from exc
-        urls = list(dict.fromkeys(u for u in candidates if self._inside(u) and robots.allows(u)))
-        return urls[:PREVIEW_ITEMS], self._preview_note(len(urls), sitemap)
-
-    def _preview_note(self, count: int, sitemap: bool) -> str:
-        if self.sitemaps_skipped:
-            return "and the pages of the other sitemaps, which the preview does not read"
-        more = count > PREVIEW_ITEMS or (not sitemap and self.max_depth > 1)
-        return "and the pages they link to, to a depth" if more else ""
-
-    def _start(self):
-        """The site's robots.txt rules and its start page (or sitemap); refused, the whole sync is."""
-        try:
-            robots = RobotsRules.fetch(self.fetcher, self.source.location)
-            first = self.fetcher.get(self.source.location)
-        except (FetchRefused, FetchFailed) as exc:
-            raise SourceReadError(f"{self.source.location} could not be read: {exc.reason}") from exc
-        if first.status != 200:
-            # Nothing listed: every page would be taken for removed.
-            raise SourceReadError(f"{self.source.location} answered HTTP {first.status}; nothing was changed")
-        return robots, first
-
-    def _pages(
-        self, urls: list[str], robots: RobotsRules, *, crawl: bool, fetched: dict | None = None
-    ) -> Iterator[Listed]:
-        fetched = fetched or {}
-        queue = deque((url, 0) for url in urls)
-        seen: set[str] = set()
-        while queue:
-            url, depth = queue.popleft()
-            if url in seen or not self._inside(url) or not robots.allows(url):
-                continue
-            if len(seen) >= self.max_pages:
-                self.complete = False  # the rest was not looked at: nothing may be taken for gone
-                self.notes.append(
-                    f"stopped after {self.max_pages} pages (KNOWLEDGE_SOURCES_MAX_PAGES or the source's "
-                    "max_pages); the other pages were not read, and none was taken for removed"
-                )
-                return
-            seen.add(url)
-            listed, html = self._page(url, crawl=crawl, result=fetched.get(url))
-            if listed.error and crawl:
-                self.complete = False  # the pages below it were not reached: none may be taken for gone
-            yield listed
-            if crawl and html and depth < self.max_depth:
-                queue.extend((link, depth + 1) for link in _links(html, url))
-
-    def _page(self, url: str, *, crawl: bool, result=None) -> tuple[Listed, bytes | None]:
-        """The page as listed, and its HTML for its links when crawling (the stored copy when it is
-        unchanged). ``result``: the page as already fetched."""
-        item = self.known.get(url)
-        try:
-            result = result or self.fetcher.get(
-                url, etag=item.etag if item else "", last_modified=item.last_modified if item else ""
-            )
-        except (FetchRefused, FetchFailed) as exc:  # this page fails; the sync goes on
-            return Listed(url, url, error=exc.reason), None
-        if result.not_modified and item is not None:
-            listed = Listed(url, url, etag=item.etag, last_modified=item.last_modified)
-            return listed, _stored(item) if crawl else None
-        if result.status != 200:
-            return Listed(url, url, error=f"HTTP {result.status}"), None
-        html = result.content_type.split(";")[0].strip().lower() in _HTML_TYPES
-        listed = Listed(
-            key=url,
-            origin_url=result.url,
-            filename=item_filename(self.source.pk, url, _web_filename(url, html)),
-            data=result.body,
-            etag=result.etag,
-            last_modified=result.last_modified,
-        )
-        return listed, result.body if html else None
-
-    def _inside(self, url: str) -> bool:
-        parts = urlsplit(url)
-        return (
-            parts.scheme in ("http", "https")
-            and parts.netloc == self.host
-            and parts.path.startswith(self.prefix)
-        )
-
-    def _sitemap_urls(self, body: bytes, depth: int = 0) -> list[str]:
-        locations = _sitemap_locations(body)
-        if not _is_sitemap_index(body) or depth >= MAX_SITEMAP_DEPTH:
-            return locations
-        urls: list[str] = []
-        for location in locations[: self.max_pages]:
-            if self.sitemaps_left <= 0:
-                self.complete = False  # the other sitemaps' pages are not listed
-                self.sitemaps_skipped = True
-                break
-            self.sitemaps_left -= 1
-            try:
-                urls += self._sitemap_urls(self.fetcher.get(location).body, depth + 1)
-            except (FetchRefused, FetchFailed):
-                self.complete = False  # its pages are not listed: none may be taken for gone
-        return urls
-
-
-def _folder_of(path: str) -> str:
-    return path.rsplit("/", 1)[0] + "/" if "/" in path else "/"
-
-
-def _stored(item: SourceItem) -> bytes | None:
-    document = item.document
-    if document is None or not document.file:
-        return None
-    with document.file.open("rb") as stored:
-        return stored.read()
-
-
-def _links(html: bytes, base: str) -> list[str]:
-    import lxml.html
-
-    try:
-        tree = lxml.html.fromstring(html)
-    except (ValueError, lxml.etree.ParserError):
-        return []
-    links = []
-    for href in tree.xpath("//a/@href"):
-        url, _fragment = urldefrag(urljoin(base, href.strip()))
-        links.append(url)
-    return links
-
-
-_SITEMAP_START = re.compile(
-    rb"^\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:\w+:)?(urlset|sitemapindex)\b", re.S
-)
-
-
-def _is_sitemap(body: bytes) -> bool:
-    return bool(_SITEMAP_START.match(body[:2000]))
-
-
-def _is_sitemap_index(body: bytes) -> bool:
-    match = _SITEMAP_START.match(body[:2000])
-    return bool(match and match.group(1) == b"sitemapindex")
-
-
-def _sitemap_locations(body: bytes) -> list[str]:
-    """The <loc> of a sitemap; defusedxml refuses entities and DTDs (a billion laughs)."""
-    from defusedxml import ElementTree
-
-    try:
-        root = ElementTree.fromstring(body)
-    except Exception as exc:  # defusedxml's refusals and XML syntax errors alike
-        raise SourceReadError(f"the sitemap could not be read ({exc})") from exc
-    return [element.text.strip() for element in root.iter() if element.tag.endswith("loc") and element.text]
-
-
-def _web_filename(url: str, html: bool) -> str:
-    """A document name that says where the page is and keeps the pages of one site apart:
-    "docs.example.org_guide_install.html"."""
-    parts = urlsplit(url)
-    path = parts.path.strip("/") or "index"
-    name = f"{parts.netloc}_{path}".replace("/", "_")
-    if parts.query:
-        name += "_" + re.sub(r"[^\w.-]+", "_", parts.query)[:40]
-    if html and not name.lower().endswith((".html", ".htm")):
-        name += ".html"
-    return name
-
-
-def item_filename(source_id: int, key: str, readable: str = "") -> str:
-    """The document name of one item: readable, and told apart by a short hash of the source and the
-    item's key, so that no two items share a name (a new version replaces the document of the same
-    name): "a/b.md" and "a_b.md" of one repository, two repositories' README.md, a user's own upload.
-    The extension stays last: it chooses between the text formats. An upload's name rules apply
-    (a file name in a repository or a folder is anybody's choice, like an uploader's)."""
-    readable = readable or key.replace("/", "_")
-    tag = hashlib.sha256(f"{source_id}:{key}".encode()).hexdigest()[:8]
-    stem, dot, suffix = readable.rpartition(".")
-    if not dot or not stem or len(suffix) > 10:
-        stem, suffix = readable, ""
-    # Shortened here, not by the upload's cut to the column's length, which would cut the tag off.
-    name = f"{stem[:_MAX_STEM_CHARS]} ~{tag}" + (f".{suffix}" if suffix else "")
-    return document_filename_clean(name)
-
-
-# Leaves room for the tag and an extension in a document's name (MAX_FILENAME_CHARS).
-_MAX_STEM_CHARS = 200
 
 
 # -- git ------------------------------------------------------------------------------------------
@@ -551,18 +267,6 @@ def folder_root_checked(location: str) -> Path:
     return root
 
 
-def web_url_checked(url: str) -> None:
-    """A web source's address, refused now as its first sync would refuse it (an internal address).
-    A name that does not resolve now is let through: DNS may be down for a moment, and every sync
-    checks it again."""
-    try:
-        url_checked(url, fetch_policy().allowed_networks)
-    except FetchRefused as exc:
-        raise SourceReadError(exc.reason) from exc
-    except FetchFailed:
-        pass
-
-
 def git_url_checked(url: str) -> None:
     try:
         check_git_url(url, git_policy())
@@ -572,18 +276,12 @@ def git_url_checked(url: str) -> None:
 
 # -- preview --------------------------------------------------------------------------------------
 
-# Items a preview lists.
-PREVIEW_ITEMS = 50
-# Sitemaps a preview of a sitemap index reads: its requests stay a handful (with robots.txt and the
-# index), whatever the index lists.
-PREVIEW_SITEMAPS = 3
-
 
 def preview_items(source: Source) -> tuple[list[str], str]:
     """What a first sync would read, before the source is added: up to PREVIEW_ITEMS items, and a
     note ("and more", or why nothing can be listed yet). Nothing is stored."""
     if source.kind == Source.Kind.WEB:
-        return WebReader(source, {}, within_s=settings.KNOWLEDGE_SOURCES_PREVIEW_SECONDS).preview()
+        return WebReader(source, {}, budget=preview_budget()).preview()
     if source.kind == Source.Kind.FOLDER:
         reader = FolderReader(source, {})
         found = itertools.islice(reader.files(), PREVIEW_ITEMS + 1)

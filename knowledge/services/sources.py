@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import itertools
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -23,40 +25,31 @@ from django.utils import timezone
 
 from accounts.audit import audit_record
 from accounts.concurrency import concurrency_slot
+from accounts.throttles import throttle_charge, throttle_rate_words
 from config.base.connections import release_connections
-from config.base.errors import KnowledgeError
+from config.base.errors import KnowledgeError, RateLimitedError
 from knowledge.models import Chunk, Collection, Document, Source, SourceItem, SourceSync
+from knowledge.processing_jobs import worker_name
 from knowledge.services.documents import DocumentUpload, document_delete, document_upload
-from knowledge.services.source_readers import (
-    Listed,
-    SourceReadError,
-    folder_root_checked,
-    git_url_checked,
-    preview_items,
-    reader_for,
-    web_url_checked,
-)
+from knowledge.services.source_items import Listed, SourceReadError
+from knowledge.services.source_readers import folder_root_checked, git_url_checked, preview_items, reader_for
+from knowledge.services.web_reader import web_url_checked
+from knowledge.services.sync_liveness import SyncBeat, SyncLost, sync_held, syncs_fail_stale
 from knowledge.task_queues import long_work_queue, task_queue
 
 logger = logging.getLogger(__name__)
 
 # The django-q2 task that syncs a source (knowledge.tasks), queued and scheduled by its dotted name.
 SYNC_TASK = "knowledge.tasks.sync_source"
-# What a sync that never finished said when found: its worker stopped (killed, timed out, restarted).
+SCHEDULE = "schedule"  # the trigger of the syncs the schedule starts
+# What a sync stopped in its process says (a worker's timeout, Ctrl-C).
 INTERRUPTED = "the sync was interrupted (its worker stopped); sync again"
-
-
-def stale_after() -> datetime.timedelta:
-    """A sync still running after the task timeout belongs to a worker that stopped: django-q2 gave
-    up on it, and another sync may start."""
-    return datetime.timedelta(seconds=settings.Q_CLUSTER["timeout"])
-
-
-def syncs_fail_stale(*, sources) -> int:
-    """Mark the syncs of ``sources`` that can no longer be running as failed, with the reason."""
-    return SourceSync.objects.filter(
-        source__in=sources, status=SourceSync.Status.RUNNING, started_at__lt=timezone.now() - stale_after()
-    ).update(status=SourceSync.Status.FAILED, error=INTERRUPTED, stage="", finished_at=timezone.now())
+BEING_SYNCED = "this source is being synced already; wait for that sync to end"
+# A source syncs by itself at most this often: interval_hours starts at 1, and so does a cron's gap.
+MIN_SCHEDULE_GAP = datetime.timedelta(hours=1)
+# Firings of a cron expression compared. Its minutes and seconds are the same in every hour it fires,
+# so two firings within an hour show among the first few; more make it sure across days and months.
+CRON_FIRINGS_CHECKED = 24
 
 
 def with_last_sync(sources):
@@ -120,13 +113,38 @@ def source_add(
 
 
 def source_cron_checked(cron: str) -> str:
+    """The cron expression, refused when it is none or would sync more often than once an hour."""
     cron = " ".join(cron.split())
     if cron:
         from croniter import croniter
 
         if not croniter.is_valid(cron):
             raise KnowledgeError(f"{cron!r} is not a cron expression (minute hour day month weekday)")
+        gap = _shortest_gap(cron)
+        if gap < MIN_SCHEDULE_GAP:
+            raise KnowledgeError(
+                f"{cron!r} would sync again after {_duration(gap)}; a source syncs by itself at most once "
+                "an hour: name one minute of the hour, such as '0 * * * *' or '30 6 * * 1-5'"
+            )
     return cron
+
+
+def _shortest_gap(cron: str) -> datetime.timedelta:
+    """The shortest time between two firings of ``cron`` among its next ones (server time, as the
+    workers' scheduler reads it)."""
+    from croniter import CroniterError, croniter
+
+    try:
+        firings = croniter(cron, timezone.localtime())
+        times = [firings.get_next(datetime.datetime) for _ in range(CRON_FIRINGS_CHECKED)]
+    except CroniterError as exc:
+        raise KnowledgeError(f"{cron!r} cannot be scheduled ({exc})") from exc
+    return min(later - earlier for earlier, later in itertools.pairwise(times))
+
+
+def _duration(gap: datetime.timedelta) -> str:
+    seconds = int(gap.total_seconds())
+    return f"{seconds // 60} minutes" if seconds >= 60 else f"{seconds} seconds"
 
 
 def source_schedule_save(source: Source) -> None:
@@ -144,7 +162,13 @@ def source_schedule_save(source: Source) -> None:
         if source.cron
         else {"schedule_type": Schedule.MINUTES, "minutes": source.interval_hours * 60, "cron": None}
     )
+    # Not now: the first sync of a new source is queued by whoever added it, and a schedule changed
+    # must not sync at once (an edit would be a way round the schedule's gap).
     first = timezone.now() + datetime.timedelta(minutes=timing["minutes"] or 0)
+    if source.cron:
+        from croniter import croniter
+
+        first = croniter(source.cron, timezone.localtime()).get_next(datetime.datetime)
     Schedule.objects.update_or_create(
         name=name,
         defaults={
@@ -215,11 +239,21 @@ def source_preview(
 
 
 def source_sync(
-    *, source: Source, trigger: str, wait: bool = False, on_stage: Callable[[str], None] | None = None
+    *,
+    source: Source,
+    trigger: str,
+    wait: bool = False,
+    on_stage: Callable[[str], None] | None = None,
+    ticket: str = "",
 ):
-    """Sync ``source`` now; with ``wait`` its documents are processed before this returns."""
-    run = _sync_start(source, trigger)
-    counts = _Counts(run, on_stage)
+    """Sync ``source`` now; with ``wait`` its documents are processed before this returns. ``ticket``:
+    the request's, so a request delivered twice syncs once."""
+    run = _sync_start(source, trigger, ticket)
+    with SyncBeat(run.pk):
+        return _sync_run(source, run, _Counts(run, on_stage), wait)
+
+
+def _sync_run(source: Source, run: SourceSync, counts: _Counts, wait: bool) -> SourceSync:
     try:
         known = _known(source)
         reader = reader_for(source, known)
@@ -233,6 +267,8 @@ def source_sync(
         if reader.cursor:
             Source.objects.filter(pk=source.pk).update(cursor=reader.cursor)
             source.cursor = reader.cursor
+    except SyncLost:
+        return _sync_lost(run)
     except (SourceReadError, KnowledgeError) as exc:
         return _sync_finish(run, counts, error=str(exc))
     except Exception as exc:  # a reader's failure of any kind ends this sync, recorded, not silently
@@ -242,6 +278,33 @@ def source_sync(
         _sync_finish(run, counts, error=INTERRUPTED)
         raise
     return _sync_finish(run, counts, wait=wait)
+
+
+def source_sync_queued(*, source: Source, trigger: str, ticket: str = "") -> SourceSync:
+    """The sync a worker runs: one a person asked for (its ``ticket``: a task delivered twice syncs
+    once), or the schedule's, counted like "Sync now" against the owner's sync rate; a scheduled
+    sync over that rate is skipped, recorded with the reason."""
+    if trigger != SCHEDULE:
+        return source_sync(source=source, trigger=trigger, ticket=ticket)
+    if _running(source).exists():
+        raise KnowledgeError(BEING_SYNCED)
+    try:
+        sync_rate_charge(source=source)
+    except RateLimitedError:
+        return SourceSync.objects.create(
+            source=source, trigger=SCHEDULE, status=SourceSync.Status.FAILED, finished_at=timezone.now(),
+            error=f"skipped: the collection's owner is over the rate of source syncs, "
+            f"{throttle_rate_words('syncs')} (API_THROTTLE_SYNCS; scheduled ones count too); the schedule "
+            "tries again at its next time",
+        )  # fmt: skip
+    return source_sync(source=source, trigger=SCHEDULE)
+
+
+def sync_rate_charge(*, source: Source) -> None:
+    """Count one sync against the collection owner's sync rate (API_THROTTLE_SYNCS), whoever or
+    whatever asks for it: RateLimitedError over it. An operator's collection (no owner) is not counted."""
+    if source.collection.owner_id is not None:
+        throttle_charge(scope="syncs", ident=source.collection.owner_id)
 
 
 # A sync's stage and counts are written at most this often (a repository of thousands of unchanged
@@ -265,7 +328,8 @@ class _Counts:
             return
         self.written = now
         self.run.stage = text[:300]
-        SourceSync.objects.filter(pk=self.run.pk).update(stage=self.run.stage, **self.numbers())
+        if not sync_held(self.run).update(stage=self.run.stage, **self.numbers()):
+            raise SyncLost
 
     def add(self, field: str) -> None:
         setattr(self.run, field, getattr(self.run, field) + 1)
@@ -279,12 +343,16 @@ class _Counts:
         return {field: getattr(self.run, field) for field in fields} | {"errors": self.run.errors}
 
 
-def _sync_start(source: Source, trigger: str) -> SourceSync:
+def _sync_start(source: Source, trigger: str, ticket: str = "") -> SourceSync:
     with transaction.atomic():
         Source.objects.select_for_update().get(pk=source.pk)  # one sync of a source starts at a time
+        if ticket and source.syncs.filter(ticket=ticket).exists():
+            raise KnowledgeError("this sync was asked for once and has run already")
         if _running(source).exists():
-            raise KnowledgeError("this source is being synced already; wait for that sync to end")
-        return SourceSync.objects.create(source=source, trigger=trigger)
+            raise KnowledgeError(BEING_SYNCED)
+        return SourceSync.objects.create(
+            source=source, trigger=trigger, ticket=ticket, worker=worker_name(), beat_at=timezone.now()
+        )
 
 
 def _running(source: Source):
@@ -394,14 +462,26 @@ def _remove_gone(source: Source, counts: _Counts) -> None:
 
 
 def _sync_finish(run: SourceSync, counts: _Counts, *, error: str = "", wait: bool = False) -> SourceSync:
-    run.status = SourceSync.Status.FAILED if error else SourceSync.Status.SUCCEEDED
-    run.error = error
-    run.stage = ""
-    run.document_ids = counts.documents
-    run.finished_at = timezone.now()
+    values = {
+        **counts.numbers(),
+        "status": SourceSync.Status.FAILED if error else SourceSync.Status.SUCCEEDED,
+        "error": error,
+        "stage": "",
+        "document_ids": counts.documents,
+        "finished_at": timezone.now(),
+    }
     if wait:
-        run.chunks_embedded = Chunk.objects.filter(document_id__in=counts.documents).count()
-    run.save()
+        values["chunks_embedded"] = Chunk.objects.filter(document_id__in=counts.documents).count()
+    if not sync_held(run).update(**values):
+        return _sync_lost(run)  # the sweep's verdict stands: another sync may have started since
+    for field, value in values.items():
+        setattr(run, field, value)
+    return run
+
+
+def _sync_lost(run: SourceSync) -> SourceSync:
+    logger.warning("Sync %s was taken for dead while it ran; it stopped without writing more", run.pk)
+    run.refresh_from_db()
     return run
 
 
@@ -419,19 +499,28 @@ def sync_report(run: SourceSync) -> dict:
     }
 
 
-def source_sync_queue(*, source: Source, trigger: str, first: bool = False) -> None:
+def source_sync_queue(*, source: Source, trigger: str, first: bool = False, counted: bool = True) -> None:
     """ "Sync now" from a page or the API: the sync runs on a worker (a site can take minutes).
 
     ``first``: the sync that adding a source starts, which its "source.added" event already records.
+    ``counted``: against the collection owner's sync rate (an operator's, in the admin, is not).
     """
     if _running(source).exists():
-        raise KnowledgeError("this source is being synced already; wait for that sync to end")
+        raise KnowledgeError(BEING_SYNCED)
+    if counted:
+        sync_rate_charge(source=source)
+    ticket = uuid.uuid4().hex  # the task's, so that a task delivered twice syncs once
     with transaction.atomic():  # recorded only if the sync is queued, which the commit does
         if not first:
             audit_record(action="source.synced", obj=source, changes={"trigger": [None, trigger]})
         transaction.on_commit(
             lambda: task_queue(
-                SYNC_TASK, source.pk, trigger, queue=long_work_queue(), task_name=f"sync-source-{source.pk}"
+                SYNC_TASK,
+                source.pk,
+                trigger,
+                ticket,
+                queue=long_work_queue(),
+                task_name=f"sync-source-{source.pk}",
             )
         )
 

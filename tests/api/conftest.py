@@ -17,6 +17,7 @@ RATES = {
     "uploads": "1000/minute",
     "writes": "1000/minute",
     "retrieve": "1000/minute",
+    "syncs": "1000/minute",
     "auth": "1000/minute",
     "signup": "1000/minute",
     "password_reset": "1000/minute",

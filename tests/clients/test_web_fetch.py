@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from knowledge.clients.fetch_budget import BudgetExhausted, FetchBudget
 from knowledge.clients.pacing import HostPacer
 from knowledge.clients.robots import RobotsRules
 from knowledge.clients.web_fetch import (
-    FetchDeadlinePassed,
     FetchFailed,
     FetchPolicy,
     FetchRefused,
@@ -408,20 +408,21 @@ def test_a_server_dripping_bytes_is_cut_off_after_the_total_timeout(site, route)
 
 @pytest.mark.security
 def test_a_fetcher_with_a_deadline_stops_every_request_once_its_time_is_up(site):
-    """Each response within the per-response limits; the fetcher's whole time is what ends them."""
+    """Each response within the per-response limits; the budget's whole time is what ends them."""
     site.routes["/quick"] = lambda h: h.send_body(b"ok")
     site.routes["/drip"] = slow_drip_body
     bounded = WebFetcher(
-        FetchPolicy(allowed_networks=LOOPBACK, requests_per_second_per_host=1000.0), within_s=1.0
+        FetchPolicy(allowed_networks=LOOPBACK, requests_per_second_per_host=1000.0),
+        budget=FetchBudget(seconds=1.0),
     )
     assert bounded.get(f"{site.base}/quick").body == b"ok"
     started = time.monotonic()
-    with pytest.raises(FetchDeadlinePassed) as caught:
+    with pytest.raises(BudgetExhausted) as caught:
         bounded.get(f"{site.base}/drip")  # a total_timeout_s of 60 s alone would let it drip on
     assert time.monotonic() - started < 2
-    assert caught.value.reason == "the requests took longer than 1 s in all"
+    assert (caught.value.kind, caught.value.reason) == ("time", "the 1 s allowed ran out")
     asked = len(site.requests)
-    with pytest.raises(FetchDeadlinePassed):
+    with pytest.raises(BudgetExhausted):
         bounded.get(f"{site.base}/quick")
     assert len(site.requests) == asked  # nothing more is sent once the time is up
 
