@@ -3,7 +3,6 @@ remove it (knowledge.services.sources)."""
 
 from __future__ import annotations
 
-from django.db import transaction
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -101,13 +100,12 @@ class CollectionSourcesView(ApiView):
         user_throttle_charge(user=request.user, scope="writes")  # a source makes the server fetch
         data = validated(SourceCreateSerializer, request.data)
         options = {name: data[name] for name in _OPTION_FIELDS if data.get(name) not in (None, "", [])}
-        with transaction.atomic():  # over the owner's sync rate, the source is not added either
-            source = source_add(
-                collection=collection, location=data["location"], kind=data["kind"], options=options,
-                interval_hours=data.get("interval_hours"), cron=data["cron"],
-                grace_hours=data["grace_hours"], user=request.user, operator=request.user.is_staff,
-            )  # fmt: skip
-            source_sync_queue(source=source, trigger="api", first=True)
+        source = source_add(
+            collection=collection, location=data["location"], kind=data["kind"], options=options,
+            interval_hours=data.get("interval_hours"), cron=data["cron"],
+            grace_hours=data["grace_hours"], user=request.user, operator=request.user.is_staff,
+            first_sync="api",  # over the owner's sync rate, the source is not added either
+        )  # fmt: skip
         return Response(SourceSerializer(source).data, status=status.HTTP_201_CREATED)
 
 

@@ -33,8 +33,8 @@ from knowledge.processing_jobs import worker_name
 from knowledge.services.documents import DocumentUpload, document_delete, document_upload
 from knowledge.services.source_items import Listed, SourceReadError
 from knowledge.services.source_readers import folder_root_checked, git_url_checked, preview_items, reader_for
-from knowledge.services.web_reader import web_url_checked
 from knowledge.services.sync_liveness import SyncBeat, SyncLost, sync_held, syncs_fail_stale
+from knowledge.services.web_reader import web_url_checked
 from knowledge.task_queues import long_work_queue, task_queue
 
 logger = logging.getLogger(__name__)
@@ -87,8 +87,13 @@ def source_add(
     grace_hours: int = 24,
     user=None,
     operator: bool = False,
+    first_sync: str = "",
 ) -> Source:
-    """A new source for ``collection``; its location is checked now, not at its first sync."""
+    """A new source for ``collection``; its location is checked now, not at its first sync.
+
+    ``first_sync``: the trigger ("page", "api") of the sync that starts with it, queued in the same
+    transaction and counted against the owner's sync rate: over that rate, nothing is added. The
+    location's check looks its host up outside that transaction, holding no database connection."""
     location = location.strip()
     kind = kind or source_kind_guess(location)
     source_location_check(kind, location, operator=operator)
@@ -109,6 +114,8 @@ def source_add(
         changes = {"kind": [None, kind], "location": [None, location], "collection": [None, collection.pk]}
         audit_record(action="source.added", obj=source, changes=changes, default_actor=user)
         source_schedule_save(source)
+        if first_sync:
+            source_sync_queue(source=source, trigger=first_sync, first=True)
     return source
 
 

@@ -4,7 +4,6 @@ following it; and their status for the page's poll (knowledge.services.sources).
 from __future__ import annotations
 
 from django.contrib import messages
-from django.db import transaction
 from django.http import JsonResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
@@ -78,17 +77,16 @@ def _state_words(last: SourceSync | None) -> str:
 def source_add_view(request, collection_id: int):
     collection = collection_for_content_writer(user=request.user, collection_id=collection_id)
     user_throttle_charge(user=request.user, scope="writes")
-    with transaction.atomic():  # over the owner's sync rate, the source is not added either
-        source = source_add(
-            collection=collection,
-            location=request.POST.get("location", ""),
-            kind=request.POST.get("kind", ""),
-            options=_options(request.POST),
-            interval_hours=_hours(request.POST.get("every", "")),
-            user=request.user,
-            operator=request.user.is_staff,
-        )
-        source_sync_queue(source=source, trigger="page", first=True)
+    source = source_add(
+        collection=collection,
+        location=request.POST.get("location", ""),
+        kind=request.POST.get("kind", ""),
+        options=_options(request.POST),
+        interval_hours=_hours(request.POST.get("every", "")),
+        user=request.user,
+        operator=request.user.is_staff,
+        first_sync="page",  # over the owner's sync rate, the source is not added either
+    )
     messages.success(request, f"Following {source.location}: the first sync has started.")
     return redirect("knowledge:collection", collection_id=collection.pk)
 

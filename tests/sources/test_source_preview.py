@@ -116,8 +116,7 @@ def test_adding_a_source_holds_no_database_connection_while_its_address_is_resol
     resolver's whole timeout. (The first sync runs on a worker; here it is left out.)"""
     site = sites()
     network_spy.watch(site.port)
-    for module in ("knowledge.web.sources", "knowledge.api.sources"):
-        monkeypatch.setattr(f"{module}.source_sync_queue", lambda **kwargs: None)
+    monkeypatch.setattr("knowledge.services.sources.source_sync_queue", lambda **kwargs: None)
     location = f"{site.url}/docs/" if kind == "web" else f"https://127.0.0.1:{site.port}/handbook.git"
     page = signed_in(alice).post(f"/collections/{collection.pk}/sources/add/", {"location": location})
     assert page.status_code == 302
