@@ -36,7 +36,11 @@ from knowledge.parameters import (
     validate_value,
     value_in_words,
 )
-from knowledge.services.collections import chunk_profile_default, collection_reindex
+from knowledge.services.collections import (
+    chunk_profile_default,
+    collection_access_changed,
+    collection_reindex,
+)
 from knowledge.services.documents import (
     DocumentUpload,
     document_delete,
@@ -45,7 +49,6 @@ from knowledge.services.documents import (
     document_upload,
 )
 from knowledge.services.marketplace import (
-    subscriptions_end_all,
     subscriptions_reinstate_as_operator,
     subscriptions_revoke_as_operator,
 )
@@ -256,8 +259,9 @@ class CollectionAdmin(admin.ModelAdmin):
             # The stored vectors are the old model's: keep it until the re-embed has replaced them.
             new_model, obj.embedding_model = obj.embedding_model, form.initial["embedding_model"]
         super().save_model(request, obj, form, change)
-        if change and "listed" in form.changed_data and not obj.listed:
-            subscriptions_end_all(collection=obj)  # as collection_update does: relisting restores nothing
+        if change:  # what the change takes away, as when the owner changes it (collection_update)
+            access = [name for name in ("listed", "visibility") if name in form.changed_data]
+            collection_access_changed(collection=obj, before={name: form.initial[name] for name in access})
         if new_model:  # an emptied field changes nothing
             queued = collection_reindex(collection=obj, embedding_model=new_model, actor=request.user)
             self.message_user(request, f"Queued {queued} document(s) for re-embedding with {new_model}.")

@@ -17,6 +17,7 @@ from knowledge.services.documents import (
 )
 from knowledge.services.marketplace import subscriptions_end_all
 from knowledge.services.releases import release_promote, releases_unbuilt_discard
+from knowledge.services.sharing import collection_link_rotate
 
 MAX_DESCRIPTION = 20000
 # What a collection's audit record shows of a change (and of a new collection).
@@ -97,9 +98,10 @@ def collection_create(
 def collection_update(*, collection: Collection, **changes) -> Collection:
     """Set the given fields (name, description, tags, visibility, listed) and save only those.
 
-    Unlisting ends the active subscriptions, so relisting later does not quietly restore them.
-    A new ``embedding_model`` is not set here: it starts a re-embed (``collection_reindex``), and
-    the collection switches to it once every document has its new vectors.
+    Unlisting ends the active subscriptions and making it private ends its share link
+    (``collection_access_changed``), so undoing the change quietly restores neither. A new
+    ``embedding_model`` is not set here: it starts a re-embed (``collection_reindex``), and the
+    collection switches to it once every document has its new vectors.
     """
     model = changes.pop("embedding_model", None)
     if model is not None:
@@ -121,7 +123,7 @@ def collection_update(*, collection: Collection, **changes) -> Collection:
         setattr(collection, field, value)
     try:
         with transaction.atomic():
-            _save_changes(collection, changes, model)
+            _save_changes(collection, changes, model, before)
             changed = audit_changes(before, audit_values(collection, changes))
             if changed:
                 audit_record(action="collection.changed", obj=collection, changes=changed)
@@ -133,14 +135,30 @@ def collection_update(*, collection: Collection, **changes) -> Collection:
     return collection
 
 
-def _save_changes(collection: Collection, changes: dict, model: str | None) -> None:
+def _save_changes(collection: Collection, changes: dict, model: str | None, before: dict) -> None:
     """Save ``changes``; a duplicate name raises IntegrityError (the owner's names are unique)."""
     collection.save(update_fields=[*changes, "updated_at"])
-    if "listed" in changes and not changes["listed"]:
-        subscriptions_end_all(collection=collection)
+    collection_access_changed(collection=collection, before=before)
     if model is not None:
         collection_reindex(collection=collection, embedding_model=model)
         collection.refresh_from_db()
+
+
+def collection_access_changed(*, collection: Collection, before: dict) -> None:
+    """What a saved change of who may read ``collection`` takes away, whichever path saved it (this
+    module's ``collection_update``, the admin); ``before`` holds the changed fields' earlier values.
+
+    Unlisting ends the active subscriptions: relisting does not bring them back. Making it private
+    rotates its share link, which drops every grant: made unlisted again, it opens to nobody until
+    they open its new link (with the old token kept, a holder's grant, or the old link opened anew,
+    would let them back in without the owner sharing it again).
+    """
+    if "listed" in before and not collection.listed:
+        subscriptions_end_all(collection=collection)
+    private = Collection.Visibility.PRIVATE
+    if before.get("visibility", private) != private and collection.visibility == private:
+        rotated = collection_link_rotate(collection=collection, reason="made private")
+        collection.share_token = rotated.share_token
 
 
 def _tags_clean(tags) -> list[str]:

@@ -161,9 +161,13 @@ def collection_settings(request, collection_id: int):
         messages.success(request, f"Saved the name, description and tags of {collection.name}.")
         return redirect("knowledge:collection", collection_id=collection.pk)
     if action == "visibility":
+        token = collection.share_token
         collection_update(collection=collection, visibility=request.POST.get("visibility", ""))
         readers = collection.get_visibility_display().lower()
-        messages.success(request, f"Who can read {collection.name}: {readers}.")
+        message = f"Who can read {collection.name}: {readers}."
+        if token != collection.share_token:  # made private: the link ended with it (collection_update)
+            message += " Its share link was replaced: whoever opened the old one is out."
+        messages.success(request, message)
     elif action == "rotate_link":
         collection_link_rotate(collection=collection)
         messages.success(request, "A new share link is in place; the old one and everyone it let in are out.")
