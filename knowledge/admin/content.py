@@ -185,7 +185,8 @@ def _embedding_model_choices() -> list[tuple[str, str]]:
 
 
 class CollectionAdminForm(forms.ModelForm):
-    """A collection added here counts against the operator's write rate, as on the pages and the API.
+    """A collection added here, or a new embedding model (a re-index), counts against the operator's
+    write rate, as on the pages and the API.
 
     The embedding model is chosen from the registry; on an existing collection a new choice
     starts a re-embed (CollectionAdmin.save_model) instead of relabelling the stored vectors.
@@ -200,12 +201,18 @@ class CollectionAdminForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        if self.instance.pk is None and not self.errors:  # a refused form creates nothing: no charge
+        if self._writes() and not self.errors:  # a refused form writes nothing: no charge
             try:
                 user_throttle_charge(user=self.user, scope="writes")
             except RateLimitedError as exc:
                 raise forms.ValidationError(str(exc)) from exc
         return cleaned
+
+    def _writes(self) -> bool:
+        """A new collection, or a new embedding model (a re-index: one write, as on the API)."""
+        if self.instance.pk is None:
+            return True
+        return "embedding_model" in self.changed_data and bool(self.cleaned_data.get("embedding_model"))
 
 
 class CollectionShareInline(admin.TabularInline):

@@ -27,7 +27,7 @@ from knowledge.retrieval.sources import source_place, source_url
 from knowledge.services.collections import (
     collection_create,
     collection_delete,
-    collection_reindex,
+    collection_reindex_asked,
     collection_update,
 )
 from knowledge.services.documents import (
@@ -188,8 +188,7 @@ def _reindex(request, collection) -> None:
     profile = ChunkProfile.objects.filter(pk=profile_id).first()
     if profile is None:
         raise KnowledgeError("choose a chunk profile")
-    user_throttle_charge(user=request.user, scope="writes")
-    queued = collection_reindex(collection=collection, chunk_profile=profile)
+    queued = collection_reindex_asked(user=request.user, collection=collection, chunk_profile=profile)
     messages.success(
         request,
         f"Building a new release: {queued} document(s) under {profile.name}. The current release keeps "
