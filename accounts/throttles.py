@@ -8,7 +8,8 @@ to the same count: switching from the API to the pages or MCP resets nothing.
 Scopes counted here:
 
     uploads   each uploaded file (a request of 100 files counts 100)
-    writes    each collection or profile created, each re-index or retry of a document or collection
+    writes    each collection or profile created, each re-index or retry of a document or collection,
+              each subscribe and unsubscribe (each change writes an audit record kept for good)
     retrieve  each question asked and each search (the API's retrieve and query, MCP reads, the chat
               page and the collection page's search)
     syncs     each sync of a source, counted for the collection's owner: "Sync now" on the pages and
@@ -27,7 +28,7 @@ from config.base.errors import KnowledgeError, RateLimitedError
 
 _WHAT = {
     "uploads": "files uploaded",
-    "writes": "collections and profiles created, re-indexes and retries",
+    "writes": "collections and profiles created, re-indexes, retries and subscription changes",
     "retrieve": "questions and searches",
     "syncs": "source syncs (of the collection owner's sources, scheduled ones included)",
     "signup": "sign-ups from your address",

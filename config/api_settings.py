@@ -53,7 +53,7 @@ REST_FRAMEWORK = {
     "NUM_PROXIES": env_int("TRUSTED_PROXY_COUNT", 0, minimum=0),
     "DEFAULT_THROTTLE_RATES": {
         # Per user, on every path (pages, API, MCP, admin; accounts/throttles.py): files uploaded,
-        # and collections created, re-indexes and retries.
+        # and collections created, re-indexes, retries, subscribing and unsubscribing.
         "uploads": env_rate("API_THROTTLE_UPLOADS", "60/minute"),
         "writes": env_rate("API_THROTTLE_WRITES", "30/minute"),
         # Questions and searches: the API, MCP reads, the chat page and the collection page's search.

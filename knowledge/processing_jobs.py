@@ -27,10 +27,11 @@ import socket
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import BooleanField, Count, ExpressionWrapper, F, Max, Q, Value
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
+from psycopg.errors import UniqueViolation
 
 from knowledge.models import Document, ProcessingJob, WorkerHeartbeat
 from knowledge.task_queues import document_queue, queue_broker, task_queue
@@ -58,12 +59,67 @@ def worker_name(pid: int | None = None) -> str:
     return f"{socket.gethostname()}:{pid or os.getpid()}"
 
 
-def job_enqueue(*, document_id: int, chunk_profile_id: int | None = None, sync: bool | None = None) -> None:
-    """A job row now (in the caller's transaction) and its task once that transaction commits."""
-    job = ProcessingJob.objects.create(
-        document_id=document_id, chunk_profile_id=chunk_profile_id, queued_at=timezone.now()
+# Tries at a new job before giving up: each failed insert means another request's job committed first.
+_ENQUEUE_TRIES = 5
+
+
+def job_enqueue(*, document_id: int, chunk_profile_id: int | None = None, sync: bool | None = None) -> bool:
+    """A job row now (in the caller's transaction) and its task once that transaction commits; False
+    when the document already waits for a run of the same chunk profile, which this request joins.
+
+    A queued run has read nothing yet: it reads the document and its collection (the profile, a
+    re-index's target) when it starts, so one run serves every request made before then, and asking
+    again while it waits queues nothing (a re-index asked for five times queues each document once).
+    A running job is never joined: it may have read what the caller is changing.
+    """
+    with transaction.atomic():  # the twin's lock lasts until the caller's own transaction ends
+        for _ in range(_ENQUEUE_TRIES):
+            twin = _queued_twin(document_id, chunk_profile_id)
+            if twin is not None:
+                _join(twin, sync=sync)
+                return False
+            job = _job_create(document_id, chunk_profile_id)
+            if job is not None:
+                transaction.on_commit(lambda job=job: _queue_task(job, sync=sync))
+                return True
+    raise RuntimeError(f"document {document_id}: no job could be queued or joined")
+
+
+def _queued_twin(document_id: int, chunk_profile_id: int | None) -> ProcessingJob | None:
+    """The document's queued job for the profile, locked: no run claims it before the caller commits
+    (a run that started now could read the document or the collection as they were before)."""
+    return (
+        ProcessingJob.objects.select_for_update()
+        .filter(document_id=document_id, chunk_profile_id=chunk_profile_id, state=ProcessingJob.State.QUEUED)
+        .first()
     )
-    transaction.on_commit(lambda: _queue_task(job, sync=sync))
+
+
+def _job_create(document_id: int, chunk_profile_id: int | None) -> ProcessingJob | None:
+    """A new queued job; None when a concurrent request's twin won the unique index (join it instead)."""
+    return _unique_or_none(
+        lambda: ProcessingJob.objects.create(
+            document_id=document_id, chunk_profile_id=chunk_profile_id, queued_at=timezone.now()
+        )
+    )
+
+
+def _unique_or_none(write):
+    """``write()`` in a savepoint; None when a queued twin committed first (the unique index on queued
+    jobs refused it: a second request that found no twin waits there for the first to commit)."""
+    try:
+        with transaction.atomic():  # a savepoint: the refused write leaves the caller's work intact
+            return write()
+    except IntegrityError as exc:
+        if not isinstance(exc.__cause__, UniqueViolation):
+            raise
+        return None
+
+
+def _join(twin: ProcessingJob, *, sync: bool | None) -> None:
+    """A caller that waits for the processing (``sync``) runs the twin here, as it would its own job."""
+    if sync:
+        transaction.on_commit(lambda: _queue_task(twin, sync=True))
 
 
 def _queue_task(job: ProcessingJob, *, sync: bool | None = None) -> None:
@@ -241,13 +297,39 @@ def _requeue_or_fail(job: ProcessingJob, now: datetime.datetime) -> bool:
         )
         logger.warning("%s failed: its run died %s times", job, job.attempts)
         return False
-    ProcessingJob.objects.filter(pk=job.pk).update(state=ProcessingJob.State.QUEUED, queued_at=now)
     Document.objects.filter(pk=job.document_id, status=Document.Status.PROCESSING).update(
         status=Document.Status.UPLOADED, updated_at=now
     )
+    twin = _requeued_or_twin(job, now)
+    if twin is not None:
+        logger.warning(
+            "%s: its run on %s stopped; job %s, queued since, runs instead", job, job.worker, twin.pk
+        )
+        return False
     logger.warning("%s: its run on %s stopped; queued again", job, job.worker)
     transaction.on_commit(lambda job=job: _queue_task(job))
     return True
+
+
+def _requeued_or_twin(job: ProcessingJob, now: datetime.datetime) -> ProcessingJob | None:
+    """Put ``job`` back in the queue (None), or, when its document was queued for the same profile
+    while it ran, close it and return that twin: a document waits for one run per profile
+    (``job_enqueue``). The twin takes over the dead runs, so the attempts still bound a document
+    that keeps killing its worker."""
+    for _ in range(_ENQUEUE_TRIES):
+        twin = _queued_twin(job.document_id, job.chunk_profile_id)
+        if twin is not None:
+            ProcessingJob.objects.filter(pk=twin.pk).update(attempts=Greatest("attempts", job.attempts))
+            ProcessingJob.objects.filter(pk=job.pk).update(state=ProcessingJob.State.FAILED, finished_at=now)
+            return twin
+        if _unique_or_none(lambda: _requeue(job, now)) is not None:
+            return None
+    raise RuntimeError(f"{job}: neither queued again nor joined to a queued job")
+
+
+def _requeue(job: ProcessingJob, now: datetime.datetime) -> ProcessingJob:
+    ProcessingJob.objects.filter(pk=job.pk).update(state=ProcessingJob.State.QUEUED, queued_at=now)
+    return job
 
 
 def jobs_requeue_lost(

@@ -6,15 +6,19 @@ The same rules with real worker processes (three of them, one killed) are in tes
 from __future__ import annotations
 
 import datetime
+import threading
+import time
 
 import pytest
+from django.db import connection, transaction
 from django.utils import timezone
 
 from knowledge.ingestion.pipeline import document_process
-from knowledge.models import Document, ProcessingJob
+from knowledge.models import ChunkProfile, Document, ProcessingJob
 from knowledge.processing_jobs import (
     MAX_ATTEMPTS,
     job_claim,
+    job_enqueue,
     jobs_prune,
     jobs_recover_stale,
     jobs_requeue_lost,
@@ -139,3 +143,80 @@ def test_a_task_run_in_this_process_starts_no_housekeeping(queued, monkeypatch):
     async_task("math.floor", 1.5)
     assert not [t for t in threading.enumerate() if t.name == "knowledge-housekeeping"]
     assert not WorkerHeartbeat.objects.exists()
+
+
+def test_a_request_while_the_document_waits_joins_its_queued_job(queued):
+    document, job = queued
+    assert job_enqueue(document_id=document.pk) is False  # the same run serves both requests
+    other = ChunkProfile.objects.create(name="fixed 100", strategy="fixed", chunk_size=100, chunk_overlap=0)
+    assert job_enqueue(document_id=document.pk, chunk_profile_id=other.pk) is True  # another set
+    assert job_enqueue(document_id=document.pk, chunk_profile_id=other.pk) is False
+    job_claim(job_id=job.pk)  # under way: it may have read the document before this request
+    assert job_enqueue(document_id=document.pk) is True
+    queued_jobs = ProcessingJob.objects.filter(document=document, state=ProcessingJob.State.QUEUED)
+    assert sorted(queued_jobs.values_list("chunk_profile", flat=True), key=str) == [other.pk, None]
+
+
+def _lock_waits() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return cursor.fetchone()[0]
+
+
+def _until(condition, seconds: float = 60) -> None:
+    """Until ``condition()`` holds (polled); the test fails if it never does."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.05)
+
+
+def test_two_requests_at_once_leave_one_queued_job(queued):
+    document, job = queued
+    job_claim(job_id=job.pk)  # its run started: the next request queues a job of its own
+    inserted, may_commit, results = threading.Event(), threading.Event(), {}
+
+    def request(name: str, before=None, after=None) -> None:
+        try:
+            if before:
+                before.wait(60)
+            with transaction.atomic():
+                results[name] = job_enqueue(document_id=document.pk)
+                if after:
+                    after()
+        finally:
+            connection.close()
+
+    def hold_until_told() -> None:
+        inserted.set()
+        may_commit.wait(60)
+
+    first = threading.Thread(target=request, args=("first",), kwargs={"after": hold_until_told})
+    second = threading.Thread(target=request, args=("second",), kwargs={"before": inserted})
+    first.start()
+    second.start()
+    # The second waits for the first to commit (its insert meets the first's in the unique index).
+    _until(lambda: _lock_waits() > 0 or not second.is_alive())
+    may_commit.set()
+    first.join(60)
+    second.join(60)
+    assert results == {"first": True, "second": False}
+    assert ProcessingJob.objects.filter(document=document, state=ProcessingJob.State.QUEUED).count() == 1
+
+
+def test_a_dead_run_whose_document_was_asked_for_again_meanwhile_joins_the_queued_job(queued, settings):
+    document, job = queued
+    job_claim(job_id=job.pk)
+    Document.objects.filter(pk=document.pk).update(status=Document.Status.PROCESSING)
+    assert job_enqueue(document_id=document.pk) is True  # asked for again while it ran
+    _age(job, heartbeat_at=settings.KNOWLEDGE_PROCESSING_STALE_SECONDS + 5)
+    assert jobs_recover_stale() == []  # not queued a second time: the waiting job runs instead
+    waiting = ProcessingJob.objects.get(document=document, state=ProcessingJob.State.QUEUED)
+    job.refresh_from_db()
+    document.refresh_from_db()
+    assert job.state == ProcessingJob.State.FAILED and job.finished_at is not None
+    assert waiting.attempts == 1  # the dead run counts: a document that kills workers still fails
+    assert document.status == Document.Status.UPLOADED

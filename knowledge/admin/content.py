@@ -36,7 +36,11 @@ from knowledge.parameters import (
     validate_value,
     value_in_words,
 )
-from knowledge.services.collections import chunk_profile_default, collection_reindex
+from knowledge.services.collections import (
+    chunk_profile_default,
+    collection_access_changed,
+    collection_reindex,
+)
 from knowledge.services.documents import (
     DocumentUpload,
     document_delete,
@@ -45,7 +49,6 @@ from knowledge.services.documents import (
     document_upload,
 )
 from knowledge.services.marketplace import (
-    subscriptions_end_all,
     subscriptions_reinstate_as_operator,
     subscriptions_revoke_as_operator,
 )
@@ -182,7 +185,8 @@ def _embedding_model_choices() -> list[tuple[str, str]]:
 
 
 class CollectionAdminForm(forms.ModelForm):
-    """A collection added here counts against the operator's write rate, as on the pages and the API.
+    """A collection added here, or a new embedding model (a re-index), counts against the operator's
+    write rate, as on the pages and the API.
 
     The embedding model is chosen from the registry; on an existing collection a new choice
     starts a re-embed (CollectionAdmin.save_model) instead of relabelling the stored vectors.
@@ -197,12 +201,18 @@ class CollectionAdminForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        if self.instance.pk is None and not self.errors:  # a refused form creates nothing: no charge
+        if self._writes() and not self.errors:  # a refused form writes nothing: no charge
             try:
                 user_throttle_charge(user=self.user, scope="writes")
             except RateLimitedError as exc:
                 raise forms.ValidationError(str(exc)) from exc
         return cleaned
+
+    def _writes(self) -> bool:
+        """A new collection, or a new embedding model (a re-index: one write, as on the API)."""
+        if self.instance.pk is None:
+            return True
+        return "embedding_model" in self.changed_data and bool(self.cleaned_data.get("embedding_model"))
 
 
 class CollectionShareInline(admin.TabularInline):
@@ -256,8 +266,9 @@ class CollectionAdmin(admin.ModelAdmin):
             # The stored vectors are the old model's: keep it until the re-embed has replaced them.
             new_model, obj.embedding_model = obj.embedding_model, form.initial["embedding_model"]
         super().save_model(request, obj, form, change)
-        if change and "listed" in form.changed_data and not obj.listed:
-            subscriptions_end_all(collection=obj)  # as collection_update does: relisting restores nothing
+        if change:  # what the change takes away, as when the owner changes it (collection_update)
+            access = [name for name in ("listed", "visibility") if name in form.changed_data]
+            collection_access_changed(collection=obj, before={name: form.initial[name] for name in access})
         if new_model:  # an emptied field changes nothing
             queued = collection_reindex(collection=obj, embedding_model=new_model, actor=request.user)
             self.message_user(request, f"Queued {queued} document(s) for re-embedding with {new_model}.")

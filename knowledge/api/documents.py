@@ -20,12 +20,12 @@ from knowledge.access import (
 )
 from knowledge.api.releases import ReleaseSerializer, undecided_release_row
 from knowledge.models import Chunk, Document, DocumentSummary
-from knowledge.services.collections import chunk_profile_get, collection_reindex
+from knowledge.services.collections import chunk_profile_get, collection_reindex_asked
 from knowledge.services.documents import (
     DocumentUpload,
     document_delete,
     document_progress,
-    document_reindex,
+    document_reindex_asked,
     document_retry,
     document_upload,
     documents_fail_stale,
@@ -299,12 +299,14 @@ class DocumentReindexView(ApiView):
     def post(self, request, document_id: int):
         document = document_for_content_writer(user=request.user, document_id=document_id)
         name = validated(ReindexSerializer, request.data).get("chunk_profile")
-        user_throttle_charge(user=request.user, scope="writes")
+        # One write of the rate either way, charged by the service (a refused ask costs nothing).
         if name:
             profile = chunk_profile_get(name=name)
-            queued = collection_reindex(collection=document.collection, chunk_profile=profile)
+            queued = collection_reindex_asked(
+                user=request.user, collection=document.collection, chunk_profile=profile
+            )
         else:
-            document_reindex(document=document)
+            document_reindex_asked(user=request.user, document=document)
             profile, queued = document.collection.chunk_profile, 1
         body = {
             "document": DocumentSerializer(_fresh(document.pk, user=request.user)).data,

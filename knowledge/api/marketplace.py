@@ -91,7 +91,7 @@ class SubscribeView(ApiView):
     @extend_schema(
         summary="Subscribe to a listed collection",
         request=None,
-        responses={201: SubscriptionSerializer, 200: SubscriptionSerializer, **errors(400, 403, 404)},
+        responses={201: SubscriptionSerializer, 200: SubscriptionSerializer, **errors(400, 403, 404, 429)},
     )
     def post(self, request, collection_id: int):
         collection = marketplace_listing_for(user=request.user, collection_id=collection_id)
@@ -99,7 +99,7 @@ class SubscribeView(ApiView):
         code = status.HTTP_201_CREATED if changed else status.HTTP_200_OK
         return Response(SubscriptionSerializer(subscription).data, code)
 
-    @extend_schema(summary="Unsubscribe (access ends at once)", responses={204: None, **errors(404)})
+    @extend_schema(summary="Unsubscribe (access ends at once)", responses={204: None, **errors(404, 429)})
     def delete(self, request, collection_id: int):
         collection = subscription_collection_for(user=request.user, collection_id=collection_id)
         subscription_end(user=request.user, collection=collection)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from accounts.audit import audit_actor
@@ -92,6 +92,11 @@ def finish_pending_reindex(collection_id: int, chunk_set: ChunkSet) -> None:
 
 def documents_missing(collection: Collection, chunk_set: tuple[int, str]) -> bool:
     """Whether a document serving chunks lacks ``chunk_set``'s (the set is not complete)."""
+    return documents_lacking(collection, chunk_set).exists()
+
+
+def documents_lacking(collection: Collection, chunk_set: tuple[int, str]) -> QuerySet[Document]:
+    """The documents serving chunks that lack ``chunk_set``'s: what a release of it still waits for."""
     current = Chunk.objects.filter(
         document=OuterRef("pk"),
         chunk_profile_id=collection.chunk_profile_id,
@@ -100,7 +105,19 @@ def documents_missing(collection: Collection, chunk_set: tuple[int, str]) -> boo
     new = Chunk.objects.filter(
         document=OuterRef("pk"), chunk_profile_id=chunk_set[0], embedding_model=chunk_set[1]
     )
-    return Document.objects.filter(Exists(current), ~Exists(new), collection=collection).exists()
+    return Document.objects.filter(Exists(current), ~Exists(new), collection=collection)
+
+
+def release_building(collection: Collection, chunk_set: tuple[int, str]) -> bool:
+    """Whether ``collection``'s re-index to ``chunk_set`` is under way: its release is being built."""
+    return collection.reindex_target == tuple(chunk_set) and (
+        Release.objects.filter(
+            collection=collection,
+            state=Release.State.BUILDING,
+            chunk_profile_id=chunk_set[0],
+            embedding_model=chunk_set[1],
+        ).exists()
+    )
 
 
 RELEASE_GATE_TASK = "knowledge.tasks.release_gate"

@@ -62,7 +62,9 @@ Start with list_collections to learn the collection and profile ids. Then:
 - search_knowledge for ranked passages without an answer (to read and judge the evidence yourself);
 - get_passage to read a cited place in full, with the text around it;
 - optimize_search to measure retrieval quality and latency for sample queries;
-- reindex_collection (owners only) to rebuild a collection's index, e.g. under another chunk profile.
+- reindex_collection to rebuild a collection's index, e.g. under another chunk profile: for whoever
+  may change its documents (its owner, a team it is shared with for writing; staff for admin-owned
+  ones). Calling it again while the re-index is under way queues nothing again.
 
 Answers carry [Source N] markers matching their citations; keep them when quoting, and say so when
 the answer mode is "no_results" instead of guessing. Pass the returned session id to continue a
@@ -339,16 +341,19 @@ def _add_index_tools(server: MCPServer, identity: Identity) -> None:
             Field(description="Switch to this chunk profile (by name); default: keep the current one."),
         ] = None,
     ) -> CallToolResult:
-        """Re-chunk and re-embed every document of a collection you own (operators: admin-owned ones),
-        under its current chunk profile or the one named. The current chunks stay searchable until
-        the new ones are ready. Returns how many documents were queued; under another chunk profile,
-        also the release being built (owners): its state, and the gate's metrics against the serving
-        release once measured (it promotes the release, or holds it for the owner to decide)."""
+        """Re-chunk and re-embed every document of a collection whose documents you may change (you
+        own it, or it is shared with a team of yours for writing; staff: admin-owned ones), under its
+        current chunk profile or the one named. The current chunks stay searchable until the new ones
+        are ready. Returns how many documents were queued: a document still waiting for the same run
+        is not queued again, so a call repeated while the re-index is under way queues none. Under
+        another chunk profile, the collection's owner (staff, for admin-owned ones) also gets the
+        release being built: its state, and the gate's metrics against the serving release once
+        measured (it promotes the release, or holds it for the owner to decide). Each call counts one
+        write against your rate, as a re-index on the API or the collection page does."""
         return await run_tool(
             identity,
             ctx,
-            tools.reindex_collection,
-            throttle="writes",
+            tools.reindex_collection,  # charges the "writes" rate itself, as the API and the page do
             collection=collection,
             chunk_profile=chunk_profile,
         )

@@ -35,7 +35,7 @@ from knowledge.models import Release, Source, Subscription
 from knowledge.retrieval.compare import MAX_QUERIES, search_compare
 from knowledge.retrieval.service import MAX_QUESTION_CHARS
 from knowledge.retrieval.sources import place_url
-from knowledge.services.collections import chunk_profile_get, collection_reindex, collection_reprocess
+from knowledge.services.collections import chunk_profile_get, collection_reindex_asked
 from knowledge.services.passages import MAX_NEIGHBOURS, passage_get
 from knowledge.services.releases import release_newest
 from knowledge.services.releases_report import release_row
@@ -233,10 +233,11 @@ def reindex_collection(*, user, base_url: str, **arguments) -> dict:
     if data.get("chunk_profile"):
         target = chunk_profile_get(name=data["chunk_profile"])
     release = None
+    # Charged by the service, as on the API and the page: one write, none for a refused call.
     if target.pk == collection.chunk_profile_id:
-        queued = collection_reprocess(collection=collection)
+        queued = collection_reindex_asked(user=user, collection=collection)  # read again, no release
     else:
-        queued = collection_reindex(collection=collection, chunk_profile=target)
+        queued = collection_reindex_asked(user=user, collection=collection, chunk_profile=target)
         if collection_is_manageable(user=user, collection=collection):
             release = release_newest(collection=collection)  # the one this re-index built
     collection.refresh_from_db()
@@ -260,8 +261,10 @@ def _release_report(release: Release | None, queued: int) -> dict:
 
 def _release_status(release: Release, queued: int) -> str:
     if release.state == Release.State.BUILDING:
+        # Asked for again while it builds, nothing is queued again: the documents keep their place.
+        waiting = f"{queued} document(s) queued" if queued else "already under way, nothing queued again"
         return (
-            f"building: {queued} document(s) queued; once all have the new chunks the gate measures the "
+            f"building: {waiting}; once all have the new chunks the gate measures the "
             "release against the serving one on the collection's questions, then promotes or holds it"
         )
     if release.state == Release.State.CANDIDATE:

@@ -37,6 +37,21 @@ class ProcessingJob(models.Model):
             models.Index(fields=["state", "queued_at"]),
             models.Index(fields=["claimed_at"]),  # whose turn it is: the jobs started in the last hour
         ]
+        # A document waits for at most one run per chunk profile (none: the collection's current one):
+        # a queued run has not read anything yet, so one run serves every request made before it
+        # starts (knowledge.processing_jobs, job_enqueue). Two indexes, as NULLs are never equal.
+        constraints = [
+            models.UniqueConstraint(
+                fields=["document", "chunk_profile"],
+                condition=models.Q(state="queued", chunk_profile__isnull=False),
+                name="processing_job_queued_once_per_profile",
+            ),
+            models.UniqueConstraint(
+                fields=["document"],
+                condition=models.Q(state="queued", chunk_profile__isnull=True),
+                name="processing_job_queued_once_current_profile",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"job {self.pk} for document {self.document_id} ({self.state})"

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
 
 from accounts.audit import audit_changes, audit_record, audit_values
 from config.base.errors import KnowledgeError, NotFoundError
 from config.base.validation import text_clean
 from knowledge.clients.embedding import EMBEDDING_MODELS
-from knowledge.ingestion.reindex import release_build_start, serving_release
-from knowledge.models import ChunkProfile, Collection, Document
+from knowledge.ingestion.reindex import (
+    documents_lacking,
+    release_build_start,
+    release_building,
+    serving_release,
+)
+from knowledge.models import ChunkProfile, Collection, Document, ProcessingJob
 from knowledge.services.documents import (
     document_files_delete_on_commit,
-    document_reindex,
+    document_reindex_queued,
     enqueue_document_processing,
+    reindex_charge,
 )
 from knowledge.services.marketplace import subscriptions_end_all
 from knowledge.services.releases import release_promote, releases_unbuilt_discard
+from knowledge.services.sharing import collection_link_rotate
 
 MAX_DESCRIPTION = 20000
 # What a collection's audit record shows of a change (and of a new collection).
@@ -97,9 +105,10 @@ def collection_create(
 def collection_update(*, collection: Collection, **changes) -> Collection:
     """Set the given fields (name, description, tags, visibility, listed) and save only those.
 
-    Unlisting ends the active subscriptions, so relisting later does not quietly restore them.
-    A new ``embedding_model`` is not set here: it starts a re-embed (``collection_reindex``), and
-    the collection switches to it once every document has its new vectors.
+    Unlisting ends the active subscriptions and making it private ends its share link
+    (``collection_access_changed``), so undoing the change quietly restores neither. A new
+    ``embedding_model`` is not set here: it starts a re-embed (``collection_reindex``), and the
+    collection switches to it once every document has its new vectors.
     """
     model = changes.pop("embedding_model", None)
     if model is not None:
@@ -121,7 +130,7 @@ def collection_update(*, collection: Collection, **changes) -> Collection:
         setattr(collection, field, value)
     try:
         with transaction.atomic():
-            _save_changes(collection, changes, model)
+            _save_changes(collection, changes, model, before)
             changed = audit_changes(before, audit_values(collection, changes))
             if changed:
                 audit_record(action="collection.changed", obj=collection, changes=changed)
@@ -133,14 +142,30 @@ def collection_update(*, collection: Collection, **changes) -> Collection:
     return collection
 
 
-def _save_changes(collection: Collection, changes: dict, model: str | None) -> None:
+def _save_changes(collection: Collection, changes: dict, model: str | None, before: dict) -> None:
     """Save ``changes``; a duplicate name raises IntegrityError (the owner's names are unique)."""
     collection.save(update_fields=[*changes, "updated_at"])
-    if "listed" in changes and not changes["listed"]:
-        subscriptions_end_all(collection=collection)
+    collection_access_changed(collection=collection, before=before)
     if model is not None:
         collection_reindex(collection=collection, embedding_model=model)
         collection.refresh_from_db()
+
+
+def collection_access_changed(*, collection: Collection, before: dict) -> None:
+    """What a saved change of who may read ``collection`` takes away, whichever path saved it (this
+    module's ``collection_update``, the admin); ``before`` holds the changed fields' earlier values.
+
+    Unlisting ends the active subscriptions: relisting does not bring them back. Making it private
+    rotates its share link, which drops every grant: made unlisted again, it opens to nobody until
+    they open its new link (with the old token kept, a holder's grant, or the old link opened anew,
+    would let them back in without the owner sharing it again).
+    """
+    if "listed" in before and not collection.listed:
+        subscriptions_end_all(collection=collection)
+    private = Collection.Visibility.PRIVATE
+    if before.get("visibility", private) != private and collection.visibility == private:
+        rotated = collection_link_rotate(collection=collection, reason="made private")
+        collection.share_token = rotated.share_token
 
 
 def _tags_clean(tags) -> list[str]:
@@ -174,8 +199,8 @@ def collection_reindex(
 
     The serving release answers until every document has its new chunks; then the gate measures
     the candidate and promotes or holds it (see knowledge.ingestion.reindex). Asking for the
-    serving profile and model cancels a release being built or held. Returns the number of
-    documents queued.
+    serving profile and model cancels a release being built or held; asking again for the one
+    being built joins it (``_build_joined``). Returns the number of documents queued.
     """
     collection = Collection.objects.select_for_update().get(pk=collection.pk)
     serving_release(collection)
@@ -183,6 +208,8 @@ def collection_reindex(
     model = (
         embedding_model_checked(embedding_model) if embedding_model else _pending_or_current_model(collection)
     )
+    if release_building(collection, (profile_id, model)):
+        return _build_joined(collection, profile_id, model)
     collection.pending_chunk_profile_id = profile_id if profile_id != collection.chunk_profile_id else None
     collection.pending_embedding_model = model if model != collection.embedding_model else ""
     collection.reindex_error = ""  # a stopped re-index's reason stands until the next is asked for
@@ -207,22 +234,54 @@ def collection_reindex(
     return len(document_ids)
 
 
+def _build_joined(collection: Collection, profile_id: int, model: str) -> int:
+    """The re-index being built, asked for again: the same release goes on (starting it afresh would
+    throw away what is built and queue every document again). Only a document that lacks its set
+    with no run of it queued or running is queued (its run was lost or failed). Returns how many."""
+    live = ProcessingJob.objects.filter(
+        document=OuterRef("pk"),
+        chunk_profile_id=profile_id,
+        state__in=[ProcessingJob.State.QUEUED, ProcessingJob.State.RUNNING],
+    )
+    waiting = (
+        documents_lacking(collection, (profile_id, model))
+        .exclude(status=Document.Status.FAILED)
+        .exclude(Exists(live))
+        .values_list("pk", flat=True)
+    )
+    return sum(enqueue_document_processing(document_id=pk, chunk_profile_id=profile_id) for pk in waiting)
+
+
 @transaction.atomic
 def collection_reprocess(*, collection: Collection) -> int:
     """Re-chunk and re-embed every document under the current profile (after an extractor or model change).
 
     Each document's chunks are replaced in one step by the pipeline, so search
     keeps working meanwhile. Failed documents are left for "retry". Returns the
-    number of documents queued.
+    number of documents queued: one still waiting for its run joins it and is not counted.
     """
-    documents = list(
+    documents = (
         Document.objects.filter(collection=collection)
         .exclude(status=Document.Status.FAILED)
         .select_related("collection")
     )
-    for document in documents:
-        document_reindex(document=document)
-    return len(documents)
+    return sum(document_reindex_queued(document=document) for document in documents)
+
+
+def collection_reindex_asked(
+    *, user, collection: Collection, chunk_profile: ChunkProfile | None = None
+) -> int:
+    """A re-index ``user`` asked for on a page, the API or MCP: one write of their rate, then under
+    ``chunk_profile`` (``collection_reindex``), or with none, every document read again under the
+    current profile (``collection_reprocess``). Returns the number of documents queued.
+
+    Callers check access and the request first: a refused ask costs nothing, an accepted one the
+    same on every path, even when it only joins a re-index already under way.
+    """
+    reindex_charge(user=user)
+    if chunk_profile is None:
+        return collection_reprocess(collection=collection)
+    return collection_reindex(collection=collection, chunk_profile=chunk_profile, actor=user)
 
 
 def collection_find(name: str, *, owner=None, any_owner: bool = False) -> Collection:

@@ -16,6 +16,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.audit import audit_record
+from accounts.throttles import user_throttle_charge
 from config.base.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.ingestion.extract import detect_format
 from knowledge.ingestion.formats.image import image_kind
@@ -191,17 +192,21 @@ def _create_document(*, collection, filename, data, content_hash, **fields) -> D
 
 def enqueue_document_processing(
     *, document_id: int, chunk_profile_id: int | None = None, sync: bool | None = None
-) -> None:
-    """Queue processing once the surrounding transaction commits (the row must be visible)."""
-    job_enqueue(document_id=document_id, chunk_profile_id=chunk_profile_id, sync=sync)
+) -> bool:
+    """Queue processing once the surrounding transaction commits (the row must be visible); False
+    when the document already waits for that processing (the request joins it: ``job_enqueue``)."""
+    return job_enqueue(document_id=document_id, chunk_profile_id=chunk_profile_id, sync=sync)
 
 
-def _enqueue_for_collection(document: Document, *, sync: bool | None) -> None:
+def _enqueue_for_collection(document: Document, *, sync: bool | None) -> bool:
+    """Queue the document's processing under its collection's profile, and under the target of a
+    re-index in progress; False when it already waited for both."""
     collection = document.collection
-    enqueue_document_processing(document_id=document.pk, sync=sync)
+    queued = enqueue_document_processing(document_id=document.pk, sync=sync)
     target = collection.reindex_target  # a re-index in progress needs this document's new set too
     if target is not None:
-        enqueue_document_processing(document_id=document.pk, chunk_profile_id=target[0], sync=sync)
+        queued |= enqueue_document_processing(document_id=document.pk, chunk_profile_id=target[0], sync=sync)
+    return queued
 
 
 def document_retry(*, document: Document, sync: bool | None = None) -> Document:
@@ -218,13 +223,37 @@ def document_retry(*, document: Document, sync: bool | None = None) -> Document:
     return document
 
 
+def reindex_charge(*, user) -> None:
+    """One write of ``user``'s rate for a re-index asked for, of a document or a whole collection:
+    the same on every path (accounts.throttles)."""
+    user_throttle_charge(user=user, scope="writes")
+
+
+def document_reindex_asked(*, user, document: Document) -> Document:
+    """A re-index of one document ``user`` asked for (after the caller's access check): charged, then done."""
+    reindex_charge(user=user)
+    return document_reindex(document=document)
+
+
 def document_reindex(*, document: Document, sync: bool | None = None) -> Document:
-    """Re-chunk and re-embed one document under its collection's current profile."""
+    """Re-chunk and re-embed one document under its collection's current profile; a document still
+    waiting for that run joins it. The ask is recorded either way (one ask, one write, one record)."""
     with transaction.atomic():
         audit_record(action="document.reindexed", obj=document)
         _enqueue_for_collection(document, sync=sync)
     document.refresh_from_db()
     return document
+
+
+@transaction.atomic
+def document_reindex_queued(*, document: Document) -> bool:
+    """One document of a collection read again: whether anything was queued, recorded only then
+    (one ask of a whole collection, repeated while its documents wait, would otherwise write a
+    record per document each time)."""
+    queued = _enqueue_for_collection(document, sync=None)
+    if queued:
+        audit_record(action="document.reindexed", obj=document)
+    return queued
 
 
 def document_delete(*, document: Document) -> None:

@@ -2,6 +2,8 @@
 
 Which listings a user sees, and what a subscription lets them read, is decided
 in knowledge.access; this module only shapes the listing and writes subscriptions.
+Subscribing and unsubscribing count against the user's "writes" rate here, so every path
+(the pages, the API) is counted alike (accounts.throttles).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from django.db.models import CharField, Exists, F, Func, OuterRef, Q, QuerySet, 
 from django.utils import timezone
 
 from accounts.audit import audit_record, audit_record_each
+from accounts.throttles import user_throttle_charge
 from config.base.errors import ForbiddenError, KnowledgeError, NotFoundError
 from config.base.validation import text_clean
 from knowledge.access import (
@@ -62,9 +65,24 @@ def subscribed_collections(*, user) -> QuerySet[Collection]:
     return marketplace_collections(user=user).filter(subscribed=True)
 
 
-@transaction.atomic
 def subscription_create(*, user, collection: Collection) -> tuple[Subscription, bool]:
-    """Subscribe ``user``: idempotent; re-activates an ended, not a revoked, one. Returns (row, changed)"""
+    """Subscribe ``user``: idempotent; re-activates an ended, not a revoked, one. Returns (row, changed)
+
+    Each subscribe counts against ``user``'s write rate, on every path (``_subscription_charge``).
+    """
+    _subscription_charge(user)
+    return _subscription_create(user=user, collection=collection)
+
+
+def _subscription_charge(user) -> None:
+    # Every change writes an audit record that is never deleted: a loop of subscribe and unsubscribe
+    # would grow the log without bound. Charged before the transaction, so the count stands whatever
+    # the subscription's own outcome, and the user's rate row is not held locked while it runs.
+    user_throttle_charge(user=user, scope="writes")
+
+
+@transaction.atomic
+def _subscription_create(*, user, collection: Collection) -> tuple[Subscription, bool]:
     collection_access_lock(collection_id=collection.pk)  # see knowledge.services.sharing
     collection = marketplace_listing_for(user=user, collection_id=collection.pk)  # as of the lock
     if collection.owner_id is not None and collection.owner_id == user.pk:
@@ -84,9 +102,17 @@ def subscription_create(*, user, collection: Collection) -> tuple[Subscription, 
     return subscription, True
 
 
-@transaction.atomic
 def subscription_end(*, user, collection: Collection) -> bool:
-    """End ``user``'s subscription (idempotent); access ends with it. True if one was active."""
+    """End ``user``'s subscription (idempotent); access ends with it. True if one was active.
+
+    Counts against ``user``'s write rate, as subscribing does.
+    """
+    _subscription_charge(user)
+    return _subscription_end(user=user, collection=collection)
+
+
+@transaction.atomic
+def _subscription_end(*, user, collection: Collection) -> bool:
     collection_access_lock(collection_id=collection.pk)
     active = Subscription.objects.filter(user=user, collection=collection, is_active=True).first()
     if active is None:

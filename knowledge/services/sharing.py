@@ -1,14 +1,18 @@
 """Share links of unlisted collections: opening one (a grant), rotating one (dropping every grant).
 
+Making a collection private rotates its link too (knowledge.services.collections,
+``collection_access_changed``): a spell of "private" ends every grant for good, and the old link
+opens nothing when the collection is unlisted again.
+
 Who may read what is decided in knowledge.access; these services only write
 the grants that rule reads.
 
 Every service that grants or takes away a user's access to a collection (opening a link,
-subscribing, unsubscribing, revoking, reinstating, rotating the link, unlisting) first locks
-the collection's row (``collection_access_lock``) and decides on what it reads after the lock.
-Two decisions about one collection therefore never interleave: a link opened while the owner
-revokes either commits its grant before the revocation (which then deletes it) or waits and is
-refused.
+subscribing, unsubscribing, revoking, reinstating, rotating the link, unlisting, making it private)
+first locks the collection's row (``collection_access_lock``) and decides on what it reads after
+the lock. Two decisions about one collection therefore never interleave: a link opened while the
+owner revokes either commits its grant before the revocation (which then deletes it) or waits and
+is refused.
 """
 
 from __future__ import annotations
@@ -67,14 +71,19 @@ def collection_link_open(*, user, share_token: str) -> Collection:
 
 
 @transaction.atomic
-def collection_link_rotate(*, collection: Collection) -> Collection:
-    """A new share link; whoever opened the old one loses access at once (their grants are dropped)."""
+def collection_link_rotate(*, collection: Collection, reason: str = "") -> Collection:
+    """A new share link; whoever opened the old one loses access at once (their grants are dropped).
+
+    ``reason`` says, in the audit log, why it was rotated when the owner did not ask for it directly.
+    """
     collection = collection_access_lock(collection_id=collection.pk)
     collection.share_token = new_share_token()
     collection.save(update_fields=["share_token", "updated_at"])
     dropped, _ = LinkGrant.objects.filter(collection=collection).delete()
     # The token itself is a secret: only that it changed, and how many lost access.
     changes = {"share_token": [CHANGED, CHANGED], "grants_dropped": [dropped, 0]}
+    if reason:
+        changes["reason"] = [None, reason]
     audit_record(action="share_link.rotated", obj=collection, changes=changes)
     return collection
 

@@ -27,7 +27,7 @@ from knowledge.retrieval.sources import source_place, source_url
 from knowledge.services.collections import (
     collection_create,
     collection_delete,
-    collection_reindex,
+    collection_reindex_asked,
     collection_update,
 )
 from knowledge.services.documents import (
@@ -161,9 +161,13 @@ def collection_settings(request, collection_id: int):
         messages.success(request, f"Saved the name, description and tags of {collection.name}.")
         return redirect("knowledge:collection", collection_id=collection.pk)
     if action == "visibility":
+        token = collection.share_token
         collection_update(collection=collection, visibility=request.POST.get("visibility", ""))
         readers = collection.get_visibility_display().lower()
-        messages.success(request, f"Who can read {collection.name}: {readers}.")
+        message = f"Who can read {collection.name}: {readers}."
+        if token != collection.share_token:  # made private: the link ended with it (collection_update)
+            message += " Its share link was replaced: whoever opened the old one is out."
+        messages.success(request, message)
     elif action == "rotate_link":
         collection_link_rotate(collection=collection)
         messages.success(request, "A new share link is in place; the old one and everyone it let in are out.")
@@ -184,8 +188,7 @@ def _reindex(request, collection) -> None:
     profile = ChunkProfile.objects.filter(pk=profile_id).first()
     if profile is None:
         raise KnowledgeError("choose a chunk profile")
-    user_throttle_charge(user=request.user, scope="writes")
-    queued = collection_reindex(collection=collection, chunk_profile=profile)
+    queued = collection_reindex_asked(user=request.user, collection=collection, chunk_profile=profile)
     messages.success(
         request,
         f"Building a new release: {queued} document(s) under {profile.name}. The current release keeps "

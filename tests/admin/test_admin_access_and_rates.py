@@ -118,3 +118,22 @@ def test_an_admin_action_counts_each_selected_document(admin_client, alice, corp
     shown = [str(m) for m in response.context["messages"]]
     assert any("at most 2" in m for m in shown), shown  # three documents: more than the rate allows at all
     assert ProcessingJob.objects.count() == queued_before
+
+
+def test_a_new_embedding_model_in_the_admin_counts_as_a_re_index(admin_client, alice, one_per_minute):
+    """The API charges a model change one write (it re-embeds every document): the admin charges the same."""
+    from tests.admin.test_content import _collection_change_form
+
+    notes = collection_create(name="notes", owner=alice)
+    url = f"/admin/knowledge/collection/{notes.pk}/change/"
+    e5, minilm = "intfloat/multilingual-e5-small", notes.embedding_model
+
+    def change(**fields):
+        return admin_client.post(url, _collection_change_form(notes, description="kept", **fields))
+
+    assert change().status_code == 302  # another field: no charge
+    assert change(embedding_model=e5).status_code == 302
+    refused = change(embedding_model=minilm)
+    assert refused.status_code == 200 and "too many" in refused.content.decode().lower()
+    notes.refresh_from_db()
+    assert (notes.embedding_model, notes.description) == (e5, "kept")

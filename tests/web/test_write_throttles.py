@@ -1,7 +1,7 @@
 """Writes share one per-user rate on every path: pages, the API, MCP tools and the admin.
 
 Uploads count per file, so a page request of many files cannot get round the rate;
-collections created, re-indexes and retries share the "writes" rate.
+collections created, re-indexes, retries, subscribing and unsubscribing share the "writes" rate.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from django.db import connections
 from mcp import Client
 from rest_framework.test import APIClient
 
+from accounts.models import AuditEvent
 from accounts.tokens import token_create
 from knowledge.mcp.identity import NamedUserIdentity
 from knowledge.mcp.server import build_server
-from knowledge.models import Collection, Document
-from knowledge.services.collections import collection_create
+from knowledge.models import Collection, Document, Subscription
+from knowledge.services.collections import collection_create, collection_update
 from knowledge.services.documents import DocumentUpload, document_upload
 from tests.conftest import throttle_rates
 from tests.mcp.conftest import run
@@ -124,6 +125,23 @@ def test_the_mcp_reindex_tool_counts_with_the_api_writes(
     refused = run(scenario)
     assert refused.is_error
     assert refused.structured_content["error"]["status"] == 429
+
+
+def test_subscribing_and_unsubscribing_share_the_write_rate_on_the_page_and_the_api(
+    page, api, alice, bob, two_per_minute
+):
+    """Each subscription change writes an audit record that is never deleted: a loop of them is refused."""
+    listed = collection_update(collection=collection_create(name="bob's notes", owner=bob), listed=True)
+    api_url, page_url = f"/api/v1/collections/{listed.pk}/subscribe/", f"/marketplace/{listed.pk}/"
+    assert api.post(api_url).status_code == 201
+    assert page.post(page_url + "unsubscribe/").status_code == 302
+    assert_refused_api(api.post(api_url))
+    assert_refused_page(page.post(page_url + "subscribe/"))
+    assert_refused_api(api.delete(api_url))
+    assert_refused_page(page.post(page_url + "unsubscribe/"))
+    assert Subscription.objects.get(user=alice, collection=listed).is_active is False
+    recorded = AuditEvent.objects.filter(action__startswith="subscription.").values_list("action", flat=True)
+    assert sorted(recorded) == ["subscription.created", "subscription.ended"]
 
 
 def test_creating_profiles_shares_the_write_rate(page, api, two_per_minute):
