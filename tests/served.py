@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
 import socket
 import subprocess
@@ -13,6 +14,20 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT, test_database_url
+
+
+class LoopbackHandler(http.server.BaseHTTPRequestHandler):
+    """A handler for a site a test serves on 127.0.0.1: whole bodies with their length, and no log."""
+
+    def send_body(self, status: int, body: bytes, content_type: str = "text/html") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
 
 
 def free_port() -> int:

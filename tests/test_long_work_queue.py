@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.served import free_port
+from tests.served import LoopbackHandler, free_port
 from tests.test_worker_faults import RunningProduct, _document_status, _upload
 
 pytestmark = [pytest.mark.slow, pytest.mark.security]
@@ -43,28 +43,18 @@ class SlowSite(http.server.ThreadingHTTPServer):
             return self.asked.wait_for(lambda: self.pages_asked >= count, timeout=seconds)
 
 
-class _SlowPage(http.server.BaseHTTPRequestHandler):
+class _SlowPage(LoopbackHandler):
     def do_GET(self):  # noqa: N802 (the standard library's name)
         if self.path == "/robots.txt":
-            return self._send(404, b"")
+            return self.send_body(404, b"")
         if self.path == "/":
             links = "".join(f'<a href="/p{n}.html">page {n}</a> ' for n in range(PAGES))
-            return self._send(200, f"<html><body><h1>Start</h1>{links}</body></html>".encode())
+            return self.send_body(200, f"<html><body><h1>Start</h1>{links}</body></html>".encode())
         with self.server.asked:
             self.server.pages_asked += 1
             self.server.asked.notify_all()
         time.sleep(SECONDS_PER_PAGE)  # the site's slowness, not a decision of the test
-        self._send(200, f"<html><body><h1>{self.path}</h1><p>Slow text.</p></body></html>".encode())
-
-    def _send(self, status: int, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.send_body(200, f"<html><body><h1>{self.path}</h1><p>Slow text.</p></body></html>".encode())
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import pytest
 from knowledge.models import SourceItem
 from knowledge.services.collections import collection_create
 from knowledge.services.sources import source_add, source_sync
+from tests.served import LoopbackHandler
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.security]
 
@@ -34,7 +35,7 @@ def sitemap_index(locations: list[str]) -> bytes:
     return f'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{maps}</sitemapindex>'.encode()
 
 
-class SitemapSite(http.server.BaseHTTPRequestHandler):
+class SitemapSite(LoopbackHandler):
     """/sitemap.xml as the server's ``mode`` says: "flat" (three pages), "maze" (an index of FANOUT
     indexes of FANOUT indexes ..., never a page), "wide" (an index of FANOUT sitemaps of 10 pages each),
     "slow" (four pages, /page/slow dripping a byte at a time until the test ends)."""
@@ -79,14 +80,7 @@ class SitemapSite(http.server.BaseHTTPRequestHandler):
             pass
 
     def _send(self, status: int, body: bytes, content_type: str = "application/xml") -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.send_body(status, body, content_type)
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from knowledge.services.sources import SYNC_TASK, source_add, source_sync
 from knowledge.services.sync_liveness import WORKER_STOPPED, syncs_fail_stale
 from knowledge.tasks import sync_source
 from tests.conftest import REPO_ROOT, test_database_url
+from tests.served import LoopbackHandler
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,7 +38,7 @@ PAGE = (
 )
 
 
-class HeldSite(http.server.BaseHTTPRequestHandler):
+class HeldSite(LoopbackHandler):
     """One page, answered only once the server's ``answer`` is set; ``asked`` tells it was asked."""
 
     def do_GET(self):  # noqa: N802 (the standard library's name)
@@ -47,14 +48,7 @@ class HeldSite(http.server.BaseHTTPRequestHandler):
             self.server.asked.set()
             self.server.answer.wait()
             body, status = PAGE, 200
-        self.send_response(status)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
+        self.send_body(status, body)
 
 
 @pytest.fixture
