@@ -311,7 +311,7 @@ _TASK_TIMEOUT = env_int("KNOWLEDGE_TASK_TIMEOUT", 3600, minimum=30)
 _BROKER = {"redis": REDIS_URL} if REDIS_URL else {"orm": "default"}
 KNOWLEDGE_DOCUMENT_QUEUE = "knowledge"
 KNOWLEDGE_LONG_WORK_QUEUE = "knowledge-long"
-# A queued document job older than this while no job has started for as long: /healthz fails.
+# A queued document job older than this while no job has started or beat for as long: /healthz fails.
 KNOWLEDGE_QUEUE_STALL_SECONDS = env_int("KNOWLEDGE_QUEUE_STALL_SECONDS", 300, minimum=30)
 Q_CLUSTER = {
     "name": KNOWLEDGE_DOCUMENT_QUEUE,

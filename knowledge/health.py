@@ -49,16 +49,16 @@ def check_database() -> dict:
 
 def check_queue() -> dict:
     """Both queues answer, and the document queue moves: its oldest job waits no longer than
-    KNOWLEDGE_QUEUE_STALL_SECONDS unless some job started within that time (a long backlog that is
-    being worked through is busy, not stuck)."""
+    KNOWLEDGE_QUEUE_STALL_SECONDS unless a job started or a running job beat within that time (a long
+    backlog being worked through, or one large document, is busy, not stuck)."""
     depths = {}
     for name, queue in (("depth", document_queue()), ("long_work_depth", long_work_queue())):
         broker = _get_broker(queue)
         broker.ping()  # Redis: raises when unreachable (the ORM broker is the database)
         depths[name] = queue_depth(broker)
-    waited, since_start = queue_wait()
+    waited, since_moved = queue_wait()
     limit = settings.KNOWLEDGE_QUEUE_STALL_SECONDS
-    if waited is not None and waited > limit and (since_start is None or since_start > limit):
+    if waited is not None and waited > limit and (since_moved is None or since_moved > limit):
         raise HealthProblem(f"the document queue is not moving: its oldest job has waited {waited:.0f} s")
     oldest = None if waited is None else round(waited, 1)
     return {"broker": "redis" if settings.REDIS_URL else "orm", **depths, "oldest_queued_s": oldest}

@@ -362,7 +362,8 @@ def jobs_requeue_lost(
 
 
 def queue_wait(*, now: datetime.datetime | None = None) -> tuple[float | None, float | None]:
-    """Seconds the oldest queued job has waited, and since the latest job started (None: none)."""
+    """Seconds the oldest queued job has waited, and since the queue last moved: a job started, or a
+    running job beat (a worker busy for minutes with one large document is busy, not stuck). None: none."""
     now = now or timezone.now()
     oldest = (
         ProcessingJob.objects.filter(state=ProcessingJob.State.QUEUED)
@@ -372,9 +373,15 @@ def queue_wait(*, now: datetime.datetime | None = None) -> tuple[float | None, f
     )
     if oldest is None:
         return None, None
-    started = ProcessingJob.objects.filter(claimed_at__isnull=False)  # in descending order NULL comes first
-    latest = started.order_by("-claimed_at").values_list("claimed_at", flat=True).first()
-    return (now - oldest).total_seconds(), (now - latest).total_seconds() if latest else None
+    moved = [moment for moment in (_latest("claimed_at"), _latest("heartbeat_at", running=True)) if moment]
+    return (now - oldest).total_seconds(), (now - max(moved)).total_seconds() if moved else None
+
+
+def _latest(field: str, *, running: bool = False) -> datetime.datetime | None:
+    jobs = ProcessingJob.objects.filter(**{f"{field}__isnull": False})  # descending puts NULL first
+    if running:
+        jobs = jobs.filter(state=ProcessingJob.State.RUNNING)
+    return jobs.order_by(f"-{field}").values_list(field, flat=True).first()
 
 
 def queue_depth(broker) -> int:

@@ -13,9 +13,12 @@ hung for good when a second SIGTERM came while it was stopping).
 - On SIGTERM or SIGINT it asks the cluster to stop and kills its whole process group
   after ``KNOWLEDGE_WORKER_STOP_SECONDS``: django-q2's own stop waits for running
   tasks to end, and in a stuck cluster for ever.
-- After it killed a cluster it queues again, at once, the jobs the killed processes
-  were running and the ones the cluster had fetched from the broker but not started,
-  and fails the source syncs they were running (so the next sync may start).
+- After it killed a cluster it queues again, at once, the document jobs the killed
+  processes were running and (the document cluster) the ones it had fetched from the
+  broker but not started, and fails the source syncs they were running (so the next
+  sync may start). A killed long-work cluster's other tasks (a gate, an evaluation)
+  come back only as the broker delivers them again: the ORM broker after its retry
+  period; Redis does not.
 - Should it die without stopping the cluster (``kill -9``), the cluster's workers
   notice within a heartbeat round and kill their cluster.
 """
@@ -107,7 +110,8 @@ def _replace(cluster: Cluster, fault: str, pause: float, stopping: list[int]) ->
     if stopping:
         return cluster  # already killed: stopping it again is harmless
     replacement = cluster_start(cluster.queue)
-    replacement.lost_before = lost_before
+    if cluster.queue == document_queue():  # only its workers fetch document jobs
+        replacement.lost_before = lost_before
     return replacement
 
 
@@ -121,7 +125,7 @@ def restart_pause(quick_failures: int) -> float:
 def _sleep_unless_stopping(seconds: float, stopping: list[int]) -> None:
     deadline = time.monotonic() + seconds
     while not stopping and time.monotonic() < deadline:
-        time.sleep(min(CHECK_EVERY, deadline - time.monotonic()))
+        time.sleep(max(min(CHECK_EVERY, deadline - time.monotonic()), 0.0))
 
 
 def cluster_start(queue: str) -> Cluster:
@@ -192,7 +196,8 @@ def cluster_kill(cluster: Cluster) -> datetime.datetime:
             cluster_forget(cluster=cluster_name(sentinel.pid), workers=names)
         jobs_recover_stale(workers=names)
         syncs_fail_stale(workers=names)  # at once, without waiting for their beats to fall silent
-        jobs_requeue_lost(queued_before=killed_at)
+        if cluster.queue == document_queue():  # only its workers fetch document jobs
+            jobs_requeue_lost(queued_before=killed_at)
     except Exception:
         logger.exception("Could not queue again the jobs of the killed worker cluster; the sweeps will")
     finally:

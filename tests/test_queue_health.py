@@ -65,6 +65,24 @@ def test_a_backlog_being_worked_through_is_busy_not_stuck(client, alice, bob, no
     assert {"depth", "long_work_depth"} <= queue.keys()
 
 
+def test_one_large_document_being_processed_for_minutes_is_busy_not_stuck(
+    client, alice, bob, no_worker, settings
+):
+    """The only worker has been on one document for ten minutes and still beats: nothing started since,
+    yet the queue moves."""
+    settings.KNOWLEDGE_QUEUE_STALL_SECONDS = 300
+    _queued_job(alice, "waiting.txt", datetime.timedelta(minutes=12))
+    large = _queued_job(bob, "large.txt", datetime.timedelta(minutes=13))
+    ten_minutes_ago = timezone.now() - datetime.timedelta(minutes=10)
+    ProcessingJob.objects.filter(pk=large.pk).update(
+        state="running", claimed_at=ten_minutes_ago, heartbeat_at=timezone.now()
+    )
+
+    status, queue = _queue_check(client)
+
+    assert status == 200, queue
+
+
 def test_a_short_wait_is_reported_and_healthy(client, alice, no_worker):
     _queued_job(alice, "fresh.txt", datetime.timedelta(seconds=5))
 

@@ -103,7 +103,7 @@ class SourceSync(models.Model):
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # The process running it (host:pid) and its last beat: a running sync whose beats stopped lost its
-    # process, and the workers' sweep fails it (knowledge.services.sources.syncs_fail_stale).
+    # process, and the workers' sweep fails it (knowledge.services.sync_liveness.syncs_fail_stale).
     worker = models.CharField(max_length=300, blank=True)
     beat_at = models.DateTimeField(null=True, blank=True)
     # The request it answers (a queued task's): a task delivered twice finds it and does not run again.

@@ -136,17 +136,20 @@ def source_cron_checked(cron: str) -> str:
     return cron
 
 
-def _shortest_gap(cron: str) -> datetime.timedelta:
+def _shortest_gap(cron: str, start: datetime.datetime | None = None) -> datetime.timedelta:
     """The shortest time between two firings of ``cron`` among its next ones (server time, as the
     workers' scheduler reads it)."""
     from croniter import CroniterError, croniter
 
     try:
-        firings = croniter(cron, timezone.localtime())
+        firings = croniter(cron, start or timezone.localtime())
         times = [firings.get_next(datetime.datetime) for _ in range(CRON_FIRINGS_CHECKED)]
     except CroniterError as exc:
         raise KnowledgeError(f"{cron!r} cannot be scheduled ({exc})") from exc
-    return min(later - earlier for earlier, later in itertools.pairwise(times))
+    # As instants: aware times of one zone subtract as wall clocks, and a DST change would make an
+    # hourly cron's gap 0 or 2 hours.
+    instants = [moment.astimezone(datetime.UTC) for moment in times]
+    return min(later - earlier for earlier, later in itertools.pairwise(instants))
 
 
 def _duration(gap: datetime.timedelta) -> str:
@@ -459,6 +462,8 @@ def _remove_gone(source: Source, counts: _Counts) -> None:
         if now - item.gone_since < grace:
             continue
         counts.stage(f"removing {item.key}")
+        if not sync_held(counts.run).exists():  # taken for dead: another sync may run; delete nothing
+            raise SyncLost
         document, owned = item.document, item.owns_document
         item.delete()
         # Only a document the source made goes (not the same bytes a user uploaded before), and only

@@ -133,6 +133,8 @@ class WebReader:
             raise
         if self._out_of_time():  # the sitemaps' reading stopped at the deadline: the list is short
             raise self._too_slow()
+        if not candidates and self.notes:  # the sitemaps' reading stopped short: say why, not "nothing"
+            raise SourceReadError(f"{self.source.location}: {self.notes[0]}")
         urls = list(dict.fromkeys(u for u in candidates if self._inside(u) and robots.allows(u)))
         return urls[:PREVIEW_ITEMS], self._preview_note(len(urls), sitemap)
 

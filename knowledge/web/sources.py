@@ -18,9 +18,9 @@ from knowledge.services.sources import (
     source_delete,
     source_preview,
     source_sync_queue,
-    syncs_fail_stale,
     with_last_sync,
 )
+from knowledge.services.sync_liveness import syncs_fail_stale
 from knowledge.web.pages import knowledge_page
 
 # Failed items shown per source on the page (the API and the admin have them all).

@@ -5,6 +5,7 @@ with "Sync now", so no path makes the worker sync more often than the rate."""
 from __future__ import annotations
 
 import copy
+import datetime
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -111,3 +112,15 @@ def test_scheduled_syncs_count_against_the_owners_sync_rate_and_one_over_it_is_r
     assert (skipped.status, skipped.trigger) == ("failed", "schedule")
     assert skipped.error.startswith("skipped:") and "API_THROTTLE_SYNCS" in skipped.error, skipped.error
     assert SourceSync.objects.filter(source=source).count() == 3
+
+
+def test_an_hourly_cron_is_hourly_across_a_change_of_summer_time():
+    """The gaps are measured between instants: on the night clocks go back, 02:00 and "02:00 again"
+    are an hour apart, though their wall clocks are equal."""
+    from zoneinfo import ZoneInfo
+
+    from knowledge.services.sources import _shortest_gap
+
+    berlin = ZoneInfo("Europe/Berlin")
+    night_clocks_go_back = datetime.datetime(2025, 10, 25, 23, 30, tzinfo=berlin)
+    assert _shortest_gap("0 * * * *", night_clocks_go_back) == datetime.timedelta(hours=1)
