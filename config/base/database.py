@@ -9,8 +9,10 @@ until the last process using it exits, so several can run at once.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import time
 import warnings
 from pathlib import Path
 
@@ -115,12 +117,38 @@ def embedded_database_url(data_dir: Path, *, shared_buffers_mb: int | None = Non
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR on servers
-        server = pgserver.get_server(pgdata, cleanup_mode="stop")
+        server = _server_joined(pgserver, pgdata)
     _forget_exited_clients(server)
     _ensure_database(server, EMBEDDED_DATABASE)
     if shared_buffers_mb:
         _ensure_shared_buffers(server, shared_buffers_mb)
     return server.get_uri(EMBEDDED_DATABASE)
+
+
+# Seconds a process keeps trying to join a server that is starting or stopping.
+JOIN_SECONDS = 30.0
+
+
+def _server_joined(pgserver, pgdata: Path):
+    """The server, started or joined. pgserver joins a running server only once it says "ready": one
+    that another process is still starting, or that is stopping after the previous client left (make
+    run's steps follow each other), fails its assertion. Joining again a moment later succeeds."""
+    deadline = time.monotonic() + JOIN_SECONDS
+    while True:
+        try:
+            return pgserver.get_server(pgdata, cleanup_mode="stop")
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            _forget_failed_join(pgserver, pgdata)
+            time.sleep(0.5)
+
+
+def _forget_failed_join(pgserver, pgdata: Path) -> None:
+    """pgserver keeps the failed handle (get_server would return it again) and its exit cleanup."""
+    failed = pgserver.PostgresServer._instances.pop(pgdata, None)
+    if failed is not None:
+        atexit.unregister(failed._cleanup)
 
 
 def embedded_pgdata(data_dir: Path) -> Path:
