@@ -154,7 +154,8 @@ def _shortest_gap(cron: str, start: datetime.datetime | None = None) -> datetime
 
 def _duration(gap: datetime.timedelta) -> str:
     seconds = int(gap.total_seconds())
-    return f"{seconds // 60} minutes" if seconds >= 60 else f"{seconds} seconds"
+    count, unit = (seconds // 60, "minute") if seconds >= 60 else (seconds, "second")
+    return f"{count} {unit}{'' if count == 1 else 's'}"
 
 
 def source_schedule_save(source: Source) -> None:
