@@ -21,6 +21,7 @@ import logging
 import os
 import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -432,6 +433,48 @@ def embed_short_texts(texts: Sequence[str], *, backend: str | None = None, worke
     backend = backend or configured_backend()
     model = _short_text_model(backend, parallel=workers > 1)
     return _short_texts_on(model, texts, workers=workers, batch=SHORT_TEXT_BATCH)
+
+
+# An extractive answer embeds every candidate sentence of the passages it quotes from (26 per
+# answer on the load benchmark's questions, two thirds of an answer's time), and related questions
+# bring the same passages back. A sentence's vector depends on its text alone, so the process keeps
+# the last SENTENCE_CACHE_SIZE of them: 8,192 vectors of 384 floats take 12 MB.
+SENTENCE_CACHE_SIZE = 8192
+_sentence_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_sentence_lock = threading.Lock()
+
+
+def embed_sentences(texts: Sequence[str], *, backend: str | None = None) -> np.ndarray:
+    """``embed_short_texts`` for sentences that recur (an answer's candidates), the vectors of
+    texts seen before taken from a per-process cache."""
+    backend = backend or configured_backend()
+    keys = [(backend, text) for text in texts]
+    with _sentence_lock:
+        known = {key: _sentence_vectors[key] for key in keys if key in _sentence_vectors}
+        for key in known:
+            _sentence_vectors.move_to_end(key)
+    missing = list(dict.fromkeys(key for key in keys if key not in known))
+    if missing:
+        vectors = embed_short_texts([text for _, text in missing], backend=backend)
+        fresh = dict(zip(missing, vectors, strict=True))
+        _remember_sentences(fresh)
+        known.update(fresh)
+    return np.stack([known[key] for key in keys]) if keys else np.zeros((0, _dimensions()), np.float32)
+
+
+def _remember_sentences(vectors: dict) -> None:
+    with _sentence_lock:
+        for key, vector in vectors.items():
+            vector.flags.writeable = False  # shared by every answer that quotes the sentence
+            _sentence_vectors[key] = vector
+        while len(_sentence_vectors) > SENTENCE_CACHE_SIZE:
+            _sentence_vectors.popitem(last=False)
+
+
+def _dimensions() -> int:
+    from django.conf import settings
+
+    return settings.KNOWLEDGE_EMBEDDING_DIMENSIONS
 
 
 # The network that ranks sentences: int8 weights cost 2.5 times less than float32 on this CPU

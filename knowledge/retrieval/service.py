@@ -146,14 +146,15 @@ def retrieve(*, user, request: RetrievalRequest) -> KnowledgeContext:
         chosen = _select(question, candidates, pool, search.models)
     with timer.stage("answerability"):
         context.answerability = _answerability(search, candidates, chosen, config)
-    primary = _load(chosen)
+    chunks = _chunks_for(chosen, candidates)
+    primary = _retrieved(chosen, chunks)
     if rerank_ids:
         with timer.stage("rerank"):
             primary, context.stats["rerank"] = rerank(
                 question, primary, collection_ids=rerank_ids, user_id=getattr(user, "pk", None)
             )
     context.primary_chunks = primary[: config["maxDocs"]]
-    context.runners_up = _runners_up(context.primary_chunks, candidates)
+    context.runners_up = _runners_up(context.primary_chunks, candidates, chunks)
     with timer.stage("expand"):
         expansion = expand_references([c.chunk for c in primary], scope=scope)
     context.referenced_chunks = [RetrievedChunk(c, {}, role="reference") for c in expansion.chunks]
@@ -175,12 +176,12 @@ def _pinned_scope(user, asked, request: RetrievalRequest) -> Scope:
     ).pinned()
 
 
-def _runners_up(primary: list[RetrievedChunk], candidates: list[Candidate]) -> list[RetrievedChunk]:
+def _runners_up(primary: list[RetrievedChunk], candidates: list[Candidate], chunks: dict) -> list[RetrievedChunk]:
     pages = [(r.chunk.document_id, r.chunk.source_ref) for r in primary]
     shown = {r.chunk.pk for r in primary}
     return [
         RetrievedChunk(r.chunk, r.scores, role="runner_up")
-        for r in _load(same_source_runners_up(pages, candidates, exclude=shown))
+        for r in _retrieved(same_source_runners_up(pages, candidates, exclude=shown), chunks)
     ]
 
 
@@ -478,10 +479,22 @@ _CHUNKS_WITH_DOCUMENTS = PreparedSelect(
 )
 
 
-def _load(chosen: list[Candidate]) -> list[RetrievedChunk]:
-    if not chosen:
-        return []
-    chunks = {chunk.pk: chunk for chunk in _CHUNKS_WITH_DOCUMENTS.fetch([[c.chunk_id for c in chosen]])}
+def _chunks_for(chosen: list[Candidate], candidates: list[Candidate]) -> dict:
+    """The chosen candidates' chunks and every runner-up's they may need, in one round trip.
+
+    Which chunks are shown is known only after reranking, but they are chosen ones, on the chosen
+    candidates' pages: each page's best candidate not shown is either a chosen one or the page's
+    best one not chosen, so loading those covers every runner-up."""
+    pages = [(c.document_id, c.source_ref) for c in chosen]
+    chosen_ids = {c.chunk_id for c in chosen}
+    others = same_source_runners_up(pages, candidates, exclude=chosen_ids)
+    ids = [c.chunk_id for c in chosen] + [c.chunk_id for c in others]
+    if not ids:
+        return {}
+    return {chunk.pk: chunk for chunk in _CHUNKS_WITH_DOCUMENTS.fetch([ids])}
+
+
+def _retrieved(chosen: list[Candidate], chunks: dict) -> list[RetrievedChunk]:
     return [RetrievedChunk(chunks[c.chunk_id], _scores(c)) for c in chosen if c.chunk_id in chunks]
 
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from knowledge.clients.embedding import embed_short_texts
+from knowledge.clients.embedding import embed_sentences
 from knowledge.clients.sentences import MIN_CHARS, NOT_ANSWER, paragraph_units, split_sentences
 from knowledge.retrieval.answerability import QUOTE_FLOOR
 from knowledge.synthesis.answer_cues import (
@@ -270,8 +270,9 @@ def _scores(question: str, candidates: list[Sentence]) -> tuple[np.ndarray, np.n
     """Each unit's score, its score with the rank counting for little (openings, see _opening_first),
     and whether it shares anything with the question at all."""
     texts = [_scored_text(c) for c in candidates]
-    # Short texts on onnxruntime (same vectors as torch): a web process needs no torch model for this.
-    vectors = embed_short_texts([question] + texts)
+    # Short texts on onnxruntime (same vectors as torch): a web process needs no torch model for this;
+    # a sentence quoted before is not encoded again.
+    vectors = embed_sentences([question] + texts)
     cosine = vectors[1:] @ vectors[0]
     weights = rarity_weights(question, texts)
     overlap = np.array([rarity_overlap(weights, text) for text in texts])
