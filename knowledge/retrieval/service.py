@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 from django.db import connection
@@ -24,18 +24,27 @@ from config.base.validation import text_clean
 from knowledge.access import question_scope_of
 from knowledge.config import resolved_config
 from knowledge.models import Chunk
+from knowledge.clients.text import is_grammatical_bigram
 from knowledge.retrieval import dense, lexical
+from knowledge.retrieval.answer_type import asked_kind, holds_kind
 from knowledge.retrieval.answerability import (
     AGREEMENT_RANK,
+    MAX_CLOSEST,
+    Checks,
     Evidence,
     Verdict,
     coverage_of,
+    holds_question,
     margin_of,
+    overrulable,
+    overruled,
+    question_language,
     verdict_for,
 )
 from knowledge.retrieval.context import ContextBlock, assemble
 from knowledge.retrieval.expansion import ExpansionResult, expand_references
 from knowledge.retrieval.intent import intent_filter_sql, query_intent
+from knowledge.retrieval.named_terms import missing_named_terms
 from knowledge.retrieval.models_in_scope import (
     distance_sql,
     embedding_reads_any,
@@ -144,9 +153,9 @@ def retrieve(*, user, request: RetrievalRequest) -> KnowledgeContext:
     pool = {**config, "maxDocs": config["maxDocs"] * 3} if rerank_ids else config
     with timer.stage("score"):
         chosen = _select(question, candidates, pool, search.models)
-    with timer.stage("answerability"):
-        context.answerability = _answerability(search, candidates, chosen, config)
     primary = _load(chosen)
+    with timer.stage("answerability"):
+        context.answerability = _answerability(search, candidates, chosen, primary, config)
     if rerank_ids:
         with timer.stage("rerank"):
             primary, context.stats["rerank"] = rerank(
@@ -400,16 +409,57 @@ def _select(question: str, candidates: list[Candidate], config, models: tuple[st
     return select(candidates, config=config, today=timezone.localdate(), hybrid=config["hybrid"])
 
 
-def _answerability(search: _Search, candidates: list[Candidate], chosen: list[Candidate], config) -> Verdict:
-    """The verdict on the best chunk chosen, from what both searches found (see answerability.py)."""
+def _answerability(
+    search: _Search, candidates: list[Candidate], chosen: list[Candidate], passages: list, config
+) -> Verdict:
+    """The verdict on the best chunks chosen, from what both searches found (see answerability.py)."""
+    checks = Checks.from_config(config)
     evidence = answerability_evidence(
         search.question, candidates, chosen, search.scope, terms=search.terms, models=search.models
     )
-    return verdict_for(
+    evidence = replace(evidence, **_explained_findings(search, passages, checks))
+    verdict = verdict_for(
         evidence,
         min_answerability=config["minAnswerability"],
         min_relevance=config["minRelevanceScore"],
         similarity_floor=embedding_reads_any(search.question, search.models),
+        checks=checks,
+    )
+    if overrulable(verdict, checks) and _closest_holds_question(search, chosen):
+        return overruled(verdict)
+    return verdict
+
+
+# The best passages the answer-type test reads: those an extracted answer quotes from
+# (knowledge.synthesis.extractive.MAX_SOURCES).
+TOP_FOR_ANSWER_TYPE = 5
+
+
+def _explained_findings(search: _Search, passages: list, checks: Checks) -> dict:
+    """The findings of the tests that say why (only those switched on are computed)."""
+    findings: dict = {}
+    if checks.language:
+        findings["language"], findings["english_only"] = question_language(search.question, models=search.models)
+    if checks.missing_terms and search.terms is not None:
+        findings["missing_terms"] = missing_named_terms(search.question, search.terms.df)
+    kind = asked_kind(search.question) if checks.answer_type else None
+    if kind:
+        top = passages[:TOP_FOR_ANSWER_TYPE]
+        findings["asked_kind"] = kind
+        findings["kind_found"] = any(holds_kind(kind, item.chunk.content) for item in top)
+    return findings
+
+
+def _closest_holds_question(search: _Search, chosen: list[Candidate]) -> bool:
+    """Whether one of the closest matches (those a refusal lists) would pass as the answer."""
+    terms = search.terms
+    if terms is None:
+        return False
+    used = {lexeme for lexeme, df in terms.df.items() if df > 0 and not is_grammatical_bigram(lexeme)}
+    weights = dict.fromkeys(used, 1.0)
+    return any(
+        holds_question(used=used, held=_lexemes_held(c, weights, terms), similarity=c.similarity)
+        for c in chosen[:MAX_CLOSEST]
     )
 
 

@@ -53,6 +53,11 @@ def test_the_verdict_reports_its_evidence():
         "agreement": 1.0,
         "absent": 0.0,
         "relative_similarity": None,
+        "missing_terms": [],
+        "asked_kind": None,
+        "kind_found": True,
+        "language": None,
+        "english_only": False,
     }
     assert reported["threshold"] == 0.2 and 0.0 < reported["score"] < 1.0
 
