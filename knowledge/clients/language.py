@@ -39,7 +39,9 @@ def foreign_language(text: str) -> str | None:
     words = [word.lower().replace("’", "'") for word in _WORD.findall(text)]
     if not words:
         return None
-    hits = {language: sum(1 for word in words if word in vocabulary) for language, vocabulary in _WORDS.items()}
+    hits = {
+        language: sum(1 for word in words if word in vocabulary) for language, vocabulary in _WORDS.items()
+    }
     for language, letters in _OWN_LETTERS.items():
         hits[language] += len(letters.findall(text.lower()))
     best = max(hits, key=hits.get)

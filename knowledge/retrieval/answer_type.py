@@ -22,9 +22,11 @@ _ASKS = (
         AMOUNT,
         re.compile(
             r"\bhow much\b(?! (?:time|longer|later|earlier|memory|space|data|ram|disk|text|more|less)\b)"
-            r"[^?]*\b(?:cost|costs|charge|charges|charged|pay|paid|owe|price|priced|fee|fees|spend|spent|worth)\b"
+            r"[^?]*\b(?:cost|costs|charge|charges|charged|pay|paid|owe|price|priced|fee|fees|spend|spent"
+            r"|worth)\b"
             r"|\bhow much (?:money|does it cost|is it|are they)\b"
-            r"|\bwhat(?:'s|’s| is| are| was| were) the (?:\w+ )?(?:price|prices|cost|costs|fee|fees|charge|charges)\b"
+            r"|\bwhat(?:'s|’s| is| are| was| were) the (?:\w+ )?"
+            r"(?:price|prices|cost|costs|fee|fees|charge|charges)\b"
             r"|\bwhat (?:does|do|did) [^?]{1,60}\bcost\b",
             re.IGNORECASE,
         ),
@@ -32,7 +34,8 @@ _ASKS = (
     (
         DATE,
         re.compile(
-            r"^\s*when (?:was|were|did|is|will)\b|\b(?:what|which|on what|in what) (?:date|year|day of the month)\b",
+            r"^\s*when (?:was|were|did|is|will)\b"
+            r"|\b(?:what|which|on what|in what) (?:date|year|day of the month)\b",
             re.IGNORECASE,
         ),
     ),
@@ -51,6 +54,14 @@ _ASKS = (
 )
 
 _NUMBER = r"\d[\d,.]*"
+_TIME_UNITS = (
+    r"(?:milliseconds?|seconds?|minutes?|hours?|days?|nights?|weeks?|months?|years?|decades?|centur(?:y|ies))"
+)
+_NUMBER_WORDS = (
+    r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|"
+    r"fifty|sixty|ninety|hundred|several|few|half an?)"
+)
+_QUALIFIER = r"(?:(?:business|working|calendar|full|more)\s)?"
 _CURRENCY = r"(?:[$€£¥₹]|\b(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|INR|US\$)\b)"
 _MONEY_WORDS = r"(?:dollars?|euros?|pounds?|cents?|yen|francs?|rupees?|円|万円|元)"
 _HELD = {
@@ -72,10 +83,8 @@ _HELD = {
         re.IGNORECASE,
     ),
     DURATION: re.compile(
-        r"(?:\b\d[\d,.]*|\b(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|twelve|fifteen|twenty|"
-        r"thirty|sixty|ninety|several|few|a few|half an?))[\s-]?(?:(?:business|working|calendar|full|more)\s)?"
-        r"(?:ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?|"
-        r"decades?|centuries|century|nights?)\b"
+        rf"\b\d[\d,.]*[\s-]?{_QUALIFIER}(?:{_TIME_UNITS}|ms|s|secs?|mins?|h|hrs?)\b"
+        rf"|\b{_NUMBER_WORDS}[\s-]{_QUALIFIER}{_TIME_UNITS}\b"
         r"|\b(?:hourly|daily|weekly|monthly|yearly|annually|overnight|forever|indefinitely|never expires?)\b"
         r"|\d+\s?(?:秒|分|時間|日|週間|か月|ヶ月|年)",
         re.IGNORECASE,
@@ -84,7 +93,7 @@ _HELD = {
 
 
 def asked_kind(question: str) -> str | None:
-    """``amount``, ``date`` or ``duration`` when the question asks for one (the first that fits), else None."""
+    """``amount``, ``date`` or ``duration`` when the question asks for one (the first that fits)."""
     for kind, pattern in _ASKS:
         if pattern.search(question):
             return kind

@@ -90,7 +90,12 @@ def _title_case(tokens: list[tuple[str, bool]]) -> bool:
 
 def _is_name(word: str) -> bool:
     """An acronym, CamelCase, a year, a version or a letters-and-digits code; never a user's identifier."""
-    if "_" in word or _FILE_NAME.match(word) or _LOWER_CAMEL.match(word) and not any(c.isdigit() for c in word):
+    if (
+        "_" in word
+        or _FILE_NAME.match(word)
+        or _LOWER_CAMEL.match(word)
+        and not any(c.isdigit() for c in word)
+    ):
         return False
     if word in _NOT_NAMES or len(word) < 2:
         return False

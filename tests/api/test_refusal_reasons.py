@@ -37,7 +37,9 @@ def ask(alice, bearer, hills, no_llm):
         if overrides:
             turn = chat_ask(user=alice, question=question, collection_ids=[hills.pk], overrides=overrides)
             return {"mode": turn.mode, "answer": turn.answer, "citations": turn.cited_sources}
-        response = client.post("/api/v1/query/", {"question": question, "collections": [hills.pk]}, format="json")
+        response = client.post(
+            "/api/v1/query/", {"question": question, "collections": [hills.pk]}, format="json"
+        )
         assert response.status_code == 200, response.content
         return response.json()
 

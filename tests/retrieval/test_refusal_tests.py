@@ -30,10 +30,16 @@ STRONG = dict(best_similarity=0.7, margin=0.3, coverage=0.9, agreement=1.0)
     ("question", "names"),
     [
         ("How do I add TOTP to the login page?", ["TOTP"]),
-        ("What was Obama's LSAT score when he applied to Harvard Law School?", ["Obama", "LSAT", "Harvard Law School"]),
+        (
+            "What was Obama's LSAT score when he applied to Harvard Law School?",
+            ["Obama", "LSAT", "Harvard Law School"],
+        ),
         ("Where exactly is the Magnetic Hill in New Brunswick?", ["Magnetic Hill", "New Brunswick"]),
         ("How do I set up WebSocket consumers with Django Channels?", ["WebSocket", "Django Channels"]),
-        ('Is "select_for_update" safe in Python 3.11 since 2024?', ["select_for_update", "Python", "3.11", "2024"]),
+        (
+            'Is "select_for_update" safe in Python 3.11 since 2024?',
+            ["select_for_update", "Python", "3.11", "2024"],
+        ),
         ("What nDCG@10 does it reach?", ["nDCG@10"]),
         # The asker's own identifiers and ordinary words are not names.
         ("Why does my_filters.py fail to register my filter?", []),
@@ -72,7 +78,9 @@ def test_a_passage_holds_a_value_of_the_kind_asked_for_only_in_its_form():
     assert not holds_kind(AMOUNT, "The Pro plan adds 12 seats and priority support.")
     assert holds_kind(DATE, "It was signed on June 28, 1919.") and holds_kind(DATE, "due 2024-07-14")
     assert not holds_kind(DATE, "It was signed by 32 countries.")
-    assert holds_kind(DURATION, "Refunds arrive within 5 business days.") and holds_kind(DURATION, "two weeks")
+    assert holds_kind(DURATION, "Refunds arrive within 5 business days.") and holds_kind(
+        DURATION, "two weeks"
+    )
     assert not holds_kind(DURATION, "Refunds go back to the card used.")
 
 
@@ -94,7 +102,11 @@ def test_a_questions_language_from_its_grammar_words(question, language):
 def test_each_explained_test_refuses_with_its_reason_and_is_switchable():
     cases = (
         (Evidence(**STRONG, missing_terms=("TOTP",)), REASON_MISSING_TERM, Checks(missing_terms=False)),
-        (Evidence(**STRONG, asked_kind=AMOUNT, kind_found=False), REASON_ANSWER_TYPE, Checks(answer_type=False)),
+        (
+            Evidence(**STRONG, asked_kind=AMOUNT, kind_found=False),
+            REASON_ANSWER_TYPE,
+            Checks(answer_type=False),
+        ),
         (
             Evidence(**STRONG, language="de", english_only=True, absent=MAX_ABSENT),
             REASON_LANGUAGE,
@@ -122,7 +134,9 @@ def test_a_closest_match_holding_the_question_overrules_only_refusals_on_evidenc
     assert not overrulable(weighed, Checks(closest_match=False))
     answered = overruled(weighed)
     assert answered.answerable and answered.as_dict()["note"] == OVERRULED_NOTE
-    explained = verdict_for(Evidence(**STRONG, missing_terms=("TOTP",)), min_answerability=0.18, min_relevance=0.0)
+    explained = verdict_for(
+        Evidence(**STRONG, missing_terms=("TOTP",)), min_answerability=0.18, min_relevance=0.0
+    )
     assert not overrulable(explained)
     assert holds_question(used={"schedul", "hear"}, held={"schedul", "hear", "appear"}, similarity=0.4)
     assert not holds_question(used={"schedul", "hear"}, held={"hear"}, similarity=0.4)
