@@ -79,6 +79,14 @@ MAX_CLOSEST = 3
 MAX_ABSENT = 0.45
 WEAKER = 0.8
 MIN_RELATIVE = 0.4
+# One word found nowhere is the asker's own wording ("What processor does it use?" over a manual that
+# says "80186 16 bit computer"), not evidence that the subject is missing: a two-word question would
+# otherwise be "mostly absent" by that word alone. The absent rule needs at least this many.
+MIN_ABSENT_WORDS = 2
+# A closest match overrules a refusal when it holds at least this many of the question's words
+# (``holds_question``): one word in common (the document's own subject, "Bates" in his biography) is
+# a topic, not a question.
+MIN_HELD_WORDS = 2
 
 
 # The refusals that say why (the refusal's wording names the cause: knowledge.synthesis.refusal).
@@ -100,6 +108,7 @@ class Evidence:
     coverage: float
     agreement: float
     absent: float = 0.0  # share of the question's words absent from every searched chunk
+    absent_words: int = 0  # how many of them (MIN_ABSENT_WORDS)
     relative_similarity: float | None = None  # best_similarity / a typical answer's (None: unknown)
     # The explained tests' findings (see the module docstring):
     missing_terms: tuple[str, ...] = ()  # names in the question no searched chunk holds
@@ -225,7 +234,8 @@ def _weighed_refusal(evidence: Evidence, similarity_floor: bool) -> str | None:
     if similarity_floor and evidence.best_similarity < SIMILARITY_FLOOR:
         return "the best chunk is unlike the question"
     relative = evidence.relative_similarity
-    if relative is not None and relative < WEAKER and evidence.absent >= MAX_ABSENT:
+    lacking = evidence.absent >= MAX_ABSENT and evidence.absent_words >= MIN_ABSENT_WORDS
+    if relative is not None and relative < WEAKER and lacking:
         return REASON_ABSENT
     if relative is not None and relative < MIN_RELATIVE:
         return REASON_WEAK
@@ -246,7 +256,7 @@ def holds_question(*, used: set[str], held: set[str], similarity: float) -> bool
     """Whether a passage would pass as the answer: over QUOTE_FLOOR, and holding every one of the
     question's words that the documents use (``used``; the others are the asker's own wording, which
     no passage can hold)."""
-    return similarity >= QUOTE_FLOOR and bool(used) and used <= held
+    return similarity >= QUOTE_FLOOR and len(used) >= MIN_HELD_WORDS and used <= held
 
 
 def question_language(question: str, *, models: tuple[str, ...]) -> tuple[str | None, bool]:

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from django.conf import settings
 
-from knowledge.clients.text import is_grammatical_bigram
+from knowledge.clients.text import is_grammatical_bigram, mostly_without_spaces
 from knowledge.retrieval import lexical
 from knowledge.retrieval.answer_type import asked_kind, holds_kind
 from knowledge.retrieval.answerability import (
@@ -70,7 +70,7 @@ def _explained_findings(search, passages: list, checks: Checks) -> dict:
         findings["language"], findings["english_only"] = question_language(
             search.question, models=search.models
         )
-    if checks.missing_terms and search.terms is not None:
+    if checks.missing_terms and search.terms is not None and not _other_script(passages):
         findings["missing_terms"] = missing_named_terms(search.question, search.terms.df)
     kind = asked_kind(search.question) if checks.answer_type else None
     if kind:
@@ -78,6 +78,13 @@ def _explained_findings(search, passages: list, checks: Checks) -> dict:
         findings["asked_kind"] = kind
         findings["kind_found"] = any(holds_kind(kind, item.chunk.content) for item in top)
     return findings
+
+
+def _other_script(passages: list) -> bool:
+    """The best passage is written mostly without spaces (Japanese, Chinese, Korean, Thai): an
+    English question's names are spelled in that script there ("New Year's Eve" is 大晦日 in the
+    sales sheet), so an English name found nowhere is no evidence."""
+    return bool(passages) and mostly_without_spaces(passages[0].chunk.content)
 
 
 def _closest_holds_question(search, chosen: list[Candidate]) -> bool:
@@ -116,6 +123,7 @@ def answerability_evidence(
         coverage=coverage_of(weights, present),
         agreement=1.0 if agree else 0.0,
         absent=absent_share(terms),
+        absent_words=sum(1 for df in terms.df.values() if df == 0) if terms is not None else 0,
         relative_similarity=best_similarity / typical if typical else None,
     )
 

@@ -19,31 +19,38 @@ pytest_plugins = ["tests.synthesis.openai_server"]
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def hills(alice, corpus):
-    collection = collection_create(name="hills", owner=alice)
-    path = corpus / "text" / "gravity_hill.md"
+def _collection(owner, path, name):
+    collection = collection_create(name=name, owner=owner)
     document_upload(collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes()))
     return collection
 
 
 @pytest.fixture
-def ask(alice, bearer, hills, no_llm):
-    """The API's answer; with parameter overrides (which /query/ does not take), the chat service's
-    that it calls, in the same shape."""
+def asker(alice, bearer, no_llm):
+    """Ask over a collection: the API's answer; with parameter overrides (which /query/ does not
+    take), the answer of the chat service it calls, in the same shape."""
     client = bearer(alice)
 
-    def asked(question: str, **overrides) -> dict:
-        if overrides:
-            turn = chat_ask(user=alice, question=question, collection_ids=[hills.pk], overrides=overrides)
-            return {"mode": turn.mode, "answer": turn.answer, "citations": turn.cited_sources}
-        response = client.post(
-            "/api/v1/query/", {"question": question, "collections": [hills.pk]}, format="json"
-        )
-        assert response.status_code == 200, response.content
-        return response.json()
+    def over(collection):
+        def asked(question: str, **overrides) -> dict:
+            if overrides:
+                turn = chat_ask(
+                    user=alice, question=question, collection_ids=[collection.pk], overrides=overrides
+                )
+                return {"mode": turn.mode, "answer": turn.answer, "citations": turn.cited_sources}
+            body = {"question": question, "collections": [collection.pk]}
+            response = client.post("/api/v1/query/", body, format="json")
+            assert response.status_code == 200, response.content
+            return response.json()
 
-    return asked
+        return asked
+
+    return over
+
+
+@pytest.fixture
+def ask(alice, corpus, asker):
+    return asker(_collection(alice, corpus / "text" / "gravity_hill.md", "hills"))
 
 
 def _refused(body: dict) -> bool:
@@ -95,3 +102,17 @@ def test_a_german_question_to_an_english_only_model_says_how_to_change_the_model
 def test_an_unexplained_refusal_keeps_the_general_wording(ask):
     body = ask("What is the boiling point of liquid mercury?")
     assert _refused(body) and body["answer"].startswith(NO_RESULTS_TEXT)
+
+
+def test_a_closest_match_holding_the_question_is_quoted_instead_of_refused(alice, corpus, asker):
+    # "got" and "moniker" occur nowhere in the biography, so the question is "mostly absent"; its
+    # other words (county, governor) are all in the passage that answers it.
+    ask = asker(_collection(alice, corpus / "text" / "bates.txt", "bates"))
+    question = "Which county got its moniker from the governor?"
+    body = ask(question)
+    assert not _refused(body), body["answer"]
+    assert "Bates County" in body["answer"] and body["citations"][0]["document"] == "bates.txt"
+    # Without it: "nothing on this", while the closest match listed holds the answer.
+    off = ask(question, answerFromClosestMatch=False)
+    assert _refused(off) and off["answer"].startswith(NO_RESULTS_TEXT)
+    assert "Bates County" in off["answer"].split(CLOSEST_HEADING)[1]

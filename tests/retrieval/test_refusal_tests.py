@@ -128,7 +128,9 @@ def test_each_explained_test_refuses_with_its_reason_and_is_switchable():
 
 def test_a_closest_match_holding_the_question_overrules_only_refusals_on_evidence():
     weighed = verdict_for(
-        Evidence(**STRONG, absent=0.5, relative_similarity=0.7), min_answerability=0.18, min_relevance=0.0
+        Evidence(**STRONG, absent=0.5, absent_words=2, relative_similarity=0.7),
+        min_answerability=0.18,
+        min_relevance=0.0,
     )
     assert weighed.reason == REASON_ABSENT and overrulable(weighed)
     assert not overrulable(weighed, Checks(closest_match=False))
@@ -142,3 +144,5 @@ def test_a_closest_match_holding_the_question_overrules_only_refusals_on_evidenc
     assert not holds_question(used={"schedul", "hear"}, held={"hear"}, similarity=0.4)
     assert not holds_question(used={"schedul", "hear"}, held={"schedul", "hear"}, similarity=0.1)
     assert not holds_question(used=set(), held={"hear"}, similarity=0.4)
+    # One word in common is the document's topic ("Bates" in his biography), not the question.
+    assert not holds_question(used={"bate"}, held={"bate", "governor"}, similarity=0.4)
