@@ -18,12 +18,16 @@ What counts as a name (``named_terms``, pure):
   the question's words are capitalised (a title-case question capitalises everything).
 
 Never one: a word holding an underscore, a file name (``name.ext``) or a lowerCamel identifier
-(the user's own names), a single letter, a number that is not a year.
+(the user's own names), an exception's name (``TypeError``: what the asker saw, which the
+documentation explains in other words), a single letter, a number that is not a year.
 
 "Never mentioned" is decided with the statistics the search already read (lexical.ScopeStatistics:
 each of the question's lexemes' chunk count over the searched partitions, so per scope and without
 a table scan): a name is missing when one of its lexemes, made by the same full-text function as the
-chunks', has a count of 0. One round trip turns the names into lexemes.
+chunks', has a count of 0. One round trip turns the names into lexemes. The full-text parser reads
+a dotted path as one token ("django.test.TestCase" is the lexeme ``django.test.testcase``), so a name
+the lexemes miss is looked for in the text of the chunks the search found (``mentioned_in``) before
+it is called missing.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ _VERSION = re.compile(r"^v?\d+(?:\.\d+)+$", re.IGNORECASE)
 _LETTERS_AND_DIGITS = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)")
 _FILE_NAME = re.compile(r"^[\w\-]+\.[a-z][a-z0-9]{0,4}$")
 _LOWER_CAMEL = re.compile(r"^[a-z]+[A-Z]")
+_EXCEPTION = re.compile(r"(?:Error|Exception)$")
 # Capitalised words that are grammar, not names, wherever they stand.
 _NOT_NAMES = frozenset({"I", "I'm", "I’m", "I've", "I’ve", "I'd", "I’d", "I'll", "I’ll", "OK"})
 # Capitalised longer words that, with no lowercase one, make a question title case (see _title_case).
@@ -97,7 +102,7 @@ def _is_name(word: str) -> bool:
         and not any(c.isdigit() for c in word)
     ):
         return False
-    if word in _NOT_NAMES or len(word) < 2:
+    if word in _NOT_NAMES or len(word) < 2 or _EXCEPTION.search(word):
         return False
     return bool(
         _ACRONYM.match(word)
@@ -128,8 +133,9 @@ def term_lexemes(terms: list[str]) -> list[set[str]]:
     return lexemes
 
 
-def missing_named_terms(question: str, df: dict[str, int]) -> tuple[str, ...]:
-    """The question's names that no chunk in scope holds, given its lexemes' chunk counts ``df``.
+def missing_named_terms(question: str, df: dict[str, int], *, chunk_ids: list[int]) -> tuple[str, ...]:
+    """The question's names that no chunk in scope holds, given its lexemes' chunk counts ``df``
+    and the chunks the search found (``chunk_ids``, read for names inside dotted paths).
 
     A lexeme the statistics did not count (a question longer than their lookup) is taken as held:
     the test refuses only on evidence.
@@ -137,8 +143,23 @@ def missing_named_terms(question: str, df: dict[str, int]) -> tuple[str, ...]:
     if not df:
         return ()
     names = named_terms(question)
-    return tuple(
+    unknown = [
         name
         for name, lexemes in zip(names, term_lexemes(names), strict=True)
         if any(df.get(lexeme, 1) == 0 for lexeme in lexemes)
-    )
+    ]
+    return tuple(name for name in unknown if not mentioned_in(name, chunk_ids))
+
+
+_MENTIONED_SQL = "SELECT EXISTS (SELECT 1 FROM knowledge_chunk WHERE id = ANY(%s) AND content ~* %s)"
+
+
+def mentioned_in(name: str, chunk_ids: list[int]) -> bool:
+    """Whether one of the chunks' text holds ``name`` as a whole word (any case)."""
+    if not chunk_ids:
+        return False
+    escaped = re.sub(r"([^\w\s])", r"\\\1", name).replace(" ", r"\s+")
+    pattern = r"(^|[^[:alnum:]_])" + escaped + r"($|[^[:alnum:]_])"
+    with connection.cursor() as cursor:
+        cursor.execute(_MENTIONED_SQL, [chunk_ids, pattern])
+        return bool(cursor.fetchone()[0])

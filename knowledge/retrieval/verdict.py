@@ -45,7 +45,7 @@ def retrieval_verdict(
     evidence = answerability_evidence(
         search.question, candidates, chosen, search.scope, terms=search.terms, models=search.models
     )
-    evidence = replace(evidence, **_explained_findings(search, passages, checks))
+    evidence = replace(evidence, **_explained_findings(search, candidates, passages, checks))
     verdict = verdict_for(
         evidence,
         min_answerability=config["minAnswerability"],
@@ -63,7 +63,7 @@ def retrieval_verdict(
 TOP_FOR_ANSWER_TYPE = 5
 
 
-def _explained_findings(search, passages: list, checks: Checks) -> dict:
+def _explained_findings(search, candidates: list[Candidate], passages: list, checks: Checks) -> dict:
     """The findings of the tests that say why (only those switched on are computed)."""
     findings: dict = {}
     if checks.language:
@@ -71,7 +71,9 @@ def _explained_findings(search, passages: list, checks: Checks) -> dict:
             search.question, models=search.models
         )
     if checks.missing_terms and search.terms is not None and not _other_script(passages):
-        findings["missing_terms"] = missing_named_terms(search.question, search.terms.df)
+        findings["missing_terms"] = missing_named_terms(
+            search.question, search.terms.df, chunk_ids=[c.chunk_id for c in candidates]
+        )
     kind = asked_kind(search.question) if checks.answer_type else None
     if kind:
         top = passages[:TOP_FOR_ANSWER_TYPE]

@@ -45,6 +45,8 @@ STRONG = dict(best_similarity=0.7, margin=0.3, coverage=0.9, agreement=1.0)
         ("Why does my_filters.py fail to register my filter?", []),
         ("What is the value of myCounter after the loop in views.py?", []),
         ("What processor does it use?", []),
+        # An exception is what the asker saw; the documentation explains its cause in other words.
+        ("TypeError in my signal handler: why must receivers take **kwargs?", []),
         ("Is it OK if I run 5000 rows through it?", []),
         # Title case capitalises every word: capitals say nothing then.
         ("How Do I Configure Logging In Production?", []),
