@@ -10,7 +10,7 @@ variable name), which their code has and the documentation cannot.
 
 What counts as a name (``named_terms``, pure):
 
-* a quoted term ("…", “…”, `…`);
+* a quoted term ("…", “…”, `…`) of up to three words;
 * an acronym: two or more capitals, digits allowed (TOTP, LSAT, NHNC1);
 * a CamelCase word (WebSocket, PostgreSQL);
 * a word mixing letters and digits (H264, nDCG@10), a version number (3.11, v2.0.1) or a year;
@@ -53,13 +53,15 @@ _LOWER_CAMEL = re.compile(r"^[a-z]+[A-Z]")
 _EXCEPTION = re.compile(r"(?:Error|Exception)$")
 # Capitalised words that are grammar, not names, wherever they stand.
 _NOT_NAMES = frozenset({"I", "I'm", "I’m", "I've", "I’ve", "I'd", "I’d", "I'll", "I’ll", "OK"})
+# A longer quote is an error message or a sentence the asker copied, not a name.
+MAX_QUOTED_WORDS = 3
 # Capitalised longer words that, with no lowercase one, make a question title case (see _title_case).
 MIN_TITLE_WORDS = 3
 
 
 def named_terms(question: str) -> list[str]:
     """The names the question asks about (see the module docstring), in order, each once."""
-    names = [match.group(1).strip() for match in _QUOTED.finditer(question)]
+    names = [term for term in (m.group(1).strip() for m in _QUOTED.finditer(question)) if _quoted_name(term)]
     unquoted = _QUOTED.sub(" , ", question)
     tokens = [(m.group(0), _starts_sentence(unquoted, m.start())) for m in _TOKEN.finditer(unquoted)]
     title_case = _title_case(tokens)
@@ -93,16 +95,22 @@ def _title_case(tokens: list[tuple[str, bool]]) -> bool:
     return lowercase == 0 and len(later) - lowercase >= MIN_TITLE_WORDS
 
 
+def _quoted_name(term: str) -> bool:
+    """A quoted term of up to MAX_QUOTED_WORDS words, none of them the asker's own identifier
+    (`my_filters.py` in backticks is still theirs; a longer quote is an error message or a sentence)."""
+    words = term.split()
+    return 0 < len(words) <= MAX_QUOTED_WORDS and not any(_users_own(word) for word in words)
+
+
+def _users_own(word: str) -> bool:
+    """An identifier of the asker's code (underscore, file name, lowerCamel) or an exception they saw."""
+    lower_camel = _LOWER_CAMEL.match(word) and not any(c.isdigit() for c in word)
+    return bool("_" in word or _FILE_NAME.match(word) or lower_camel or _EXCEPTION.search(word))
+
+
 def _is_name(word: str) -> bool:
-    """An acronym, CamelCase, a year, a version or a letters-and-digits code; never a user's identifier."""
-    if (
-        "_" in word
-        or _FILE_NAME.match(word)
-        or _LOWER_CAMEL.match(word)
-        and not any(c.isdigit() for c in word)
-    ):
-        return False
-    if word in _NOT_NAMES or len(word) < 2 or _EXCEPTION.search(word):
+    """An acronym, CamelCase, a year, a version or a letters-and-digits code; never the asker's own."""
+    if _users_own(word) or word in _NOT_NAMES or len(word) < 2:
         return False
     return bool(
         _ACRONYM.match(word)

@@ -37,12 +37,13 @@ STRONG = dict(best_similarity=0.7, margin=0.3, coverage=0.9, agreement=1.0)
         ("Where exactly is the Magnetic Hill in New Brunswick?", ["Magnetic Hill", "New Brunswick"]),
         ("How do I set up WebSocket consumers with Django Channels?", ["WebSocket", "Django Channels"]),
         (
-            'Is "select_for_update" safe in Python 3.11 since 2024?',
-            ["select_for_update", "Python", "3.11", "2024"],
+            'Is "row locking" safe in Python 3.11 since 2024?',
+            ["row locking", "Python", "3.11", "2024"],
         ),
         ("What nDCG@10 does it reach?", ["nDCG@10"]),
         # The asker's own identifiers and ordinary words are not names.
         ("Why does my_filters.py fail to register my filter?", []),
+        ("Why does `my_filters.py` fail with “relation does not exist” here?", []),
         ("What is the value of myCounter after the loop in views.py?", []),
         ("What processor does it use?", []),
         # An exception is what the asker saw; the documentation explains its cause in other words.
