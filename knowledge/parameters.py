@@ -124,6 +124,34 @@ PARAMETERS: dict[str, Parameter] = {
             1.0,
         ),
         Parameter(
+            "refuseMissingTerms",
+            bool,
+            True,
+            "Judge a question not covered when it names something (a product, acronym, version, year, "
+            "quoted term) that no searched document mentions, and say which name is missing.",
+        ),
+        Parameter(
+            "refuseAnswerType",
+            bool,
+            True,
+            "Judge a question asking for a price, date or duration not covered when none of the best "
+            "passages states one.",
+        ),
+        Parameter(
+            "refuseOtherLanguages",
+            bool,
+            True,
+            "Judge a German, French or Spanish question not covered when the collections' embedding model "
+            "reads English only and the documents lack most of its words, and say how to change the model.",
+        ),
+        Parameter(
+            "answerFromClosestMatch",
+            bool,
+            True,
+            "Answer instead of refusing on the score when a closest passage holds every word of the "
+            "question the documents use.",
+        ),
+        Parameter(
             "maxTokens", int, 2000, "Token budget for the knowledge context sent to the LLM.", 100, 128000
         ),
         Parameter(
@@ -213,6 +241,28 @@ PARAMETER_GROUPS = [
                 "instead of guessing (0: never).",
             ),
             "hybrid": ("Match exact words too", "Combine word matching with meaning-based search."),
+        },
+    ),
+    (
+        "When to say “nothing on this”",
+        True,
+        {
+            "refuseMissingTerms": (
+                "Names the documents never mention",
+                "Say so when the question names something no searched document mentions.",
+            ),
+            "refuseAnswerType": (
+                "Prices, dates and durations",
+                "Say so when the question asks for one and no passage found states one.",
+            ),
+            "refuseOtherLanguages": (
+                "Questions the model cannot read",
+                "Say so when a question in German, French or Spanish meets an English-only model.",
+            ),
+            "answerFromClosestMatch": (
+                "Answer from a close passage",
+                "Quote a passage holding all of the question's words rather than refuse on the score.",
+            ),
         },
     ),
     (

@@ -30,6 +30,11 @@ SEED_DEFAULTS = {
     "rrfK": 60,
     "spreadSources": True,
     "queryIntent": False,
+    # The refusals that say why, and answering from a closest match (knowledge.retrieval.answerability).
+    "refuseMissingTerms": True,
+    "refuseAnswerType": True,
+    "refuseOtherLanguages": True,
+    "answerFromClosestMatch": True,
     # Multi-step retrieval (docs/design.md#agents): off by default.
     "agentic.enabled": False,
     "agentic.maxRetries": 2,

@@ -155,7 +155,13 @@ def test_knowledge_eval_on_an_unseen_question_set(alice, corpus, tmp_path, no_ll
         "coverage",
         "agreement",
         "absent",
+        "absent_words",
         "relative_similarity",
+        "missing_terms",
+        "asked_kind",
+        "kind_found",
+        "language",
+        "english_only",
     }
 
 

@@ -96,8 +96,12 @@ class RetrieveResponseSerializer(serializers.Serializer):
     answerable = serializers.BooleanField(help_text="Whether the results answer the question (see evidence).")
     answerability = serializers.DictField(
         help_text="The verdict's score, threshold, reason and evidence: best_similarity, margin, coverage, "
-        "agreement, absent (share of the question's words found nowhere) and relative_similarity (the best "
-        "similarity over a typical answer's in these collections)."
+        "agreement, absent (share of the question's words found nowhere), relative_similarity (the best "
+        "similarity over a typical answer's in these collections), missing_terms (names in the question no "
+        "searched document mentions), asked_kind and kind_found (a price, date or duration asked for, and "
+        "whether a best passage states one), language and english_only (a German, French or Spanish "
+        "question, and whether the embedding models read English only); note, when a closest match that "
+        "holds the question overruled a refusal."
     )
 
 

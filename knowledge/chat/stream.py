@@ -320,7 +320,7 @@ class ChatStream:
         )
 
     def _no_results(self, context: KnowledgeContext) -> Answer:
-        text = refusal_text(context.closest)
+        text = refusal_text(context.closest, context.answerability)
         return Answer(
             text=text,
             mode=ChatTurn.Mode.NO_RESULTS,

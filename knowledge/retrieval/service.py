@@ -14,7 +14,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -25,14 +24,7 @@ from knowledge.access import question_scope_of
 from knowledge.config import resolved_config
 from knowledge.models import Chunk
 from knowledge.retrieval import dense, lexical
-from knowledge.retrieval.answerability import (
-    AGREEMENT_RANK,
-    Evidence,
-    Verdict,
-    coverage_of,
-    margin_of,
-    verdict_for,
-)
+from knowledge.retrieval.answerability import Verdict
 from knowledge.retrieval.context import ContextBlock, assemble
 from knowledge.retrieval.expansion import ExpansionResult, expand_references
 from knowledge.retrieval.intent import intent_filter_sql, query_intent
@@ -48,7 +40,7 @@ from knowledge.retrieval.rerank import rerank
 from knowledge.retrieval.scope import Scope, search_scope_cached
 from knowledge.retrieval.scoring import Candidate, same_source_runners_up, select
 from knowledge.retrieval.sources import RETRIEVED_FIELDS, source_fields
-from knowledge.retrieval.typical import typical_similarity
+from knowledge.retrieval.verdict import retrieval_verdict
 
 MAX_QUESTION_CHARS = 4000
 MIN_CANDIDATES = 50
@@ -144,10 +136,10 @@ def retrieve(*, user, request: RetrievalRequest) -> KnowledgeContext:
     pool = {**config, "maxDocs": config["maxDocs"] * 3} if rerank_ids else config
     with timer.stage("score"):
         chosen = _select(question, candidates, pool, search.models)
-    with timer.stage("answerability"):
-        context.answerability = _answerability(search, candidates, chosen, config)
     chunks = _chunks_for(chosen, candidates)
     primary = _retrieved(chosen, chunks)
+    with timer.stage("answerability"):
+        context.answerability = retrieval_verdict(search, candidates, chosen, primary, config)
     if rerank_ids:
         with timer.stage("rerank"):
             primary, context.stats["rerank"] = rerank(
@@ -399,76 +391,6 @@ def _select(question: str, candidates: list[Candidate], config, models: tuple[st
     if config["hybrid"] and not embedding_reads_any(question, models):
         config = {**config, "semanticWeight": 0.0}
     return select(candidates, config=config, today=timezone.localdate(), hybrid=config["hybrid"])
-
-
-def _answerability(search: _Search, candidates: list[Candidate], chosen: list[Candidate], config) -> Verdict:
-    """The verdict on the best chunk chosen, from what both searches found (see answerability.py)."""
-    evidence = answerability_evidence(
-        search.question, candidates, chosen, search.scope, terms=search.terms, models=search.models
-    )
-    return verdict_for(
-        evidence,
-        min_answerability=config["minAnswerability"],
-        min_relevance=config["minRelevanceScore"],
-        similarity_floor=embedding_reads_any(search.question, search.models),
-    )
-
-
-def answerability_evidence(
-    question, candidates: list[Candidate], chosen: list[Candidate], scope, *, terms=None, models=None
-) -> Evidence:
-    similarities = [c.similarity for c in candidates if c.dense_rank is not None]
-    if not chosen or not similarities:
-        return Evidence(
-            best_similarity=max(similarities, default=0.0), margin=0.0, coverage=0.0, agreement=0.0
-        )
-    best = chosen[0]
-    weights = lexical.question_term_weights(
-        query=question, scope_sql=scope.sql(), scope_params=scope.params(), stats=terms
-    )
-    present = _lexemes_held(best, weights, terms)
-    top_dense = min((c for c in candidates if c.dense_rank is not None), key=lambda c: c.dense_rank)
-    agree = top_dense.lexical_rank is not None and top_dense.lexical_rank <= AGREEMENT_RANK
-    best_similarity = max(similarities)
-    typical = _typical(scope, terms, models or _models_of(terms))
-    return Evidence(
-        best_similarity=best_similarity,
-        margin=margin_of(similarities),
-        coverage=coverage_of(weights, present),
-        agreement=1.0 if agree else 0.0,
-        absent=absent_share(terms),
-        relative_similarity=best_similarity / typical if typical else None,
-    )
-
-
-def _models_of(terms: lexical.ScopeStatistics | None) -> tuple[str, ...]:
-    if terms is not None and terms.models:
-        return tuple(terms.models)
-    return (settings.KNOWLEDGE_EMBEDDING_MODEL,)
-
-
-def _typical(scope: Scope, terms: lexical.ScopeStatistics | None, models: tuple[str, ...]) -> float | None:
-    """A typical answer's cosine in scope, under its one model: two models' cosines are not on one
-    scale, so a scope that mixes models has no yardstick (the verdict then ignores it)."""
-    if terms is None or len(models) != 1:
-        return None
-    return typical_similarity(scope.of_model(models[0]), chunks=terms.chunks)
-
-
-def absent_share(terms: lexical.ScopeStatistics | None) -> float:
-    """The share of the question's lexemes that no chunk in scope holds (0 without statistics)."""
-    if terms is None or not terms.df:
-        return 0.0
-    return sum(1 for df in terms.df.values() if df == 0) / len(terms.df)
-
-
-def _lexemes_held(best: Candidate, weights: dict[str, float], terms) -> set[str]:
-    """Which of the question's lexemes the chunk holds: known from its lexical hit when the search
-    scored every lexeme the scope holds (a round trip saved), else read from its vector."""
-    scored_all = terms is not None and sum(df > 0 for df in terms.df.values()) <= lexical.MAX_TERMS
-    if best.lexemes is not None and scored_all:
-        return set(best.lexemes) & set(weights)
-    return lexical.chunk_lexemes(chunk_id=best.chunk_id, lexemes=list(weights))
 
 
 # Chunks with their documents, as select_related("document") loads them. Not the vectors nor the

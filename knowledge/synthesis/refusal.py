@@ -6,10 +6,24 @@ this module only words the refusal, the same for the chat pages, /query, the MCP
 tools and the agentic loop. The nearest passages are listed as "closest
 matches" with their document and place, never as [Source N] quotes, so
 neither a reader nor a client parsing quotes takes them for an answer.
+
+A refusal whose test knows the cause says it first (``refusal_reason_text``): the name the
+documents never mention, the kind of value no passage states, or the language the collection's
+embedding model does not read and how to change that.
 """
 
 from __future__ import annotations
 
+from knowledge.clients.embedding import EMBEDDING_MODELS
+from knowledge.clients.language import LANGUAGE_NAMES
+from knowledge.retrieval.answer_type import KIND_WORDS
+from knowledge.retrieval.answerability import (
+    MAX_CLOSEST,
+    REASON_ANSWER_TYPE,
+    REASON_LANGUAGE,
+    REASON_MISSING_TERM,
+    Verdict,
+)
 from knowledge.retrieval.sources import source_label
 
 NO_RESULTS_TEXT = (
@@ -18,16 +32,59 @@ NO_RESULTS_TEXT = (
     "question, or add documents that cover it."
 )
 CLOSEST_HEADING = "Closest matches (they do not answer the question):"
-MAX_CLOSEST = 3
 CLOSEST_CHARS = 160
+MULTILINGUAL_MODELS = tuple(name for name, model in EMBEDDING_MODELS.items() if model.multilingual)
+__all__ = ["CLOSEST_HEADING", "MAX_CLOSEST", "NO_RESULTS_TEXT", "refusal_reason_text", "refusal_text"]
 
 
-def refusal_text(closest: list) -> str:
-    """The refusal, followed by up to MAX_CLOSEST nearest passages (RetrievedChunks), if any."""
+def refusal_text(closest: list, verdict: Verdict | None = None) -> str:
+    """The refusal (its cause first when the verdict knows it), followed by up to MAX_CLOSEST
+    nearest passages (RetrievedChunks), if any."""
+    opening = refusal_reason_text(verdict) or NO_RESULTS_TEXT
     lines = [_closest_line(item) for item in closest[:MAX_CLOSEST]]
     if not lines:
-        return NO_RESULTS_TEXT
-    return NO_RESULTS_TEXT + "\n\n" + CLOSEST_HEADING + "\n" + "\n".join(lines)
+        return opening
+    return opening + "\n\n" + CLOSEST_HEADING + "\n" + "\n".join(lines)
+
+
+def refusal_reason_text(verdict: Verdict | None) -> str | None:
+    """The refusal in words that name its cause, for the verdicts of the tests that know it."""
+    if verdict is None or verdict.answerable:
+        return None
+    evidence = verdict.evidence
+    if verdict.reason == REASON_MISSING_TERM:
+        names = _listed(evidence.missing_terms)
+        return (
+            f"Your documents never mention {names}, so they cannot answer this. Check the spelling, "
+            "or add documents that cover it."
+        )
+    if verdict.reason == REASON_ANSWER_TYPE:
+        kind = KIND_WORDS.get(evidence.asked_kind, "the value asked for")
+        return (
+            f"The question asks for {kind}, and none of the passages that best match it states one, "
+            "so there is no answer to give from your documents."
+        )
+    if verdict.reason == REASON_LANGUAGE:
+        return _language_text(evidence.language)
+    return None
+
+
+def _language_text(language: str | None) -> str:
+    name = LANGUAGE_NAMES.get(language or "", "another language")
+    multilingual = f" (such as {MULTILINGUAL_MODELS[0]})" if MULTILINGUAL_MODELS else ""
+    return (
+        f"Your question seems to be in {name}, and the embedding model of the searched collections reads "
+        "English only, so it cannot match your question to the documents. Ask in English, or have the "
+        f"collection's owner choose a multilingual embedding model{multilingual} in the collection's "
+        "settings (its documents are then embedded again)."
+    )
+
+
+def _listed(names) -> str:
+    names = list(names)
+    if len(names) <= 1:
+        return "".join(names)
+    return ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def _closest_line(item) -> str:

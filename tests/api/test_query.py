@@ -46,7 +46,7 @@ def test_query_answers_with_citations_and_saves_the_session(alice, bearer, hills
 def test_query_refuses_what_the_documents_do_not_cover_and_names_the_closest_passages(
     alice, bearer, hills, no_llm
 ):
-    question = "What is the boiling point of mercury on Mars?"
+    question = "What is the boiling point of liquid mercury?"
     response = bearer(alice).post(
         "/api/v1/query/", {"question": question, "collections": [hills.pk]}, format="json"
     )

@@ -124,7 +124,13 @@ def test_overrides_and_k_apply_per_call(bearer, alice, hills):
         "coverage",
         "agreement",
         "absent",
+        "absent_words",
         "relative_similarity",
+        "missing_terms",
+        "asked_kind",
+        "kind_found",
+        "language",
+        "english_only",
     }
     nothing = client.post(
         URL,

@@ -44,7 +44,7 @@ pytestmark = pytest.mark.django_db
 FILES = ("text/gravity_hill.md", "office/dummy.docx", "html/flag_day.html")
 COLLECTION = "synthesis corpus"
 GRAVITY_QUESTION = "Why does a car appear to roll uphill on a gravity hill?"
-NOTHING_QUESTION = "What is the boiling point of mercury on Mars?"
+NOTHING_QUESTION = "What is the boiling point of liquid mercury?"
 QUOTE_LINE = re.compile(r'^- "(.+)" \[Source (\d+)\]$')
 
 

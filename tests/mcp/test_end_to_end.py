@@ -103,7 +103,7 @@ def test_the_split_size_question_leads_with_the_figure(live_mcp, papers, no_llm)
 
 @pytest.mark.parametrize("tool", ["answer_research_question", "agentic_research_question"])
 def test_both_answer_tools_refuse_what_the_paper_does_not_cover(live_mcp, papers, no_llm, tool):
-    body = _call(live_mcp, papers, tool, "What is the boiling point of mercury on Mars?")
+    body = _call(live_mcp, papers, tool, "What is the boiling point of liquid mercury?")
     assert body["mode"] == "no_results" and body["citations"] == []
     assert body["answer"].startswith(NO_RESULTS_TEXT)
     assert CLOSEST_HEADING in body["answer"] and "- pasa.pdf, p. " in body["answer"]

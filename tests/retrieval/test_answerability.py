@@ -52,7 +52,13 @@ def test_the_verdict_reports_its_evidence():
         "coverage": 0.5,
         "agreement": 1.0,
         "absent": 0.0,
+        "absent_words": 0,
         "relative_similarity": None,
+        "missing_terms": [],
+        "asked_kind": None,
+        "kind_found": True,
+        "language": None,
+        "english_only": False,
     }
     assert reported["threshold"] == 0.2 and 0.0 < reported["score"] < 1.0
 
@@ -98,16 +104,19 @@ def test_a_question_whose_words_the_documents_lack_is_refused_when_its_best_pass
     close = dict(best_similarity=0.45, margin=0.3, coverage=0.9, agreement=1.0)
     weak = WEAKER - 0.1
     lacking = verdict_for(
-        Evidence(**close, absent=MAX_ABSENT, relative_similarity=weak),
+        Evidence(**close, absent=MAX_ABSENT, absent_words=2, relative_similarity=weak),
         min_answerability=0.18,
         min_relevance=0.0,
     )
     assert not lacking.answerable and lacking.reason == "most of the question's words occur nowhere"
     for absent, relative in ((MAX_ABSENT - 0.1, weak), (1.0, WEAKER + 0.1), (1.0, None)):
-        evidence = Evidence(**close, absent=absent, relative_similarity=relative)
+        evidence = Evidence(**close, absent=absent, absent_words=2, relative_similarity=relative)
         assert verdict_for(evidence, min_answerability=0.18, min_relevance=0.0).answerable
-    evidence = Evidence(**close, absent=1.0, relative_similarity=weak)
+    evidence = Evidence(**close, absent=1.0, absent_words=2, relative_similarity=weak)
     assert verdict_for(evidence, min_answerability=0.0, min_relevance=0.0).answerable
+    # One word found nowhere is the asker's wording: "What processor does it use?" is half absent by it.
+    own_word = Evidence(**close, absent=0.5, absent_words=1, relative_similarity=weak)
+    assert verdict_for(own_word, min_answerability=0.18, min_relevance=0.0).answerable
 
 
 def test_a_best_passage_far_weaker_than_a_typical_answer_is_refused():

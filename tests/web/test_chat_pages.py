@@ -65,7 +65,7 @@ def test_the_chat_page_refuses_what_the_paper_does_not_cover_and_names_the_close
     client, alice, pasa, no_llm
 ):
     client.force_login(alice)
-    events = _ask(client, question="What is the boiling point of mercury on Mars?", collections=[pasa.pk])
+    events = _ask(client, question="What is the boiling point of liquid mercury?", collections=[pasa.pk])
     final = next(e for e in events if e.name == "final_answer").data
     assert final["mode"] == "no_results" and final["sources"] == []
     assert final["text"].startswith(NO_RESULTS_TEXT) and CLOSEST_HEADING in final["text"]

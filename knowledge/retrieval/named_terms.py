@@ -1,0 +1,173 @@
+"""The named things a question asks about, and which of them the searched documents never mention.
+
+A question that names something specific (a product, an acronym, a standard, a drug, a year, a
+version) is about that thing: if no chunk in the searched collections holds the name, nothing there
+answers it, however close the passages on the same topic score ("How do I add TOTP to the login?"
+over documents on logins without TOTP). Ordinary vocabulary is not such a name: a user's own word
+for a concept the documents name differently ("processor" for "80186 16 bit computer") says nothing
+about what the documents lack, and neither do a user's own identifiers (``my_filters.py``, a
+variable name), which their code has and the documentation cannot.
+
+What counts as a name (``named_terms``, pure):
+
+* a quoted term ("…", “…”, `…`) of up to three words;
+* an acronym: two or more capitals, digits allowed (TOTP, LSAT, NHNC1);
+* a CamelCase word (WebSocket, PostgreSQL);
+* a word mixing letters and digits (H264, nDCG@10), a version number (3.11, v2.0.1) or a year;
+* a run of capitalised words not at the start of a sentence (New Brunswick, Django), unless most of
+  the question's words are capitalised (a title-case question capitalises everything).
+
+Never one: a word holding an underscore, a file name (``name.ext``) or a lowerCamel identifier
+(the user's own names), an exception's name (``TypeError``: what the asker saw, which the
+documentation explains in other words), a single letter, a number that is not a year.
+
+"Never mentioned" is decided with the statistics the search already read (lexical.ScopeStatistics:
+each of the question's lexemes' chunk count over the searched partitions, so per scope and without
+a table scan): a name is missing when one of its lexemes, made by the same full-text function as the
+chunks', has a count of 0. One round trip turns the names into lexemes. The full-text parser reads
+a dotted path as one token ("django.test.TestCase" is the lexeme ``django.test.testcase``), so a name
+the lexemes miss is looked for in the text of the chunks the search found (``mentioned_in``) before
+it is called missing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.db import connection
+
+from knowledge.models.documents import SEARCH_VECTOR_FUNCTION
+
+_QUOTED = re.compile(r"[\"“”`]([^\"“”`\n]{2,60})[\"“”`]")
+# A token keeps the inner punctuation of names and identifiers: my_filters.py, nDCG@10, C++, v2.0.1.
+_TOKEN = re.compile(r"[^\W_](?:[\w.@+#/\-]*[\w+#])?")
+_SENTENCE_END = re.compile(r"[.!?:;]\s*$")
+_ACRONYM = re.compile(r"^[A-Z][A-Z0-9]*[A-Z][A-Z0-9]*$|^[A-Z]+\d[A-Z0-9]*$")
+_CAMEL = re.compile(r"^[A-Z][a-z0-9]+[A-Z]")
+_CAPITALISED = re.compile(r"^[A-Z][a-z'’]+$")
+_YEAR = re.compile(r"^(?:1[5-9]\d\d|20\d\d)$")
+_VERSION = re.compile(r"^v?\d+(?:\.\d+)+$", re.IGNORECASE)
+_LETTERS_AND_DIGITS = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)")
+_FILE_NAME = re.compile(r"^[\w\-]+\.[a-z][a-z0-9]{0,4}$")
+_LOWER_CAMEL = re.compile(r"^[a-z]+[A-Z]")
+_EXCEPTION = re.compile(r"(?:Error|Exception)$")
+# Capitalised words that are grammar, not names, wherever they stand.
+_NOT_NAMES = frozenset({"I", "I'm", "I’m", "I've", "I’ve", "I'd", "I’d", "I'll", "I’ll", "OK"})
+# A longer quote is an error message or a sentence the asker copied, not a name.
+MAX_QUOTED_WORDS = 3
+# Capitalised longer words that, with no lowercase one, make a question title case (see _title_case).
+MIN_TITLE_WORDS = 3
+
+
+def named_terms(question: str) -> list[str]:
+    """The names the question asks about (see the module docstring), in order, each once."""
+    names = [term for term in (m.group(1).strip() for m in _QUOTED.finditer(question)) if _quoted_name(term)]
+    unquoted = _QUOTED.sub(" , ", question)
+    tokens = [(m.group(0), _starts_sentence(unquoted, m.start())) for m in _TOKEN.finditer(unquoted)]
+    title_case = _title_case(tokens)
+    run: list[str] = []
+    for word, initial in tokens:
+        if not title_case and not initial and _capitalised(word):
+            run.append(word)
+            continue
+        names += [" ".join(run)] if run else []
+        run = []
+        if _is_name(word):
+            names.append(word)
+    names += [" ".join(run)] if run else []
+    return list(dict.fromkeys(name for name in names if name))
+
+
+def _starts_sentence(text: str, start: int) -> bool:
+    before = text[:start]
+    return not before.strip() or bool(_SENTENCE_END.search(before))
+
+
+def _capitalised(word: str) -> bool:
+    return bool(_CAPITALISED.match(word)) and word not in _NOT_NAMES
+
+
+def _title_case(tokens: list[tuple[str, bool]]) -> bool:
+    """Every longer word after the first capitalised ("How Do I Configure Logging In Django?"): then
+    capitals say nothing. One lowercase word of four letters or more shows ordinary casing."""
+    later = [word for word, initial in tokens if not initial and len(word) > 3]
+    lowercase = sum(1 for word in later if word[:1].islower())
+    return lowercase == 0 and len(later) - lowercase >= MIN_TITLE_WORDS
+
+
+def _quoted_name(term: str) -> bool:
+    """A quoted term of up to MAX_QUOTED_WORDS words, none of them the asker's own identifier
+    (`my_filters.py` in backticks is still theirs; a longer quote is an error message or a sentence)."""
+    words = term.split()
+    return 0 < len(words) <= MAX_QUOTED_WORDS and not any(_users_own(word) for word in words)
+
+
+def _users_own(word: str) -> bool:
+    """An identifier of the asker's code (underscore, file name, lowerCamel) or an exception they saw."""
+    lower_camel = _LOWER_CAMEL.match(word) and not any(c.isdigit() for c in word)
+    return bool("_" in word or _FILE_NAME.match(word) or lower_camel or _EXCEPTION.search(word))
+
+
+def _is_name(word: str) -> bool:
+    """An acronym, CamelCase, a year, a version or a letters-and-digits code; never the asker's own."""
+    if _users_own(word) or word in _NOT_NAMES or len(word) < 2:
+        return False
+    return bool(
+        _ACRONYM.match(word)
+        or _CAMEL.match(word)
+        or _YEAR.match(word)
+        or _VERSION.match(word)
+        or _LETTERS_AND_DIGITS.match(word)
+    )
+
+
+_LEXEMES_SQL = f"""
+    SELECT t.i, u.lexeme
+    FROM unnest(%s::text[]) WITH ORDINALITY AS t(term, i)
+    CROSS JOIN LATERAL unnest({SEARCH_VECTOR_FUNCTION}(t.term)) AS u
+"""
+
+
+def term_lexemes(terms: list[str]) -> list[set[str]]:
+    """Each term's lexemes, made like the chunks' (stop words give none), in one round trip."""
+    if not terms:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(_LEXEMES_SQL, [terms])
+        rows = cursor.fetchall()
+    lexemes: list[set[str]] = [set() for _ in terms]
+    for index, lexeme in rows:
+        lexemes[int(index) - 1].add(lexeme)
+    return lexemes
+
+
+def missing_named_terms(question: str, df: dict[str, int], *, chunk_ids: list[int]) -> tuple[str, ...]:
+    """The question's names that no chunk in scope holds, given its lexemes' chunk counts ``df``
+    and the chunks the search found (``chunk_ids``, read for names inside dotted paths).
+
+    A lexeme the statistics did not count (a question longer than their lookup) is taken as held:
+    the test refuses only on evidence.
+    """
+    if not df:
+        return ()
+    names = named_terms(question)
+    unknown = [
+        name
+        for name, lexemes in zip(names, term_lexemes(names), strict=True)
+        if any(df.get(lexeme, 1) == 0 for lexeme in lexemes)
+    ]
+    return tuple(name for name in unknown if not mentioned_in(name, chunk_ids))
+
+
+_MENTIONED_SQL = "SELECT EXISTS (SELECT 1 FROM knowledge_chunk WHERE id = ANY(%s) AND content ~* %s)"
+
+
+def mentioned_in(name: str, chunk_ids: list[int]) -> bool:
+    """Whether one of the chunks' text holds ``name`` as a whole word (any case)."""
+    if not chunk_ids:
+        return False
+    escaped = re.sub(r"([^\w\s])", r"\\\1", name).replace(" ", r"\s+")
+    pattern = r"(^|[^[:alnum:]_])" + escaped + r"($|[^[:alnum:]_])"
+    with connection.cursor() as cursor:
+        cursor.execute(_MENTIONED_SQL, [chunk_ids, pattern])
+        return bool(cursor.fetchone()[0])
