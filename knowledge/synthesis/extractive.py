@@ -10,15 +10,17 @@ boilerplate are never quoted, and neither is anything from a passage under the
 relevance floor (``QUOTE_FLOOR``) or a unit that shares nothing with the
 question (no word of it and little meaning).
 
-Each unit is scored against the question: the embedding model's cosine, the
-question's words weighted by their rarity among the candidates, the retrieval
-rank of its chunk (the retrieval read whole chunks with their headers), and the
-form of answer the question asks for (knowledge.synthesis.answer_cues: a
-quantity of the thing counted for "how many", a date for "when", the defining
-sentence for "what is", the stated contribution for "what does X propose").
-Units are quoted best first, each with its [Source N]. Nothing is written that
-is not in a source: a quote is the chunk's own text with only its line breaks
-and runs of spaces collapsed. With nothing worth quoting the answer has no
+Each unit of every top passage is scored by how well it answers: the embedding
+model's cosine, the question's content words weighted by their rarity among the
+candidates, and the form of answer the question asks for beside those words
+(knowledge.synthesis.answer_cues: a duration for "how long", an amount for "how
+many", a date for "when", a name for "who", the defining sentence for "what is",
+a consequence for "what happens if", the stated contribution for "what does X
+propose"). The retrieval's order still counts (RANK_STEP a place): a later
+passage leads only when its unit answers clearly better. A sentence that
+introduces a list is quoted with the list's items. Units are quoted best first,
+each with its [Source N]. Nothing is written that is not in a source: a quote is
+the chunk's own text with only its line breaks and runs of spaces collapsed. With nothing worth quoting the answer has no
 quotes, and the caller refuses (knowledge.synthesis.refusal).
 """
 
@@ -30,9 +32,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from knowledge.clients.embedding import embed_short_texts
-from knowledge.clients.sentences import MIN_CHARS, NOT_ANSWER, paragraph_units, split_sentences
+from knowledge.clients.sentences import (
+    MIN_CHARS,
+    NOT_ANSWER,
+    list_after,
+    paragraph_units,
+    split_sentences,
+)
 from knowledge.retrieval.answerability import QUOTE_FLOOR
 from knowledge.synthesis.answer_cues import (
+    ELSEWHERE,
     answer_cue,
     answer_type_match,
     rarity_overlap,
@@ -63,15 +72,19 @@ MAX_SENTENCES = 4
 MIN_SENTENCES = 2
 # Units that score this far below the best are not worth quoting.
 KEEP_WITHIN = 0.12
-# The weights of a unit's score (cosine to the question has weight 1). Chosen on the development
-# and paraphrased sets with the held-out set left out (docs/operator-guide/evaluation.md).
-LEXICAL_WEIGHT = 0.5  # the question's words, weighted by rarity among the candidates
-RANK_WEIGHT = 1.5  # the retrieval rank of the unit's chunk: 1 for the first, 0 past MAX_SOURCES
-CUE_WEIGHT = 0.3  # the form of answer asked for (knowledge.synthesis.answer_cues)
+# How well a unit answers: its cosine to the question (weight 1), the question's content words
+# weighted by their rarity among the candidates, and the form of answer asked for
+# (knowledge.synthesis.answer_cues: a duration beside the question's words, a date, a name ...).
+LEXICAL_WEIGHT = 0.5
+CUE_WEIGHT = 0.3
+# The retrieval's order still counts: each place further down the passages costs a unit this much of
+# its answer score, so a later passage leads only when its unit answers clearly better. One place is
+# worth as much as holding the answer's form beside the question's words rather than elsewhere.
+RANK_STEP = CUE_WEIGHT * (1 - ELSEWHERE)
 # A unit with none of the question's words and a cosine under this shares nothing with it.
 CONTENT_COSINE = 0.15
-# The share of the rank weight when an opening without sentences is weighed (see _opening_first).
-OPENING_RANK_SHARE = 0.2
+# What a place costs when an opening without sentences is weighed against prose (see _opening_first).
+OPENING_RANK_STEP = 0.06
 # A chunk this early in its document is its opening (abstract, introduction, lead).
 OPENING_CHUNKS = 3
 
@@ -190,7 +203,8 @@ def units_of(source, rank: int) -> list[Sentence]:
     if ref.startswith(_RECORD_REFS):
         return [Sentence(_opening(content), number, 0, rank, "record")]
     units = [
-        Sentence(text, number, i, rank, opening=opening) for i, text in enumerate(split_sentences(content))
+        Sentence(_with_list(text, content), number, i, rank, opening=opening)
+        for i, text in enumerate(split_sentences(content))
     ]
     units += [
         Sentence(row, number, 1000 + i, rank, "table", note)
@@ -199,6 +213,12 @@ def units_of(source, rank: int) -> list[Sentence]:
     if not units and content.strip():
         units = [Sentence(_opening(content), number, 0, rank, "opening", opening=opening)]
     return units
+
+
+def _with_list(sentence: str, content: str) -> str:
+    """A sentence that introduces a list is quoted, and weighed, with the list's items."""
+    items = list_after(sentence, content)
+    return f"{sentence} {items}" if items else sentence
 
 
 def _lines(text: str) -> list[str]:
@@ -275,17 +295,13 @@ def _scores(question: str, candidates: list[Sentence]) -> tuple[np.ndarray, np.n
     cosine = vectors[1:] @ vectors[0]
     weights = rarity_weights(question, texts)
     overlap = np.array([rarity_overlap(weights, text) for text in texts])
-    rank = np.array([_rank_score(c) for c in candidates])
+    rank = np.array([c.rank for c in candidates])
     cue = np.array([_cue(question, c) for c in candidates])
     text_score = cosine + LEXICAL_WEIGHT * overlap
-    scores = text_score + RANK_WEIGHT * rank + CUE_WEIGHT * cue
-    plain = text_score + OPENING_RANK_SHARE * RANK_WEIGHT * rank
+    scores = text_score + CUE_WEIGHT * cue - RANK_STEP * rank
+    plain = text_score - OPENING_RANK_STEP * rank
     shares = [bool(o > 0 or c >= CONTENT_COSINE) for o, c in zip(overlap, cosine, strict=True)]
     return scores, plain, shares
-
-
-def _rank_score(unit: Sentence) -> float:
-    return 1.0 - unit.rank / MAX_SOURCES
 
 
 def _opening_first(candidates: list[Sentence], plain: np.ndarray, order: list[int]) -> list[int]:
