@@ -140,12 +140,13 @@ _FORMS = {
     "name": NAME,
     "consequence": CONSEQUENCE,
 }
+# "What happens when ..." asks for a consequence, not a date: the consequence is tested first.
 _ASKS = (
     ("duration", ASKS_DURATION),
     ("number", ASKS_NUMBER),
+    ("consequence", ASKS_CONSEQUENCE),
     ("date", ASKS_DATE),
     ("name", ASKS_NAME),
-    ("consequence", ASKS_CONSEQUENCE),
 )
 
 

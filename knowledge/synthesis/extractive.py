@@ -20,8 +20,9 @@ propose"). The retrieval's order still counts (RANK_STEP a place): a later
 passage leads only when its unit answers clearly better. A sentence that
 introduces a list is quoted with the list's items. Units are quoted best first,
 each with its [Source N]. Nothing is written that is not in a source: a quote is
-the chunk's own text with only its line breaks and runs of spaces collapsed. With nothing worth quoting the answer has no
-quotes, and the caller refuses (knowledge.synthesis.refusal).
+the chunk's own text with only its line breaks and runs of spaces collapsed. With
+nothing worth quoting the answer has no quotes, and the caller refuses
+(knowledge.synthesis.refusal).
 """
 
 from __future__ import annotations

@@ -314,6 +314,7 @@ def test_each_form_of_question_asks_for_its_form_of_answer():
     assert question_kind("Who is Barack Obama?") == "definition"
     assert question_kind("What are these lines called?") == "definition"
     assert question_kind("What happens if the session expires?") == "consequence"
+    assert question_kind("What happens when the session expires?") == "consequence"
     assert question_kind("How many minutes does it take?") == "duration"
     question = "Which organisation reviews the application?"
     assert answer_cue(question, "Applications are reviewed by the Discharge Review Board.") == 1.0
