@@ -99,6 +99,7 @@ _TABLE_CAPTION = re.compile(r"\bTable \d+[.:][^\n]*?[.](?=\s|$)")
 # A record, not prose: its opening is the answer even when it holds no sentence.
 _RECORD_REFS = ("operation=", "component=")
 _SHEET_REF = "sheet="
+_RECORD_KINDS = ("record", "row")
 # A chunk whose paragraphs are mostly footnotes, citations or link lists is a reference list.
 REFERENCE_LIST_SHARE = 0.5
 
@@ -258,11 +259,12 @@ def is_reference_list(text: str) -> bool:
 
 def _choose(question: str, candidates: list[Sentence], documents: dict | None = None) -> list[Sentence]:
     """The best units; with ``documents`` (source number -> document), each document's best first."""
-    scores, plain, shares = _scores(question, candidates)
-    order = [i for i in np.argsort(-scores, kind="stable") if shares[i]]
+    scored = _scores(question, candidates)
+    scores = scored.scores
+    order = [i for i in np.argsort(-scores, kind="stable") if scored.shares[i]]
     if not order:
         return []
-    order = _opening_first(candidates, plain, order)
+    order = _opening_first(candidates, scored.plain, _record_first(candidates, order, scored.named))
     best = float(scores[order[0]])
     chosen, seen = [], set()
     if documents:
@@ -287,9 +289,15 @@ def _choose(question: str, candidates: list[Sentence], documents: dict | None = 
     return chosen
 
 
-def _scores(question: str, candidates: list[Sentence]) -> tuple[np.ndarray, np.ndarray, list[bool]]:
-    """Each unit's score, its score with the rank counting for little (openings, see _opening_first),
-    and whether it shares anything with the question at all."""
+@dataclass(frozen=True)
+class _Scored:
+    scores: np.ndarray  # how well each unit answers, less RANK_STEP a place
+    plain: np.ndarray  # the same with the rank counting for little (openings, see _opening_first)
+    shares: list[bool]  # the unit shares anything with the question at all
+    named: list[bool]  # the unit holds one of the question's content words
+
+
+def _scores(question: str, candidates: list[Sentence]) -> _Scored:
     texts = [_scored_text(c) for c in candidates]
     # Short texts on onnxruntime (same vectors as torch): a web process needs no torch model for this.
     vectors = embed_short_texts([question] + texts)
@@ -302,7 +310,18 @@ def _scores(question: str, candidates: list[Sentence]) -> tuple[np.ndarray, np.n
     scores = text_score + CUE_WEIGHT * cue - RANK_STEP * rank
     plain = text_score - OPENING_RANK_STEP * rank
     shares = [bool(o > 0 or c >= CONTENT_COSINE) for o, c in zip(overlap, cosine, strict=True)]
-    return scores, plain, shares
+    return _Scored(scores, plain, shares, [bool(o > 0) for o in overlap])
+
+
+def _record_first(candidates: list[Sentence], order: list[int], named: list[bool]) -> list[int]:
+    """When the first passage is a record (an API operation or schema, a spreadsheet's rows), the
+    best record holding a word of the question leads: a record is matched whole, so its cosine to a
+    question is lower than a sentence's and says less about whether it answers; records are weighed
+    against records."""
+    if not any(c.rank == 0 and c.kind in _RECORD_KINDS for c in candidates):
+        return order
+    best = next((i for i in order if candidates[i].kind in _RECORD_KINDS and named[i]), None)
+    return order if best is None else [best] + [i for i in order if i != best]
 
 
 def _opening_first(candidates: list[Sentence], plain: np.ndarray, order: list[int]) -> list[int]:

@@ -369,3 +369,20 @@ def test_a_quoted_list_is_bounded_by_whole_items():
         list_after("A sentence that ends with a full stop.", "A sentence that ends with a full stop.\n- x")
         == ""
     )
+
+
+def test_a_record_ranked_first_leads_over_a_closer_sentence_of_prose():
+    # A record is matched whole: its cosine to the question is lower than a sentence's
+    # (0.47 against 0.61 here) and says less about whether it answers.
+    operation = (
+        "DELETE /pets/{id}\n\nOperation ID: deletePet\n\ndeletes a single pet based on the ID supplied\n\n"
+        "Parameters:\n- id (path, integer, int64, required): ID of pet to delete\n\n"
+        "Responses:\n- 204: pet deleted\n- default: unexpected error; body: Error"
+    )
+    prose = "``delete()`` returns ``True`` if the key was successfully deleted, ``False`` otherwise."
+    sources = [
+        _source(1, operation, "operation=DELETE /pets/{id}", "petstore.json"),
+        _source(2, prose, "section=Basic usage", "cache.txt"),
+    ]
+    answer = extractive_answer(question="what status code does deletePet return on success", sources=sources)
+    assert answer.sentences[0].source_number == 1
