@@ -30,7 +30,6 @@ from collections.abc import Sequence
 
 from knowledge.clients.text import snowball_terms
 
-NUMBER = re.compile(r"\d")
 QUANTITY = re.compile(r"(?<![\w@])\d[\d,.]*(?:\s?(?:k|m|bn|%|percent|million|billion|thousand))?(?![\w@])")
 # A stretch of time: an amount (a number, a range, a number word, "a few") and a unit of time, or "a"
 # and a unit. "15 years old" is an age, and "a second" an ordinal as often as a stretch of time.
