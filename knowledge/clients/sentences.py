@@ -39,6 +39,10 @@ _WIDE = re.compile(CJK_RUN.pattern.replace("]+", "]"))
 # A full sentence that ends in a colon introduces an example or a list ("... because joins are
 # used instead of subqueries:"); documentation states many of its answers that way.
 _INTRODUCES_EXAMPLE = re.compile(r"^(?:\S+\s+){7,}\S*:$")
+# An item of a list: a bullet ("-", "*", "+", "•") or an enumerator ("1.", "2)", "a.") and its text.
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)]|[a-z][.)])\s+\S")
+# What a quoted list may add to the sentence that introduces it: whole items, at most this much.
+MAX_LIST_ITEMS, MAX_LIST_CHARS = 8, 400
 _ABBREVIATION = re.compile(
     r"\b(?:Mr|Mrs|Ms|Dr|Prof|St|Sr|Jr|vs|etc|al|e\.g|i\.e|Fig|No|Vol|approx|[A-Z])\.$", re.IGNORECASE
 )
@@ -51,6 +55,48 @@ def split_sentences(text: str) -> list[str]:
         for unit in paragraph_units(paragraph):
             sentences += _split_unit(unit)
     return [s for s in sentences if _is_quotable(s)]
+
+
+def introduces_list(sentence: str) -> bool:
+    return sentence.endswith(":")
+
+
+def list_after(sentence: str, text: str) -> str:
+    """The list items that follow ``sentence`` (a whitespace-collapsed run of ``text``) in ``text``,
+    whitespace collapsed: whole items, at most MAX_LIST_ITEMS and MAX_LIST_CHARS; "" when none.
+
+    A sentence that ends in a colon announces what follows ("... features pdfplumber does not
+    provide:"); quoted without its items it says nothing.
+    """
+    end = _end_of(sentence, text) if introduces_list(sentence) else None
+    if end is None:
+        return ""
+    items: list[str] = []
+    for line in text[end:].splitlines():
+        if not line.strip():
+            continue  # blank lines separate the items of a loose list, and the list from its sentence
+        if _LIST_ITEM.match(line):
+            items.append(" ".join(line.split()))
+        elif items and line[:1].isspace():
+            items[-1] += " " + " ".join(line.split())  # an item's indented continuation line
+        else:
+            break
+    return " ".join(_bounded(items))
+
+
+def _end_of(sentence: str, text: str) -> int | None:
+    match = re.search(r"\s+".join(map(re.escape, sentence.split())), text)
+    return match.end() if match else None
+
+
+def _bounded(items: list[str]) -> list[str]:
+    kept, size = [], 0
+    for item in items[:MAX_LIST_ITEMS]:
+        size += len(item) + 1
+        if size > MAX_LIST_CHARS:
+            break
+        kept.append(item)
+    return kept
 
 
 def _paragraphs(text: str) -> list[str]:

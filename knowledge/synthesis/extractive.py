@@ -10,16 +10,19 @@ boilerplate are never quoted, and neither is anything from a passage under the
 relevance floor (``QUOTE_FLOOR``) or a unit that shares nothing with the
 question (no word of it and little meaning).
 
-Each unit is scored against the question: the embedding model's cosine, the
-question's words weighted by their rarity among the candidates, the retrieval
-rank of its chunk (the retrieval read whole chunks with their headers), and the
-form of answer the question asks for (knowledge.synthesis.answer_cues: a
-quantity of the thing counted for "how many", a date for "when", the defining
-sentence for "what is", the stated contribution for "what does X propose").
-Units are quoted best first, each with its [Source N]. Nothing is written that
-is not in a source: a quote is the chunk's own text with only its line breaks
-and runs of spaces collapsed. With nothing worth quoting the answer has no
-quotes, and the caller refuses (knowledge.synthesis.refusal).
+Each unit of every top passage is scored by how well it answers: the embedding
+model's cosine, the question's content words weighted by their rarity among the
+candidates, and the form of answer the question asks for beside those words
+(knowledge.synthesis.answer_cues: a duration for "how long", an amount for "how
+many", a date for "when", a name for "who", the defining sentence for "what is",
+a consequence for "what happens if", the stated contribution for "what does X
+propose"). The retrieval's order still counts (RANK_STEP a place): a later
+passage leads only when its unit answers clearly better. A sentence that
+introduces a list is quoted with the list's items. Units are quoted best first,
+each with its [Source N]. Nothing is written that is not in a source: a quote is
+the chunk's own text with only its line breaks and runs of spaces collapsed. With
+nothing worth quoting the answer has no quotes, and the caller refuses
+(knowledge.synthesis.refusal).
 """
 
 from __future__ import annotations
@@ -30,9 +33,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from knowledge.clients.embedding import embed_sentences
-from knowledge.clients.sentences import MIN_CHARS, NOT_ANSWER, paragraph_units, split_sentences
+from knowledge.clients.sentences import (
+    MIN_CHARS,
+    NOT_ANSWER,
+    list_after,
+    paragraph_units,
+    split_sentences,
+)
 from knowledge.retrieval.answerability import QUOTE_FLOOR
 from knowledge.synthesis.answer_cues import (
+    ELSEWHERE,
     answer_cue,
     answer_type_match,
     rarity_overlap,
@@ -63,15 +73,19 @@ MAX_SENTENCES = 4
 MIN_SENTENCES = 2
 # Units that score this far below the best are not worth quoting.
 KEEP_WITHIN = 0.12
-# The weights of a unit's score (cosine to the question has weight 1). Chosen on the development
-# and paraphrased sets with the held-out set left out (docs/operator-guide/evaluation.md).
-LEXICAL_WEIGHT = 0.5  # the question's words, weighted by rarity among the candidates
-RANK_WEIGHT = 1.5  # the retrieval rank of the unit's chunk: 1 for the first, 0 past MAX_SOURCES
-CUE_WEIGHT = 0.3  # the form of answer asked for (knowledge.synthesis.answer_cues)
+# How well a unit answers: its cosine to the question (weight 1), the question's content words
+# weighted by their rarity among the candidates, and the form of answer asked for
+# (knowledge.synthesis.answer_cues: a duration beside the question's words, a date, a name ...).
+LEXICAL_WEIGHT = 0.5
+CUE_WEIGHT = 0.3
+# The retrieval's order still counts: each place further down the passages costs a unit this much of
+# its answer score, so a later passage leads only when its unit answers clearly better. One place is
+# worth as much as holding the answer's form beside the question's words rather than elsewhere.
+RANK_STEP = CUE_WEIGHT * (1 - ELSEWHERE)
 # A unit with none of the question's words and a cosine under this shares nothing with it.
 CONTENT_COSINE = 0.15
-# The share of the rank weight when an opening without sentences is weighed (see _opening_first).
-OPENING_RANK_SHARE = 0.2
+# What a place costs when an opening without sentences is weighed against prose (see _opening_first).
+OPENING_RANK_STEP = 0.06
 # A chunk this early in its document is its opening (abstract, introduction, lead).
 OPENING_CHUNKS = 3
 
@@ -85,6 +99,7 @@ _TABLE_CAPTION = re.compile(r"\bTable \d+[.:][^\n]*?[.](?=\s|$)")
 # A record, not prose: its opening is the answer even when it holds no sentence.
 _RECORD_REFS = ("operation=", "component=")
 _SHEET_REF = "sheet="
+_RECORD_KINDS = ("record", "row")
 # A chunk whose paragraphs are mostly footnotes, citations or link lists is a reference list.
 REFERENCE_LIST_SHARE = 0.5
 
@@ -190,7 +205,8 @@ def units_of(source, rank: int) -> list[Sentence]:
     if ref.startswith(_RECORD_REFS):
         return [Sentence(_opening(content), number, 0, rank, "record")]
     units = [
-        Sentence(text, number, i, rank, opening=opening) for i, text in enumerate(split_sentences(content))
+        Sentence(_with_list(text, content), number, i, rank, opening=opening)
+        for i, text in enumerate(split_sentences(content))
     ]
     units += [
         Sentence(row, number, 1000 + i, rank, "table", note)
@@ -199,6 +215,12 @@ def units_of(source, rank: int) -> list[Sentence]:
     if not units and content.strip():
         units = [Sentence(_opening(content), number, 0, rank, "opening", opening=opening)]
     return units
+
+
+def _with_list(sentence: str, content: str) -> str:
+    """A sentence that introduces a list is quoted, and weighed, with the list's items."""
+    items = list_after(sentence, content)
+    return f"{sentence} {items}" if items else sentence
 
 
 def _lines(text: str) -> list[str]:
@@ -237,11 +259,12 @@ def is_reference_list(text: str) -> bool:
 
 def _choose(question: str, candidates: list[Sentence], documents: dict | None = None) -> list[Sentence]:
     """The best units; with ``documents`` (source number -> document), each document's best first."""
-    scores, plain, shares = _scores(question, candidates)
-    order = [i for i in np.argsort(-scores, kind="stable") if shares[i]]
+    scored = _scores(question, candidates)
+    scores = scored.scores
+    order = [i for i in np.argsort(-scores, kind="stable") if scored.shares[i]]
     if not order:
         return []
-    order = _opening_first(candidates, plain, order)
+    order = _opening_first(candidates, scored.plain, _record_first(candidates, order, scored.named))
     best = float(scores[order[0]])
     chosen, seen = [], set()
     if documents:
@@ -266,9 +289,15 @@ def _choose(question: str, candidates: list[Sentence], documents: dict | None = 
     return chosen
 
 
-def _scores(question: str, candidates: list[Sentence]) -> tuple[np.ndarray, np.ndarray, list[bool]]:
-    """Each unit's score, its score with the rank counting for little (openings, see _opening_first),
-    and whether it shares anything with the question at all."""
+@dataclass(frozen=True)
+class _Scored:
+    scores: np.ndarray  # how well each unit answers, less RANK_STEP a place
+    plain: np.ndarray  # the same with the rank counting for little (openings, see _opening_first)
+    shares: list[bool]  # the unit shares anything with the question at all
+    named: list[bool]  # the unit holds one of the question's content words
+
+
+def _scores(question: str, candidates: list[Sentence]) -> _Scored:
     texts = [_scored_text(c) for c in candidates]
     # Short texts on onnxruntime (same vectors as torch): a web process needs no torch model for this;
     # a sentence quoted before is not encoded again.
@@ -276,17 +305,24 @@ def _scores(question: str, candidates: list[Sentence]) -> tuple[np.ndarray, np.n
     cosine = vectors[1:] @ vectors[0]
     weights = rarity_weights(question, texts)
     overlap = np.array([rarity_overlap(weights, text) for text in texts])
-    rank = np.array([_rank_score(c) for c in candidates])
+    rank = np.array([c.rank for c in candidates])
     cue = np.array([_cue(question, c) for c in candidates])
     text_score = cosine + LEXICAL_WEIGHT * overlap
-    scores = text_score + RANK_WEIGHT * rank + CUE_WEIGHT * cue
-    plain = text_score + OPENING_RANK_SHARE * RANK_WEIGHT * rank
+    scores = text_score + CUE_WEIGHT * cue - RANK_STEP * rank
+    plain = text_score - OPENING_RANK_STEP * rank
     shares = [bool(o > 0 or c >= CONTENT_COSINE) for o, c in zip(overlap, cosine, strict=True)]
-    return scores, plain, shares
+    return _Scored(scores, plain, shares, [bool(o > 0) for o in overlap])
 
 
-def _rank_score(unit: Sentence) -> float:
-    return 1.0 - unit.rank / MAX_SOURCES
+def _record_first(candidates: list[Sentence], order: list[int], named: list[bool]) -> list[int]:
+    """When the first passage is a record (an API operation or schema, a spreadsheet's rows), the
+    best record holding a word of the question leads: a record is matched whole, so its cosine to a
+    question is lower than a sentence's and says less about whether it answers; records are weighed
+    against records."""
+    if not any(c.rank == 0 and c.kind in _RECORD_KINDS for c in candidates):
+        return order
+    best = next((i for i in order if candidates[i].kind in _RECORD_KINDS and named[i]), None)
+    return order if best is None else [best] + [i for i in order if i != best]
 
 
 def _opening_first(candidates: list[Sentence], plain: np.ndarray, order: list[int]) -> list[int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-# No quoted sentence is this long (the extractive answer quotes at most 600 characters).
+# No quote is this long (a sentence is at most 600 characters, and the list it introduces 400 more).
 MAX_QUOTE = 2000
 _RANGE = re.compile(r"([0-9]{1,7})-([0-9]{1,7})")
 

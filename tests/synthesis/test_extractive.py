@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from knowledge.clients.sentences import MAX_LIST_CHARS, MAX_LIST_ITEMS, list_after
 from knowledge.models import Chunk, Document
 from knowledge.retrieval.service import RetrievedChunk
-from knowledge.synthesis.answer_cues import WRONG_KIND, answer_cue, question_kind
+from knowledge.synthesis.answer_cues import (
+    NEGATION_TERM,
+    WRONG_KIND,
+    answer_cue,
+    question_kind,
+    question_terms,
+    rarity_overlap,
+    rarity_weights,
+)
 from knowledge.synthesis.extractive import (
     answer_type_match,
     extractive_answer,
@@ -264,3 +273,116 @@ def test_nothing_is_quoted_from_a_passage_under_the_floor_or_from_a_sentence_sha
         question="Who painted the Mona Lisa?", sources=[_source(1, unrelated, "page=1")]
     )
     assert nothing.sentences == [] and nothing.text == ""
+
+
+RULES = (
+    "The Discharge Review Board considers an application only if it is received within 15 years of the "
+    "date of discharge. If your discharge is over 15 years old, do not use this application: apply to the "
+    "Board for Correction of Military Records instead."
+)
+BURDEN = (
+    "The public reporting burden for this collection of information is estimated to average about 30 "
+    "minutes per response, including the time for reviewing the instructions and completing the form."
+)
+
+
+def test_how_long_asks_for_a_duration_beside_the_question_words_not_an_age():
+    question = "How long does it take on average to fill in the application?"
+    assert question_kind(question) == "duration"
+    assert question_terms(question) == {"averag", "fill", "applic"}  # not "how long does it take"
+    rules = split_sentences(RULES)
+    assert answer_cue(question, BURDEN) == 1.0  # "average about 30 minutes"
+    assert answer_cue(question, rules[0]) == 0.5  # "15 years", far from any word of the question
+    assert answer_cue(question, rules[1]) == 0.0  # "15 years old" is an age
+
+
+def test_a_later_passage_leads_when_its_sentence_answers_clearly_better():
+    sources = [
+        _source(1, RULES, "heading=Time limits", "form.md"),
+        _source(2, BURDEN, "heading=Burden", "form.md"),
+    ]
+    answer = extractive_answer(
+        question="How long does it take on average to fill in the application?", sources=sources
+    )
+    assert answer.sentences[0].source_number == 2
+    assert "about 30 minutes" in answer.sentences[0].text
+
+
+def test_each_form_of_question_asks_for_its_form_of_answer():
+    assert question_kind("Who founded the Django Software Foundation?") == "name"
+    assert question_kind("Which organisation reviews the application?") == "name"
+    assert question_kind("Who is Barack Obama?") == "definition"
+    assert question_kind("What are these lines called?") == "definition"
+    assert question_kind("What happens if the session expires?") == "consequence"
+    assert question_kind("What happens when the session expires?") == "consequence"
+    assert question_kind("How many minutes does it take?") == "duration"
+    question = "Which organisation reviews the application?"
+    assert answer_cue(question, "Applications are reviewed by the Discharge Review Board.") == 1.0
+    assert answer_cue(question, "Applications are reviewed twice a year.") == 0.0
+    question = "What happens if the session expires?"
+    assert answer_cue(question, "If the session expires, the user is logged out.") == 1.0
+    assert answer_cue(question, "Sessions are stored in the database by default.") == 0.0
+    assert answer_cue("What are these lines called?", "These lines are called contours.") == 1.0
+
+
+def test_a_negation_in_the_question_is_one_of_its_words():
+    assert question_terms("What can't pdfplumber do?") == {"pdfplumber", NEGATION_TERM}
+    candidates = [
+        "pdfplumber supports visual debugging of its objects.",
+        "pdfplumber does not provide PDF generation or modification.",
+    ]
+    weights = rarity_weights("What can't pdfplumber do?", candidates)
+    assert rarity_overlap(weights, candidates[1]) == 1.0 > rarity_overlap(weights, candidates[0])
+
+
+LISTED = (
+    "Several other Python libraries help users to extract information from PDFs.\n\n"
+    "It's also helpful to know what features `pdfplumber` does __not__ provide:\n\n"
+    "- PDF *generation*\n"
+    "- PDF *modification*\n"
+    "- Optical character recognition (OCR)\n\n"
+    "### Specific comparisons\n\n"
+    "- pdfminer.six provides the foundation for pdfplumber."
+)
+
+
+def test_a_sentence_that_introduces_a_list_is_quoted_with_the_list():
+    answer = extractive_answer(
+        question="Which features does pdfplumber not provide?",
+        sources=[_source(1, LISTED, "heading=Comparison to other libraries", "README.md")],
+    )
+    quoted = answer.sentences[0].text
+    assert quoted == (
+        "It's also helpful to know what features `pdfplumber` does __not__ provide: "
+        "- PDF *generation* - PDF *modification* - Optical character recognition (OCR)"
+    )
+    assert quoted in normalise(LISTED)  # verbatim; the list ends where its items do
+
+
+def test_a_quoted_list_is_bounded_by_whole_items():
+    items = "\n".join(f"- item number {n} of a long list of things" for n in range(40))
+    text = "These are all the items of the very long list below:\n" + items
+    listed = list_after("These are all the items of the very long list below:", text)
+    assert listed.startswith("- item number 0 ") and listed.endswith("of a long list of things")
+    assert len(listed) <= MAX_LIST_CHARS and listed.count("- item") <= MAX_LIST_ITEMS
+    assert (
+        list_after("A sentence that ends with a full stop.", "A sentence that ends with a full stop.\n- x")
+        == ""
+    )
+
+
+def test_a_record_ranked_first_leads_over_a_closer_sentence_of_prose():
+    # A record is matched whole: its cosine to the question is lower than a sentence's
+    # (0.47 against 0.61 here) and says less about whether it answers.
+    operation = (
+        "DELETE /pets/{id}\n\nOperation ID: deletePet\n\ndeletes a single pet based on the ID supplied\n\n"
+        "Parameters:\n- id (path, integer, int64, required): ID of pet to delete\n\n"
+        "Responses:\n- 204: pet deleted\n- default: unexpected error; body: Error"
+    )
+    prose = "``delete()`` returns ``True`` if the key was successfully deleted, ``False`` otherwise."
+    sources = [
+        _source(1, operation, "operation=DELETE /pets/{id}", "petstore.json"),
+        _source(2, prose, "section=Basic usage", "cache.txt"),
+    ]
+    answer = extractive_answer(question="what status code does deletePet return on success", sources=sources)
+    assert answer.sentences[0].source_number == 1
