@@ -136,6 +136,7 @@ def test_words_and_figures_are_text_and_need_no_ocr():
     assert not needs_ocr(table_layer)
     # The same figures as bare text: numbers, table cells and short lines.
     assert not needs_ocr("\n".join(" ".join(row[1:]) for row in CENSUS_ROWS))
+    assert not needs_ocr("\n".join(row[0] for row in CENSUS_ROWS))  # a column of row labels
     # A table of contents: dot leaders and page numbers (the corpus's GeoBase page iv).
     contents = pypdf.PdfReader(GEOBASE).pages[3].extract_text()
     assert "TABLE OF CONTENTS" in contents and not needs_ocr(contents)
