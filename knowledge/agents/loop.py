@@ -322,7 +322,7 @@ class AgenticRun:
         extracted = self.answer.mode == ChatTurn.Mode.EXTRACTIVE
         result = check(
             self.answer.text,
-            self.context.sources,
+            self._passages(),
             extracted=extracted,
             strict=self.settings.strict_check,
             ask=self._ask(),
@@ -352,7 +352,7 @@ class AgenticRun:
             text, removed = pruned
             plural = "s" if removed != 1 else ""
             text += f"\n\n(Left out: {removed} statement{plural} the sources do not support.)"
-            cited = resolve_citations(text, self.context.sources)
+            cited = resolve_citations(text, self._passages())
             self.answer = replace(
                 self.answer,
                 text=cited.text,
@@ -390,6 +390,12 @@ class AgenticRun:
     def _announce(self):
         self._announced = self.context
         yield self.on_context(self.context)
+
+    def _passages(self) -> list:
+        """What the answer's [Source N] number: an extracted answer's list adds the continuations it
+        quotes to the context's sources (knowledge.synthesis.extractive)."""
+        passages = self.answer.passages if self.answer is not None else None
+        return self.context.sources if passages is None else passages
 
     def _ask(self):
         """The budgeted LLM call for steps, or None without an LLM."""

@@ -49,7 +49,10 @@ class QueryResponseSerializer(serializers.Serializer):
     tokens = serializers.DictField()
     events = serializers.ListField(child=serializers.CharField())
     session = serializers.IntegerField()
-    sources = serializers.ListField(child=serializers.DictField(), help_text="Every retrieved source.")
+    sources = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="The passages the answer's [Source N] number, in that order: the N-th is [Source N].",
+    )
 
 
 class EventStreamRenderer(BaseRenderer):

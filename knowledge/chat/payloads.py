@@ -28,6 +28,9 @@ class Answer:
     token_source: str = TOKEN_SOURCE_ESTIMATE
     model: str = ""
     duration_ms: float = 0.0
+    # The passages its [Source N] number, in that order (RetrievedChunks): the list shown beside it.
+    # None for an answer that cites nothing (no results, no search): the retrieved list stands.
+    passages: list | None = None
 
 
 def start_payload(*, session: ChatSession, turn: ChatTurn, question: str, profile: Profile | None) -> dict:
@@ -52,7 +55,8 @@ def retrieval_start_payload(*, asked: QuestionScope, question: str, resolved: st
 
 
 def retrieval_payload(*, context: KnowledgeContext, duration_ms: float | None) -> dict:
-    """The ``retrieval_complete`` event; its ``sources`` are also what the turn keeps as retrieved."""
+    """The ``retrieval_complete`` event; its ``sources`` are what the turn keeps as its passages until
+    an answer numbers its own (``Answer.passages``)."""
     sources = [source_summary(s) for s in context.sources]
     documents = {s["document_id"]: {"id": s["document_id"], "title": s["title"]} for s in sources}
     return {
@@ -104,7 +108,8 @@ def complete_payload(*, turn: ChatTurn, duration_ms: float) -> dict:
     }
 
 
-def final_payload(answer: Answer) -> dict:
+def final_payload(answer: Answer, *, passages: list[dict]) -> dict:
+    """The answer; ``passages`` (source summaries) is the list its [Source N] number, to show beside it."""
     return {
         "html": answer_html(answer.text, answer.citations),
         "text": answer.text,
@@ -115,10 +120,12 @@ def final_payload(answer: Answer) -> dict:
             for c in answer.citations
         ],
         "dropped_citations": answer.dropped,
+        "passages": passages,
     }
 
 
-# The chat's ``sources`` event: one entry per chunk in the context, in [Source N] order.
+# A passage as listed beside an answer (the retrieval event's ``sources``, a turn's ``retrieved``):
+# one entry per chunk in the context, in [Source N] order.
 SOURCE_EVENT_FIELDS = (
     "n",
     "chunk_id",

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from config.base.errors import KnowledgeError
 from knowledge.access import QuestionScope
-from knowledge.chat.payloads import Answer
+from knowledge.chat.payloads import Answer, source_summary
 from knowledge.clients.llm import TOKEN_SOURCE_ESTIMATE, TOKEN_SOURCE_USAGE
 from knowledge.models import ChatSession, ChatTurn
 from knowledge.synthesis.followup import PreviousTurn
@@ -71,7 +71,8 @@ def chat_turn_answer_set(
     steps, answers).
 
     An extracted or no-results answer made no synthesis call: its own (estimated) tokens are added to
-    the calls'.
+    the calls'. The turn's passages become the ones the answer's [Source N] number (an extracted
+    answer adds the continuations it quotes): every page, the API and MCP list these beside it.
     """
     sources = {answer.token_source} | {c["token_source"] for c in calls}
     own = answer.mode != ChatTurn.Mode.LLM
@@ -79,6 +80,8 @@ def chat_turn_answer_set(
     turn.answer = answer.text
     turn.mode = answer.mode
     turn.cited_sources = [c.as_dict() for c in answer.citations]
+    if answer.passages is not None:
+        turn.retrieved = [source_summary(s) for s in answer.passages]
     turn.dropped_citations = answer.dropped
     turn.input_tokens = (answer.input_tokens if own else 0) + sum(c["input_tokens"] for c in calls)
     turn.output_tokens = (answer.output_tokens if own else 0) + sum(c["output_tokens"] for c in calls)

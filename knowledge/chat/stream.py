@@ -164,7 +164,7 @@ class ChatStream:
         )
         yield self._emit(ev.LLM_STEP, self._llm_step_payload(answer))
         yield self._emit(ev.TOKEN_UPDATE, self._account())
-        yield self._emit(ev.FINAL_ANSWER, final_payload(answer))
+        yield self._emit(ev.FINAL_ANSWER, final_payload(answer, passages=self.turn.retrieved))
         yield self._finish()
 
     def _open_turn(self) -> None:
@@ -283,6 +283,7 @@ class ChatStream:
             token_source=result.token_source,
             model=result.model,
             duration_ms=result.duration_ms,
+            passages=context.sources,
         )
 
     def _extractive(self, context: KnowledgeContext, resolution: Resolution, label: str) -> Answer:
@@ -307,6 +308,7 @@ class ChatStream:
                 config=context.config, context_text=context.context_text, question=self.question
             ),
             output_tokens=llm_token_count(extracted.text),
+            passages=extracted.passages,
         )
 
     def _direct(self) -> Answer:

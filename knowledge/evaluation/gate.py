@@ -110,7 +110,7 @@ def _first_quote(question: str, context):
     answer = extractive_answer(question=question, sources=sources, cover_documents=context.cover_documents)
     if not answer.sentences:
         return None
-    first = next((s for s in context.sources if s.source_number == answer.sentences[0].source_number), None)
+    first = next((s for s in answer.passages if s.source_number == answer.sentences[0].source_number), None)
     return chunk_source(first.chunk) if first is not None else None
 
 

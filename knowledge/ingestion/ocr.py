@@ -14,6 +14,7 @@ import os
 import re
 import sys
 import threading
+import unicodedata
 from dataclasses import dataclass
 
 from knowledge.ingestion.limits import IngestLimits, LimitExceeded
@@ -21,11 +22,22 @@ from knowledge.ingestion.limits import IngestLimits, LimitExceeded
 # Drawn at this resolution for OCR (knowledge_bench ocr, 9 corpus pages drawn in grey): character
 # error rate 0.089 at 150 dpi, 0.030 at 200 and 0.033 at 300, at 0.97, 1.17 and 1.30 s per page.
 OCR_DPI = 200
-# A text layer with fewer letters than this is missing (a scan); one whose "words" are mostly not
-# words (a broken font map gives "ÿþ..." or one letter per line) is unusable.
-MIN_TEXT_LAYER_LETTERS = 40
-MIN_WORD_SHARE = 0.5
+# A page is read by OCR only when its text layer is not text: missing (a scan) or undecodable (a
+# broken font map). Words and figures are text alike: a table page is mostly figures ("1,333.0
+# 136.6 1,196.4" under a few row labels), and its text layer holds them exactly where OCR misreads
+# them ("13330 1366"). A layer with fewer letters and digits than this in its words and figures is
+# missing; one whose tokens are mostly neither words nor figures is unusable.
+MIN_TEXT_LAYER_CHARACTERS = 40
+MIN_TEXT_TOKEN_SHARE = 0.5
 _WORD = re.compile(r"[^\W\d_]{2,}")
+# A figure: 1,333.0  -5.0  (12.5%)  $4.50  2004-06  1/2  3.1.2  +7  ±0.3  12:30  #4
+_FIGURE = re.compile(r"[(\[]?[-+−–±$€£¥#]?\d[\d.,:/%'’−–-]*[)\]%]?[.,;:*]?")
+# Dot leaders, rules, dashes for empty cells, bullets: layout, neither text nor garbage.
+_LAYOUT = re.compile(r"[.…·_\-–—•|*]+")
+# What a font without a usable character map decodes to: UTF-16 byte-order marks read as Latin-1
+# ("ÿþ"), control characters (glyph numbers as bytes), private-use and unassigned code points.
+_BYTE_ORDER_MARKS = ("ÿþ", "þÿ", "\ufeff", "\ufffd")
+_UNDECODED_CATEGORIES = frozenset({"Cc", "Co", "Cn", "Cs"})
 
 _local = threading.local()
 
@@ -42,13 +54,36 @@ def tessdata_path() -> str:
 
 
 def needs_ocr(text_layer: str) -> bool:
-    """True when a page's text layer is missing or mostly not words."""
-    letters = sum(ch.isalpha() for ch in text_layer)
-    if letters < MIN_TEXT_LAYER_LETTERS:
+    """True when a page's text layer is not text: missing, or mostly neither words nor figures."""
+    text_tokens, characters, other_tokens = 0, 0, 0
+    for token in text_layer.split():
+        kind = _token_kind(token)
+        if kind == "text":
+            text_tokens += 1
+            characters += sum(ch.isalnum() for ch in token)
+        elif kind == "other":
+            other_tokens += 1
+    if characters < MIN_TEXT_LAYER_CHARACTERS:
         return True
-    tokens = text_layer.split()
-    words = sum(1 for token in tokens if _WORD.search(token))
-    return words < MIN_WORD_SHARE * len(tokens)
+    return text_tokens < MIN_TEXT_TOKEN_SHARE * (text_tokens + other_tokens)
+
+
+def _token_kind(token: str) -> str:
+    """A word or a figure is "text"; leaders, rules and bullets "layout"; a stray letter or symbol,
+    or characters no font map decoded, "other"."""
+    if _undecoded(token):
+        return "other"
+    if _WORD.search(token) or _FIGURE.fullmatch(token):
+        return "text"
+    if _LAYOUT.fullmatch(token):
+        return "layout"
+    return "other"
+
+
+def _undecoded(token: str) -> bool:
+    return any(mark in token for mark in _BYTE_ORDER_MARKS) or any(
+        unicodedata.category(ch) in _UNDECODED_CATEGORIES for ch in token
+    )
 
 
 def _api():

@@ -100,19 +100,17 @@ def source_place(source_ref: str | None) -> str:
 MATCH_WORDS = ((0.5, "strong match"), (0.3, "partial match"))
 WEAK_MATCH = "weak match"
 REFERENCE_MATCH = "referenced by a result"
+CONTINUATION_MATCH = "read on from [{n}]"
 
 
 def match_words(scores: dict | None, role: str | None = None) -> str:
     """A retrieved passage's relevance as users read it; the numbers stay on demand."""
     similarity = (scores or {}).get("similarity")
+    if role == "continuation":  # knowledge.retrieval.continuation: the page read on
+        return CONTINUATION_MATCH.format(n=(scores or {}).get("continues"))
     if similarity is None:
         return REFERENCE_MATCH if role == "reference" else ""
     return next((words for floor, words in MATCH_WORDS if similarity >= floor), WEAK_MATCH)
-
-
-def by_relevance(sources: list[dict]) -> list[dict]:
-    """Retrieved sources best first (fused score), passages a result referenced after them."""
-    return sorted(sources, key=lambda s: -((s.get("scores") or {}).get("fused") or -1.0))
 
 
 # Each public field of a retrieved chunk (a RetrievedChunk: ``chunk``, ``scores``, ``role``,

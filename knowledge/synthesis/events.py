@@ -8,7 +8,7 @@ In order, every turn emits:
     conversation_llm_step         {step, mode, model, input_tokens, output_tokens, token_source,
                                    duration_ms, calls[], error}
     token_update                  {input_tokens, output_tokens, source, total_input, total_output}
-    final_answer                  {html, text, mode, label, sources[], dropped_citations}
+    final_answer                  {html, text, mode, label, sources[], dropped_citations, passages[]}
     execution_complete            {duration_ms, tokens{input, output, source}, session_id, turn_id, mode}
 
 and, between knowledge_retrieval_complete and conversation_llm_step:

@@ -28,7 +28,7 @@ nothing worth quoting the answer has no quotes, and the caller refuses
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -120,6 +120,8 @@ class ExtractiveAnswer:
     text: str
     citations: list[Citation]
     sentences: list[Sentence]
+    # What its [Source N] number, in order: the sources given, then the continuations it quotes.
+    passages: list
 
 
 def extractive_answer(
@@ -136,11 +138,31 @@ def extractive_answer(
     candidates = [unit for rank, s in ranked for unit in units_of(s, rank)]
     documents = {s.source_number: s.chunk.document_id for _, s in ranked} if cover_documents else None
     chosen = _choose(question, candidates, documents) if candidates else []
-    by_number = {s.source_number: s for s in top}
+    passages, chosen = _numbered_after_sources(sources, chosen)
+    by_number = {s.source_number: s for s in passages}
     lines = [_quote_line(s) for s in chosen]
     citations = [citation_for(by_number[n]) for n in sorted({s.source_number for s in chosen})]
     text = label + "\n\n" + "\n".join(lines) if lines else ""
-    return ExtractiveAnswer(text, citations, chosen)
+    return ExtractiveAnswer(text, citations, chosen, passages)
+
+
+def _numbered_after_sources(sources: list, chosen: list[Sentence]) -> tuple[list, list[Sentence]]:
+    """The passages the answer's [Source N] name, and its units numbered by them.
+
+    The sources keep their numbers: they are the list shown beside the answer. A continuation is
+    listed only when a unit of it is quoted, numbered after the sources in the order given, so that
+    [Source N] is always the N-th listed passage, with no gap for the continuations left unquoted.
+    """
+    own = [s for s in sources if s.source_number and s.role != "continuation"]
+    quoted = {unit.source_number for unit in chosen}
+    following = [s for s in sources if s.role == "continuation" and s.source_number in quoted]
+    last = max((s.source_number for s in own), default=0)
+    numbers = {s.source_number: last + i for i, s in enumerate(following, start=1)}
+    passages = own + [replace(s, source_number=numbers[s.source_number]) for s in following]
+    units = [
+        replace(unit, source_number=numbers.get(unit.source_number, unit.source_number)) for unit in chosen
+    ]
+    return passages, units
 
 
 def _top_sources(sources: list) -> list:

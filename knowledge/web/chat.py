@@ -24,7 +24,7 @@ from knowledge.access import (
 from knowledge.chat import chat_stream, event_stream_response, sse_stream
 from knowledge.clients.llm import llm_config
 from knowledge.models import ChatSession, ChatTurn, Chunk, DocumentSummary
-from knowledge.retrieval.sources import by_relevance, match_words, source_place
+from knowledge.retrieval.sources import match_words, source_place
 from knowledge.services.documents import SERVED_CONTENT_TYPES
 from knowledge.synthesis.citations import saved_answer_html
 from knowledge.synthesis.quotes import quote_range_parse
@@ -124,7 +124,8 @@ def _session_scope(session, still_readable) -> str:
 
 
 def _turn_row(turn) -> dict:
-    """A saved turn as the chat page shows it: its answer as HTML and the sources it retrieved.
+    """A saved turn as the chat page shows it: its answer as HTML and its passages in [Source N] order
+    (the N-th listed is the answer's [Source N]; the numbering is the ranking's, best first).
 
     The HTML is rendered again from the saved text: the copy saved in the turn's events was made by the
     rules of its day (earlier ones made document links live).
@@ -133,7 +134,7 @@ def _turn_row(turn) -> dict:
     sources = [
         {**s, "match": s.get("match") or match_words(s.get("scores"), s.get("role"))} for s in turn.retrieved
     ]
-    return {"turn": turn, "html": html, "sources": by_relevance(sources)}
+    return {"turn": turn, "html": html, "sources": sources}
 
 
 @require_POST

@@ -122,13 +122,12 @@
     return group.querySelector(".source-list");
   }
 
-  function fused(s) { return s.scores && s.scores.fused !== undefined && s.scores.fused !== null ? s.scores.fused : -1; }
-
-  // Best first (the server's order is [Source N] order); the scores in words, the numbers on demand.
+  // In [Source N] order, the server's (the ranking's, best first): the N-th listed is the answer's
+  // [Source N]. The scores in words, the numbers on demand.
   function showSources(list, sources) {
     list.textContent = "";
     if (!sources.length) { list.appendChild(el("li", "muted", "Nothing relevant enough was found.")); return; }
-    sources.slice().sort(function (a, b) { return fused(b) - fused(a); }).forEach(function (s) {
+    sources.forEach(function (s) {
       const item = el("li", "source-item");
       const link = el("a", null, "[" + s.n + "] " + s.title + " — " + (s.label || s.source_ref));
       link.href = s.url;
@@ -277,6 +276,8 @@
     } else if (name === "final_answer") {
       view.answer.innerHTML = payload.html;
       citedSources[String(state.index)] = payload.sources || [];
+      // The passages the answer numbers: an extracted answer adds the continuations it quotes.
+      if (state.sources && payload.passages) showSources(state.sources, payload.passages);
       view.meta.textContent = MODE_WORDS[payload.mode] || "";
     } else if (name === "execution_complete") {
       state.complete = true;

@@ -28,7 +28,25 @@ from knowledge.services.documents import DocumentUpload, document_upload
 from tests.conftest import CORPUS
 
 PASA = CORPUS / "pdf" / "pasa.pdf"
+GEOBASE = CORPUS / "pdf" / "GeoBase_NHNC1_Data_Model_UML_EN.pdf"
 SCAN_DPI = 150
+
+# A census table: mostly figures, a few row labels (arrests in thousands, as a statistical office
+# publishes them).
+CENSUS_HEADER = ["Offense charged", "Total", "Under 18", "18 and over", "2010", "Change", "Male", "Female"]
+CENSUS_ROWS = [
+    ["Total", "1,333.0", "136.6", "1,196.4", "1,402.7", "-5.0", "1,002.3", "330.7"],
+    ["Murder", "8.3", "0.7", "7.6", "8.6", "-3.5", "7.4", "0.9"],
+    ["Robbery", "76.3", "17.6", "58.7", "81.9", "-6.8", "67.1", "9.2"],
+    ["Burglary", "199.6", "40.9", "158.7", "205.3", "-2.8", "170.0", "29.6"],
+    ["Larceny-theft", "907.2", "195.0", "712.2", "951.4", "-4.6", "512.9", "394.3"],
+    ["Arson", "8.8", "3.6", "5.2", "9.4", "-6.4", "7.3", "1.5"],
+    ["Fraud", "115.6", "2.9", "112.7", "121.4", "-4.8", "66.0", "49.6"],
+    ["Vandalism", "186.0", "47.4", "138.6", "196.5", "-5.3", "151.1", "34.9"],
+    ["Sex offenses", "51.0", "9.5", "41.5", "53.4", "-4.5", "47.2", "3.8"],
+    ["Drug abuse", "1,209.2", "103.9", "1,105.3", "1,254.8", "-3.6", "972.6", "236.6"],
+]
+CENSUS_NOTE = "Except forcible rape and prostitution."
 
 # Questions in a user's words and the pages of pasa.pdf that answer them (checked on its text layer).
 PAGE_QUESTIONS = [
@@ -44,6 +62,24 @@ def page_images(path, pages, dpi: int = SCAN_DPI) -> list:
     """The PDF's pages drawn as images, as a scanner would give them."""
     document = pdfium.PdfDocument(str(path))
     return [document[n - 1].render(scale=dpi / 72, grayscale=True).to_pil().convert("RGB") for n in pages]
+
+
+def census_table_pdf() -> bytes:
+    """A born-digital table page, drawn by matplotlib as a statistics office's report would be."""
+    import matplotlib
+
+    matplotlib.use("pdf")
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(11, 8.5))
+    figure.text(0.05, 0.95, "Table 29. Estimated arrests, 2011 (thousands)", fontsize=12)
+    axes = figure.add_axes((0.05, 0.15, 0.9, 0.75))
+    axes.axis("off")
+    axes.table(cellText=CENSUS_ROWS, colLabels=CENSUS_HEADER, loc="upper center")
+    figure.text(0.05, 0.1, f"Sex offenses: {CENSUS_NOTE}", fontsize=9)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="pdf")
+    return buffer.getvalue()
 
 
 def scanned_pdf(path, pages) -> bytes:
@@ -71,10 +107,55 @@ def papers(alice, django_capture_on_commit_callbacks):
     return upload
 
 
-def test_a_missing_or_broken_text_layer_needs_ocr_and_a_good_one_does_not():
+def test_a_missing_text_layer_needs_ocr():
     assert needs_ocr("") and needs_ocr("  \n 12 \n")
-    assert needs_ocr("ÿþ ÿþ ÿþ ÿþ 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 $ % & / ( ) = ? ! x y z")
+    assert needs_ocr("Scanned with CamScanner\n3")  # a scanner's stamp over the page's image
+    [scan] = pypdf.PdfReader(io.BytesIO(scanned_pdf(PASA, [1]))).pages
+    assert needs_ocr(scan.extract_text() or "")
+
+
+def test_a_text_layer_no_font_map_decodes_needs_ocr():
+    sentence = "Total arrests were estimated at 1,333.0 thousand, of which 136.6 were under 18. " * 3
+    # UTF-16 read as single bytes: a byte-order mark, then a NUL before every character.
+    assert needs_ocr(sentence.encode("utf-16-le").decode("latin-1").join(["ÿþ", ""]))
+    assert needs_ocr(" ".join(["ÿþ"] * 20 + list("1234567890" * 2) + list("$%&/()=?!") + list("xyz")))
+    # Glyph numbers instead of characters (a subset TrueType font without a ToUnicode map).
+    assert needs_ocr("".join(chr(ord(ch) - 29) for ch in sentence))
+    # Private-use code points (a symbol font's characters).
+    assert needs_ocr(" ".join(chr(0xF000 + ord(ch)) * 3 for ch in sentence))
+    # One letter per line: each glyph placed on its own.
+    assert needs_ocr("\n".join(ch for ch in sentence if not ch.isspace()))
+
+
+def test_words_and_figures_are_text_and_need_no_ocr():
     assert not needs_ocr(pypdf.PdfReader(PASA).pages[0].extract_text())
+    # A page of figures under a few row labels, as its own text layer gives it.
+    [table_page] = pypdf.PdfReader(io.BytesIO(census_table_pdf())).pages
+    table_layer = table_page.extract_text()
+    assert "1,333.0 136.6 1,196.4" in table_layer
+    assert not needs_ocr(table_layer)
+    # The same figures as bare text: numbers, table cells and short lines.
+    assert not needs_ocr("\n".join(" ".join(row[1:]) for row in CENSUS_ROWS))
+    assert not needs_ocr("\n".join(row[0] for row in CENSUS_ROWS))  # a column of row labels
+    # A table of contents: dot leaders and page numbers (the corpus's GeoBase page iv).
+    contents = pypdf.PdfReader(GEOBASE).pages[3].extract_text()
+    assert "TABLE OF CONTENTS" in contents and not needs_ocr(contents)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_born_digital_table_page_keeps_its_figures_exactly_and_is_not_read_by_ocr(papers, alice):
+    document = papers("arrests-2011.pdf", census_table_pdf())
+    chunks = list(Chunk.objects.filter(document=document))
+    assert chunks and not any(c.metadata.get("ocr") for c in chunks)
+    stored = "\n".join(c.content for c in chunks)
+    for row in CENSUS_ROWS:
+        assert " ".join(row) in stored, row
+    assert CENSUS_NOTE in stored
+
+    client = Client()
+    client.force_login(alice)
+    page = client.get(f"/documents/{document.pk}/view/").content.decode()
+    assert "1,333.0" in page and "by OCR" not in page
 
 
 @pytest.mark.django_db(transaction=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 import anyio
 import httpx2
 import pytest
+from django.db import connections
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
@@ -125,6 +126,18 @@ def stdio_parameters(username: str) -> StdioServerParameters:
 def run(scenario, *args):
     """Run an async client scenario from a (synchronous) test."""
     return anyio.run(scenario, *args)
+
+
+@pytest.fixture
+def no_persistent_connections():
+    """In-process tool calls (``Client(build_server(...))``) run in worker threads, which keep their
+    connection for CONN_MAX_AGE; here each call closes it, so the test database can be dropped at the
+    end (a server process would simply exit)."""
+    database = connections.settings["default"]  # the dict every thread's connection is made from
+    saved = database["CONN_MAX_AGE"]
+    database["CONN_MAX_AGE"] = 0
+    yield
+    database["CONN_MAX_AGE"] = saved
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from django.core.cache import cache
-from django.db import connections
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from rest_framework.exceptions import Throttled
@@ -17,17 +16,6 @@ from tests.conftest import throttle_rates
 from tests.mcp.conftest import error_text, payload, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def no_persistent_connections():
-    """Tool calls run in worker threads, which keep their connection for CONN_MAX_AGE; here each call
-    closes it, so the test database can be dropped at the end (a server process would simply exit)."""
-    database = connections.settings["default"]  # the dict every thread's connection is made from
-    saved = database["CONN_MAX_AGE"]
-    database["CONN_MAX_AGE"] = 0
-    yield
-    database["CONN_MAX_AGE"] = saved
 
 
 @pytest.fixture

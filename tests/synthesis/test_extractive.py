@@ -386,3 +386,29 @@ def test_a_record_ranked_first_leads_over_a_closer_sentence_of_prose():
     ]
     answer = extractive_answer(question="what status code does deletePet return on success", sources=sources)
     assert answer.sentences[0].source_number == 1
+
+
+def test_a_quoted_continuation_is_numbered_right_after_the_sources_and_listed_with_them():
+    """[Source N] is the N-th listed passage: the sources keep their numbers, a continuation that is
+    quoted is numbered after them, and one that is not quoted takes no number (no gap in the list)."""
+
+    def continuation(number: int, continues: int, content: str) -> RetrievedChunk:
+        chunk = _source(number, content, "heading=History", "flag_day.html").chunk
+        return RetrievedChunk(chunk, {"continues": continues}, role="continuation", source_number=number)
+
+    sources = [
+        _source(1, "National Flag of Canada Day", "heading=History", "flag_day.html"),
+        _source(2, "Tabs and spaces are both accepted in the configuration file.", "page=1", "a.pdf"),
+        continuation(3, 2, "The server reads its configuration file once, when it starts."),
+        continuation(4, 1, "The flag was first raised over Parliament Hill in Ottawa on February 15, 1965."),
+    ]
+    answer = extractive_answer(
+        question="When was the flag first raised over Parliament Hill?", sources=sources
+    )
+    assert '"The flag was first raised over Parliament Hill in Ottawa on February 15, 1965." [Source 3]' in (
+        answer.text
+    )
+    assert "[Source 4]" not in answer.text
+    assert [(p.source_number, p.chunk.pk) for p in answer.passages] == [(1, 1), (2, 2), (3, 4)]
+    assert {(c.n, c.chunk_id) for c in answer.citations} >= {(3, 4)}
+    assert sources[3].source_number == 4  # the caller's list is left as it was

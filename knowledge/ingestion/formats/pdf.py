@@ -1,6 +1,7 @@
-"""PDF: one section per page (``page=N``), lines reflowed into paragraphs; a page without a usable
-text layer (a scan) is drawn and read by OCR (knowledge.ingestion.ocr); each table on a page is a
-section of its own on that page, one row per line with its headers (pdf_tables.py)."""
+"""PDF: one section per page (``page=N``), lines reflowed into paragraphs; a page whose text layer is
+not text (a scan, or a font map that decodes to no text: knowledge.ingestion.ocr.needs_ocr) is drawn
+and read by OCR; each table on a page is a section of its own on that page, one row per line with
+its headers (pdf_tables.py)."""
 
 from __future__ import annotations
 
