@@ -129,16 +129,27 @@ _LEXEMES_SQL = f"""
 
 
 def term_lexemes(terms: list[str]) -> list[set[str]]:
-    """Each term's lexemes, made like the chunks' (stop words give none), in one round trip."""
-    if not terms:
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute(_LEXEMES_SQL, [terms])
-        rows = cursor.fetchall()
-    lexemes: list[set[str]] = [set() for _ in terms]
-    for index, lexeme in rows:
-        lexemes[int(index) - 1].add(lexeme)
-    return lexemes
+    """Each term's lexemes, made like the chunks' (stop words give none): the terms not met before
+    in one round trip, the others from a per-process cache (the lexeme function is immutable, and
+    most questions name something)."""
+    found = {term: _lexemes_known[term] for term in terms if term in _lexemes_known}
+    unknown = [term for term in dict.fromkeys(terms) if term not in found]
+    if unknown:
+        with connection.cursor() as cursor:
+            cursor.execute(_LEXEMES_SQL, [unknown])
+            rows = cursor.fetchall()
+        fresh: dict[str, set[str]] = {term: set() for term in unknown}
+        for index, lexeme in rows:
+            fresh[unknown[int(index) - 1]].add(lexeme)
+        found.update({term: frozenset(lexemes) for term, lexemes in fresh.items()})
+        if len(_lexemes_known) > LEXEMES_KEPT:
+            _lexemes_known.clear()
+        _lexemes_known.update(found)
+    return [set(found[term]) for term in terms]
+
+
+LEXEMES_KEPT = 10_000
+_lexemes_known: dict[str, frozenset[str]] = {}
 
 
 def missing_named_terms(question: str, df: dict[str, int], *, chunk_ids: list[int]) -> tuple[str, ...]:
@@ -148,7 +159,9 @@ def missing_named_terms(question: str, df: dict[str, int], *, chunk_ids: list[in
     A lexeme the statistics did not count (a question longer than their lookup) is taken as held:
     the test refuses only on evidence.
     """
-    if not df:
+    # A name's lexemes are among the question's: when the scope holds every one of those, no name
+    # can be missing, and most answerable questions end here without a round trip.
+    if not df or all(count > 0 for count in df.values()):
         return ()
     names = named_terms(question)
     unknown = [
