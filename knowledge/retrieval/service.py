@@ -168,7 +168,9 @@ def _pinned_scope(user, asked, request: RetrievalRequest) -> Scope:
     ).pinned()
 
 
-def _runners_up(primary: list[RetrievedChunk], candidates: list[Candidate], chunks: dict) -> list[RetrievedChunk]:
+def _runners_up(
+    primary: list[RetrievedChunk], candidates: list[Candidate], chunks: dict
+) -> list[RetrievedChunk]:
     pages = [(r.chunk.document_id, r.chunk.source_ref) for r in primary]
     shown = {r.chunk.pk for r in primary}
     return [

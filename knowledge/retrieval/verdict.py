@@ -71,7 +71,9 @@ def _explained_findings(search, candidates: list[Candidate], passages: list, che
             search.question, models=search.models
         )
     if checks.missing_terms and search.terms is not None:
-        missing = missing_named_terms(search.question, search.terms.df, chunk_ids=[c.chunk_id for c in candidates])
+        missing = missing_named_terms(
+            search.question, search.terms.df, chunk_ids=[c.chunk_id for c in candidates]
+        )
         findings["missing_terms"] = () if missing and _other_script(passages) else missing
     kind = asked_kind(search.question) if checks.answer_type else None
     if kind:
