@@ -55,7 +55,7 @@ COPULA = re.compile(
 # A condition, a cause or a consequence stated ("if ...", "otherwise ...", "because ...", "results in").
 CONSEQUENCE = re.compile(
     r"\b(?:if|unless|otherwise|whenever|because|therefore|thus|hence|so that|as a result|due to"
-    r"|results? in|resulted in|leads? to|led to|causes?|caused)\b",
+    r"|results? in|resulted in|leads? to|led to|causes?|caused|contribut\w* to|responsible for)\b",
     re.IGNORECASE,
 )
 PROPOSAL = re.compile(

@@ -323,6 +323,10 @@ def test_each_form_of_question_asks_for_its_form_of_answer():
     assert answer_cue(question, "If the session expires, the user is logged out.") == 1.0
     assert answer_cue(question, "Sessions are stored in the database by default.") == 0.0
     assert answer_cue("What are these lines called?", "These lines are called contours.") == 1.0
+    question = "What causes the gravity hill illusion?"
+    assert question_kind(question) == "consequence"
+    cause = "The most important factor contributing to the illusion is a completely or mostly obstructed horizon."
+    assert answer_cue(question, cause) == 1.0
 
 
 def test_a_negation_in_the_question_is_one_of_its_words():
