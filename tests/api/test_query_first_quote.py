@@ -12,16 +12,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from accounts.tokens import token_create
-from knowledge.models import ChatSession, Document
-from knowledge.services.collections import collection_create
-from knowledge.services.documents import DocumentUpload, document_delete, document_upload
+from tests.ingested import ingested_collection
 
 pytest_plugins = ["tests.synthesis.openai_server"]
 pytestmark = pytest.mark.django_db
@@ -35,22 +31,11 @@ QUOTE_LINE = re.compile(r'^- "(.+)" \[Source (\d+)\]$', re.MULTILINE)
 
 @pytest.fixture(scope="module")
 def trial(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        user = get_user_model().objects.create_user("trial-user", password="pw-trial-user")
-        collection = collection_create(name="trial", owner=user)
-        documents = []
-        for path in FILES:
-            upload = DocumentUpload(filename=path.name, data=path.read_bytes())
-            document = document_upload(collection=collection, upload=upload).document
-            document.refresh_from_db()
-            assert document.status == Document.Status.READY, document.error
-            documents.append(document)
-        yield SimpleNamespace(user=user, collection=collection)
-        ChatSession.objects.filter(user=user).delete()
-        for document in documents:
-            document_delete(document=document)
-        collection.delete()
-        user.delete()
+    with (
+        django_db_blocker.unblock(),
+        ingested_collection(username="trial-user", name="trial", files=FILES) as made,
+    ):
+        yield made
 
 
 def ask(trial, question: str) -> dict:

@@ -325,7 +325,7 @@ def test_each_form_of_question_asks_for_its_form_of_answer():
     assert answer_cue("What are these lines called?", "These lines are called contours.") == 1.0
     question = "What causes the gravity hill illusion?"
     assert question_kind(question) == "consequence"
-    cause = "The most important factor contributing to the illusion is a completely or mostly obstructed horizon."
+    cause = "The most important factor contributing to the illusion is a mostly obstructed horizon."
     assert answer_cue(question, cause) == 1.0
 
 

@@ -11,18 +11,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from knowledge.chat import NO_RESULTS_TEXT, chat_ask
-from knowledge.models import ChatSession, Document
 from knowledge.retrieval.answerability import QUOTE_FLOOR
-from knowledge.services.collections import collection_create
-from knowledge.services.documents import DocumentUpload, document_delete, document_upload
 from knowledge.synthesis.refusal import CLOSEST_HEADING
 from tests.conftest import CORPUS
+from tests.ingested import ingested_collection
 
 pytest_plugins = ["tests.synthesis.openai_server"]
 pytestmark = pytest.mark.django_db
@@ -62,23 +58,11 @@ ANSWERS = {
 
 @pytest.fixture(scope="module")
 def walkthrough(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock():
-        user = get_user_model().objects.create_user("newcomer", password="pw-newcomer")
-        collection = collection_create(name="first steps", owner=user)
-        documents = []
-        for path in FILES:
-            document = document_upload(
-                collection=collection, upload=DocumentUpload(filename=path.name, data=path.read_bytes())
-            ).document
-            document.refresh_from_db()
-            assert document.status == Document.Status.READY, document.error
-            documents.append(document)
-        yield SimpleNamespace(user=user, collection=collection)
-        ChatSession.objects.filter(user=user).delete()
-        for document in documents:
-            document_delete(document=document)
-        collection.delete()
-        user.delete()
+    with (
+        django_db_blocker.unblock(),
+        ingested_collection(username="newcomer", name="first steps", files=FILES) as made,
+    ):
+        yield made
 
 
 def ask(walkthrough, question: str):
