@@ -9,6 +9,7 @@ change's own cost.
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 from urllib.parse import urlsplit
@@ -28,8 +29,10 @@ def run(
     seconds: float,
     query_share: float,
     users: int = 1,
+    labels: tuple[str, str] = SERVERS,
 ) -> dict:
     tokens, collection_id = load._prepare(stdout, users=users)
+    others = _other_chunks(collection_id)
     questions = load._questions()
     targets = {"candidate": urlsplit(url), "reference": urlsplit(reference_url)}
     for target in targets.values():
@@ -48,10 +51,40 @@ def run(
             stdout.flush()
     stdout.write("\n")
     figures = _figures(results, rounds=rounds, seconds=seconds, clients=clients)
-    figures.update(candidate_url=url, reference_url=reference_url)
+    figures.update(candidate_url=url, reference_url=reference_url, other_chunks=others)
     _print(stdout, figures)
+    stdout.write(f"docs row: {table_row(figures, labels)}\n")
     stdout.write(json.dumps(figures) + "\n")
     return figures
+
+
+def _other_chunks(collection_id: int) -> int:
+    """Chunks of other collections in the database: a search must cost what its own scope holds."""
+    from knowledge.models import Chunk
+
+    return Chunk.objects.exclude(collection_id=collection_id).count()
+
+
+def table_row(figures: dict, labels: tuple[str, str]) -> str:
+    """The run as a row of docs/benchmarks.md's paired table: date, what against what, the
+    database, each server's requests/s with p50 / p95, and the candidate's share of the reference's."""
+    shape = f"{figures['rounds']} x {figures['seconds_per_round']:g} s, {figures['clients']} clients"
+    database = f"{figures['other_chunks']:,} chunks of other collections"
+    served = [_served(figures[name]) for name in SERVERS]
+    mine, theirs = (figures[name]["retrieve"]["requests"] for name in SERVERS)
+    share = f"{mine / theirs:.2f}" if theirs else "-"
+    day = datetime.date.today().isoformat()
+    cells = [day, f"{labels[0]} against {labels[1]}", f"{shape}; {database}", *served, share]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _served(endpoints: dict) -> str:
+    parts = []
+    for endpoint in ("retrieve", "query"):
+        f = endpoints[endpoint]
+        if f["requests"]:
+            parts.append(f"{endpoint} {f['requests_per_s']}/s ({f['p50_ms']:.0f} / {f['p95_ms']:.0f} ms)")
+    return "; ".join(parts) or "-"
 
 
 def _round(target, work: tuple, *, clients: int, seconds: float, results: load.Results) -> None:

@@ -30,9 +30,14 @@ def test_both_servers_are_loaded_and_the_added_time_is_their_difference(transact
             "--seconds=1",
             "--clients=1",
             "--query-share=0",
+            "--label=this tree",
+            "--reference-label=main",
             stdout=out,
         )
     figures = json.loads(out.getvalue().strip().splitlines()[-1])
+    row = next(line for line in out.getvalue().splitlines() if line.startswith("docs row: "))
+    assert "| this tree against main | 2 x 1 s, 1 clients; 0 chunks of other collections |" in row
+    assert row.count("retrieve ") == 2 and figures["other_chunks"] == 0
     assert figures["benchmark"] == "load-paired" and figures["rounds"] == 2
     for server in ("candidate", "reference"):
         retrieve = figures[server]["retrieve"]

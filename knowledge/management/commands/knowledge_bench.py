@@ -207,6 +207,7 @@ class Command(BaseCommand):
             seconds=options["seconds"],
             query_share=options["query_share"],
             users=options["users"],
+            labels=(options["label"], options["reference_label"]),
         )
 
 
@@ -225,3 +226,13 @@ def _add_load_arguments(load) -> None:
         "rounds, and report what --url adds per request.",
     )
     load.add_argument("--rounds", type=int, default=6, help="With --reference-url: rounds per server.")
+    load.add_argument(
+        "--label",
+        default="candidate",
+        help="With --reference-url: the candidate's name in the docs' table row.",
+    )
+    load.add_argument(
+        "--reference-label",
+        default="reference",
+        help="With --reference-url: the reference's name in the table row (a commit, a date).",
+    )
