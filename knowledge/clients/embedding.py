@@ -465,6 +465,7 @@ def embed_sentences(texts: Sequence[str], *, backend: str | None = None) -> np.n
 def _remember_sentences(vectors: dict) -> None:
     with _sentence_lock:
         for key, vector in vectors.items():
+            vector = np.array(vector)  # a copy: a row kept must not keep its whole batch alive
             vector.flags.writeable = False  # shared by every answer that quotes the sentence
             _sentence_vectors[key] = vector
         while len(_sentence_vectors) > SENTENCE_CACHE_SIZE:

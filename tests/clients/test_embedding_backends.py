@@ -148,3 +148,25 @@ def test_short_texts_in_parallel_batches_get_the_same_vectors_bit_for_bit(backen
     assert parallel.shape == (27, 384)
     assert np.array_equal(parallel, one_by_one)
     assert len({row.tobytes() for row in parallel}) == 27  # every text its own vector, in its own row
+
+
+def test_a_sentence_seen_before_is_not_encoded_again_and_keeps_its_vector(monkeypatch):
+    from knowledge.clients import embedding
+
+    texts = [
+        "The Board meets twice a year.",
+        "Applications take about 30 minutes to fill in.",
+        "A third one.",
+    ]
+    first = embedding.embed_sentences(texts[:2])
+    assert np.allclose(first, embedding.embed_short_texts(texts[:2]), atol=1e-5)
+    encoded = []
+    real = embedding.embed_short_texts
+    monkeypatch.setattr(
+        embedding, "embed_short_texts", lambda batch, **kw: encoded.append(batch) or real(batch, **kw)
+    )
+    again = embedding.embed_sentences([texts[1], texts[2], texts[0]])
+    assert encoded == [[texts[2]]]  # only the new sentence went to the encoder
+    assert np.array_equal(again[0], first[1]) and np.array_equal(again[2], first[0])
+    kept = embedding._sentence_vectors[(embedding.configured_backend(), texts[0])]
+    assert kept.base is None and not kept.flags.writeable  # its own copy, shared read-only
