@@ -23,11 +23,11 @@ documentation explains in other words), a single letter, a number that is not a 
 
 "Never mentioned" is decided with the statistics the search already read (lexical.ScopeStatistics:
 each of the question's lexemes' chunk count over the searched partitions, so per scope and without
-a table scan): a name is missing when one of its lexemes, made by the same full-text function as the
-chunks', has a count of 0. One round trip turns the names into lexemes. The full-text parser reads
-a dotted path as one token ("django.test.TestCase" is the lexeme ``django.test.testcase``), so a name
-the lexemes miss is looked for in the text of the chunks the search found (``mentioned_in``) before
-it is called missing.
+a table scan): a one-word name is missing when one of its lexemes, made by the same full-text function
+as the chunks', has a count of 0; a name of several words when none of its words has a chunk. One
+round trip turns the names into lexemes. The full-text parser reads a dotted path as one token
+("django.test.TestCase" is the lexeme ``django.test.testcase``), so a name the lexemes miss is looked
+for in the text of the chunks the search found (``mentioned_in``) before it is called missing.
 """
 
 from __future__ import annotations
@@ -165,11 +165,20 @@ def missing_named_terms(question: str, df: dict[str, int], *, chunk_ids: list[in
         return ()
     names = named_terms(question)
     unknown = [
-        name
-        for name, lexemes in zip(names, term_lexemes(names), strict=True)
-        if any(df.get(lexeme, 1) == 0 for lexeme in lexemes)
+        name for name, lexemes in zip(names, term_lexemes(names), strict=True) if _absent(name, lexemes, df)
     ]
     return tuple(name for name in unknown if not mentioned_in(name, chunk_ids))
+
+
+def _absent(name: str, lexemes: set[str], df: dict[str, int]) -> bool:
+    """A one-word name is absent when one of its lexemes is; a name of several words (a run of
+    capitalised words, a quoted phrase) only when none of its words is anywhere: a follow-up
+    resolved with its document's title ("National Flag of Canada Day - Wikipedia") names that
+    document, though no chunk holds "Wikipedia"."""
+    missing = [df.get(lexeme, 1) == 0 for lexeme in lexemes]
+    if not missing:
+        return False
+    return all(missing) if len(name.split()) > 1 else any(missing)
 
 
 _MENTIONED_SQL = "SELECT EXISTS (SELECT 1 FROM knowledge_chunk WHERE id = ANY(%s) AND content ~* %s)"

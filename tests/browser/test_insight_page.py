@@ -17,7 +17,7 @@ chromium = test_pages_ux.chromium  # one Chromium for the module
 
 ANSWERABLE = [
     "Why do cars seem to roll uphill on a gravity hill?",
-    "Where is the Electric Brae gravity hill?",
+    "What is a gravity hill?",
 ]
 PARENTAL_LEAVE = [
     "What is the parental leave policy?",
