@@ -15,11 +15,14 @@ What counts as a name (``named_terms``, pure):
 * a CamelCase word (WebSocket, PostgreSQL);
 * a word mixing letters and digits (H264, nDCG@10), a version number (3.11, v2.0.1) or a year;
 * a run of capitalised words not at the start of a sentence (New Brunswick, Django), unless most of
-  the question's words are capitalised (a title-case question capitalises everything).
+  the question's words are capitalised (a title-case question capitalises everything); an acronym
+  right before a capitalised word opens such a run ("VS Code" is one product's name).
 
 Never one: a word holding an underscore, a file name (``name.ext``) or a lowerCamel identifier
-(the user's own names), an exception's name (``TypeError``: what the asker saw, which the
-documentation explains in other words), a single letter, a number that is not a year.
+(the user's own names), what follows "my" or "our" ("my MacBook", "our VM": the asker's own setup,
+which the documents cannot be expected to name), an exception's name (``TypeError``: what the asker
+saw, which the documentation explains in other words), a single letter, a number that is not a
+year, a number in the plural ("404s").
 
 "Never mentioned" is decided with the statistics the search already read (lexical.ScopeStatistics:
 each of the question's lexemes' chunk count over the searched partitions, so per scope and without
@@ -51,6 +54,11 @@ _LETTERS_AND_DIGITS = re.compile(r"^(?=.*[A-Za-z])(?=.*\d)")
 _FILE_NAME = re.compile(r"^[\w\-]+\.[a-z][a-z0-9]{0,4}$")
 _LOWER_CAMEL = re.compile(r"^[a-z]+[A-Z]")
 _EXCEPTION = re.compile(r"(?:Error|Exception)$")
+# A number in the plural ("404s", "the 1990s") counts something; it names nothing.
+_PLURAL_NUMBER = re.compile(r"^\d+'?s$")
+# Words that make what follows the asker's own: "my MacBook", "our VM" (like my_filters.py, what
+# their setup has and the documents cannot be expected to name).
+_OWNERS = frozenset({"my", "our"})
 # Capitalised words that are grammar, not names, wherever they stand.
 _NOT_NAMES = frozenset({"I", "I'm", "I’m", "I've", "I’ve", "I'd", "I’d", "I'll", "I’ll", "OK"})
 # A longer quote is an error message or a sentence the asker copied, not a name.
@@ -66,15 +74,24 @@ def named_terms(question: str) -> list[str]:
     tokens = [(m.group(0), _starts_sentence(unquoted, m.start())) for m in _TOKEN.finditer(unquoted)]
     title_case = _title_case(tokens)
     run: list[str] = []
-    for word, initial in tokens:
+    owned = False  # the run follows "my" or "our": the asker's own thing
+    previous = ""
+    for index, (word, initial) in enumerate(tokens):
+        following = tokens[index + 1][0] if index + 1 < len(tokens) else ""
         if not title_case and not initial and _capitalised(word):
+            owned = owned or (not run and previous.lower() in _OWNERS)
             run.append(word)
-            continue
-        names += [" ".join(run)] if run else []
-        run = []
-        if _is_name(word):
-            names.append(word)
-    names += [" ".join(run)] if run else []
+        elif _is_name(word) and not title_case and _ACRONYM.match(word) and _capitalised(following):
+            owned = previous.lower() in _OWNERS  # an acronym opens a product's name: "VS Code"
+            names += [" ".join(run)] if run and not owned else []
+            run = [word]
+        else:
+            names += [" ".join(run)] if run and not owned else []
+            run, owned = [], False
+            if _is_name(word) and previous.lower() not in _OWNERS:
+                names.append(word)
+        previous = word
+    names += [" ".join(run)] if run and not owned else []
     return list(dict.fromkeys(name for name in names if name))
 
 
@@ -110,7 +127,7 @@ def _users_own(word: str) -> bool:
 
 def _is_name(word: str) -> bool:
     """An acronym, CamelCase, a year, a version or a letters-and-digits code; never the asker's own."""
-    if _users_own(word) or word in _NOT_NAMES or len(word) < 2:
+    if _users_own(word) or word in _NOT_NAMES or len(word) < 2 or _PLURAL_NUMBER.match(word):
         return False
     return bool(
         _ACRONYM.match(word)

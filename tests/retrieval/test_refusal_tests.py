@@ -51,6 +51,15 @@ STRONG = dict(best_similarity=0.7, margin=0.3, coverage=0.9, agreement=1.0)
         ("Is it OK if I run 5000 rows through it?", []),
         # Title case capitalises every word: capitals say nothing then.
         ("How Do I Configure Logging In Production?", []),
+        # The asker's own things are theirs, not what the documents should name (a new set's
+        # answerable questions, refused as "never mentions MacBook" and "VM", 2026-11-29).
+        ("`flask run` on my MacBook says the port is taken", ["flask run"]),
+        ("gunicorn starts fine on my VM but our Staging Box cannot reach it", []),
+        # An acronym before a capitalised word is one product's name ("VS Code"), judged as a
+        # name of several words; a number in the plural is a count of that number, not a name.
+        ("VS Code breakpoints in my views never trigger", ["VS Code"]),
+        ("the server log is full of 404s for /favicon.ico", []),
+        ("Why did sales drop in the 1990s compared to 2004?", ["2004"]),
     ],
 )
 def test_named_terms_are_the_specific_things_a_question_names(question, names):
