@@ -184,7 +184,8 @@ def missing_named_terms(question: str, df: dict[str, int], *, chunk_ids: list[in
     unknown = [
         name for name, lexemes in zip(names, term_lexemes(names), strict=True) if _absent(name, lexemes, df)
     ]
-    return tuple(name for name in unknown if not mentioned_in(name, chunk_ids))
+    found = mentioned_in(unknown, chunk_ids)
+    return tuple(name for name in unknown if name not in found)
 
 
 def _absent(name: str, lexemes: set[str], df: dict[str, int]) -> bool:
@@ -198,15 +199,23 @@ def _absent(name: str, lexemes: set[str], df: dict[str, int]) -> bool:
     return all(missing) if len(name.split()) > 1 else any(missing)
 
 
-_MENTIONED_SQL = "SELECT EXISTS (SELECT 1 FROM knowledge_chunk WHERE id = ANY(%s) AND content ~* %s)"
+# Which of the patterns one of the chunks' text holds, in one round trip for all of a question's names.
+_MENTIONED_SQL = """
+    SELECT p.i FROM unnest(%s::text[]) WITH ORDINALITY AS p(pattern, i)
+    WHERE EXISTS (SELECT 1 FROM knowledge_chunk WHERE id = ANY(%s) AND content ~* p.pattern)
+"""
 
 
-def mentioned_in(name: str, chunk_ids: list[int]) -> bool:
-    """Whether one of the chunks' text holds ``name`` as a whole word (any case)."""
-    if not chunk_ids:
-        return False
-    escaped = re.sub(r"([^\w\s])", r"\\\1", name).replace(" ", r"\s+")
-    pattern = r"(^|[^[:alnum:]_])" + escaped + r"($|[^[:alnum:]_])"
+def mentioned_in(names: list[str], chunk_ids: list[int]) -> set[str]:
+    """Those of ``names`` that one of the chunks' text holds as a whole word (any case)."""
+    if not names or not chunk_ids:
+        return set()
+    patterns = [_whole_word(name) for name in names]
     with connection.cursor() as cursor:
-        cursor.execute(_MENTIONED_SQL, [chunk_ids, pattern])
-        return bool(cursor.fetchone()[0])
+        cursor.execute(_MENTIONED_SQL, [patterns, chunk_ids])
+        return {names[int(index) - 1] for (index,) in cursor.fetchall()}
+
+
+def _whole_word(name: str) -> str:
+    escaped = re.sub(r"([^\w\s])", r"\\\1", name).replace(" ", r"\s+")
+    return r"(^|[^[:alnum:]_])" + escaped + r"($|[^[:alnum:]_])"
