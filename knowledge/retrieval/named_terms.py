@@ -77,14 +77,13 @@ def named_terms(question: str) -> list[str]:
     owned = False  # the run follows "my" or "our": the asker's own thing
     previous = ""
     for index, (word, initial) in enumerate(tokens):
-        following = tokens[index + 1][0] if index + 1 < len(tokens) else ""
+        following = tokens[index + 1] if index + 1 < len(tokens) else ("", True)
         if not title_case and not initial and _capitalised(word):
             owned = owned or (not run and previous.lower() in _OWNERS)
             run.append(word)
-        elif _is_name(word) and not title_case and _ACRONYM.match(word) and _capitalised(following):
-            owned = previous.lower() in _OWNERS  # an acronym opens a product's name: "VS Code"
+        elif not title_case and _opens_name(word, following):
             names += [" ".join(run)] if run and not owned else []
-            run = [word]
+            run, owned = [word], previous.lower() in _OWNERS
         else:
             names += [" ".join(run)] if run and not owned else []
             run, owned = [], False
@@ -93,6 +92,12 @@ def named_terms(question: str) -> list[str]:
         previous = word
     names += [" ".join(run)] if run and not owned else []
     return list(dict.fromkeys(name for name in names if name))
+
+
+def _opens_name(word: str, following: tuple[str, bool]) -> bool:
+    """An acronym right before a capitalised word of the same sentence opens one name: "VS Code"."""
+    next_word, next_initial = following
+    return bool(_ACRONYM.match(word)) and _is_name(word) and not next_initial and _capitalised(next_word)
 
 
 def _starts_sentence(text: str, start: int) -> bool:

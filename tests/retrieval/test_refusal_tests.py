@@ -58,6 +58,8 @@ STRONG = dict(best_similarity=0.7, margin=0.3, coverage=0.9, agreement=1.0)
         # An acronym before a capitalised word is one product's name ("VS Code"), judged as a
         # name of several words; a number in the plural is a count of that number, not a name.
         ("VS Code breakpoints in my views never trigger", ["VS Code"]),
+        ("Our VS Code setup fails; and what is TOTP Login here?", ["TOTP Login"]),
+        ("Does it run on AWS. Lambda is what we use", ["AWS"]),
         ("the server log is full of 404s for /favicon.ico", []),
         ("Why did sales drop in the 1990s compared to 2004?", ["2004"]),
     ],
