@@ -43,5 +43,7 @@ else
     echo "could not fetch $register (needs the internet); its 12 questions will find nothing" >&2
 fi
 
+# The files the questions were written on: a changed release or download fails here, not in the figures.
 (cd "$out/pdfs" && grep -E 'pdf$' "$OLDPWD/$sets/SHA256SUMS" | sha256sum --check --ignore-missing --quiet)
+(cd "$out/sdist" && grep -E 'tar\.gz$' "$OLDPWD/$sets/SHA256SUMS" | sha256sum --check --quiet)
 echo "written: $out/flask.txt ($(wc -l < "$out/flask.txt") files), $out/pdfs.txt ($(wc -l < "$out/pdfs.txt") files)"
