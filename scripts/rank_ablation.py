@@ -12,7 +12,8 @@ headers) and the same questions, so a row differs from the next by one stage:
 
 The lexical side is BM25 (bm25s, Snowball English stems, stop words) over the chunks' text, an
 approximation of the product's PostgreSQL BM25; the product's real figures come from
-scripts/side_by_side.py. Embeddings are cached under var/ablation-cache/ by text.
+scripts/side_by_side.py. Every text is embedded with the naive pipeline's encoder (the same
+MiniLM), each vector cached on disk by its text (side_by_side.cached_embeddings).
 
     .venv/bin/python scripts/rank_ablation.py --set NAME:QUESTIONS:FILES_LIST ... [--rows rows.jsonl]
 """
@@ -20,49 +21,26 @@ scripts/side_by_side.py. Embeddings are cached under var/ablation-cache/ by text
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+import numpy as np
+from django.conf import settings
 
-import django  # noqa: E402
+# side_by_side sets up Django (its first lines) and holds the naive pipeline's windows and the
+# on-disk cache of vectors, shared here so both scripts measure the same naive side.
+from side_by_side import ROOT, cached_embeddings
+from side_by_side import naive_chunks as naive_windows
 
-django.setup()
-
-import numpy as np  # noqa: E402
-from django.conf import settings  # noqa: E402
-
-from knowledge.clients.embedding import embed_query, embed_texts  # noqa: E402
-from knowledge.evaluation.questions import load_questions, normalise  # noqa: E402
-from knowledge.ingestion.drafts import ChunkingOptions, document_drafts  # noqa: E402
-from knowledge.ingestion.extract import extract_sections  # noqa: E402
-from knowledge.ingestion.headers import embedding_text  # noqa: E402
-from knowledge.ingestion.titles import document_title  # noqa: E402
+from knowledge.evaluation.questions import load_questions, normalise
+from knowledge.ingestion.drafts import ChunkingOptions, document_drafts
+from knowledge.ingestion.headers import embedding_text
+from knowledge.ingestion.titles import document_title
 
 K = 10
 CANDIDATES = 100
-CACHE = ROOT / "var" / "ablation-cache"
-
-
-def cached_embeddings(texts: list[str], label: str) -> np.ndarray:
-    """Embeddings of ``texts``, computed once per distinct text across runs."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    key = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:24]
-    path = CACHE / f"{label}-{key}.npy"
-    if path.exists():
-        return np.load(path)
-    print(f"  embedding {len(texts)} texts ({label})", file=sys.stderr, flush=True)
-    vectors = embed_texts(texts)
-    np.save(path, vectors)
-    return vectors
 
 
 def product_chunks(paths: list[Path]) -> list[dict]:
@@ -90,16 +68,7 @@ def product_chunks(paths: list[Path]) -> list[dict]:
 
 
 def naive_chunks(paths: list[Path]) -> list[dict]:
-    chunks = []
-    for path in paths:
-        for section in extract_sections(path.name, path.read_bytes()):
-            text = " ".join(section.text.split())
-            for i in range(0, max(len(text), 1), 800):
-                if text[i : i + 1000].strip():
-                    chunks.append(
-                        {"document": path.name, "ref": section.source_ref, "content": text[i : i + 1000]}
-                    )
-    return chunks
+    return [{"document": name, "ref": ref, "content": text} for name, ref, text in naive_windows(paths)]
 
 
 def bm25_rankings(chunks: list[dict], questions: list[str], *, stem: bool) -> list[list[tuple[int, float]]]:
@@ -189,7 +158,7 @@ def run_set(name: str, questions_path: str, files_list: str, rows) -> None:
     paths = [p if p.is_absolute() else ROOT / p for p in paths]
     questions = [q for q in load_questions(Path(questions_path)).questions if q.expected]
     texts = [q.question for q in questions]
-    queries = np.stack([embed_query(t) for t in texts])
+    queries = cached_embeddings(texts)
     corpora = {"product": product_chunks(paths), "naive": naive_chunks(paths)}
     print(f"{name}: {len(questions)} answerable, {len(corpora['product'])} product chunks", file=sys.stderr)
     searches = {}
@@ -202,28 +171,26 @@ def run_set(name: str, questions_path: str, files_list: str, rows) -> None:
                 embedding_text(c.get("header", ""), c["content"]) if embedded == "header" else c["content"]
                 for c in chunks
             ]
-            vectors = cached_embeddings(source, f"{name}-{kind}-{embedded}")
+            vectors = cached_embeddings(source)
             searches[(kind, embedded)] = (dense_rankings(vectors, queries), lexical)
     for label, kind, embedded, method, weight, spreading in VARIANTS:
         chunks = corpora[kind]
         dense, lexical = searches[(kind, embedded)]
-        totals = defaultdict(lambda: [0.0, 0.0, 0])
+        recall_sum = rr_sum = 0.0
         for qi, question in enumerate(questions):
             order = fuse(dense[qi], lexical[qi], method=method, weight=weight)
             if spreading:
                 order = spread(order, chunks)
             expected = set(question.expected)
             recall, rr, rank = scored(order, chunks, expected)
-            for group in ("all", question.kind or "-"):
-                totals[group][0] += recall
-                totals[group][1] += rr
-                totals[group][2] += 1
+            recall_sum += recall
+            rr_sum += rr
             if rows:
                 rows.write(
                     json.dumps({"set": name, "variant": label, "id": question.id, "rank": rank}) + "\n"
                 )
-        n = totals["all"][2]
-        print(f"| {name} | {label} | {totals['all'][0] / n:.3f} / {totals['all'][1] / n:.3f} |", flush=True)
+        n = len(questions)
+        print(f"| {name} | {label} | {recall_sum / n:.3f} / {rr_sum / n:.3f} |", flush=True)
 
 
 def main() -> None:
