@@ -40,7 +40,7 @@ QuestionScope every later step takes; each kind of unreadable id has one message
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from django.contrib.auth import get_user_model
@@ -83,7 +83,7 @@ def _team_shares(user, **also) -> QuerySet[CollectionShare]:
     """Shares of the outer collection with a group ``user`` is in now: membership is a join, not a list.
 
     The join is part of the SQL (never the user's group ids read in Python), so the compiled text
-    ``_readable_among_sql`` keeps stays right after a membership change.
+    ``_readable_chunk_sets_sql`` keeps stays right after a membership change.
     """
     memberships = get_user_model().groups.through.objects.filter(user=user).values("group_id")
     return CollectionShare.objects.filter(collection=OuterRef("pk"), group__in=memberships, **also)
@@ -178,34 +178,45 @@ def collection_team_access(queryset: QuerySet[Collection], *, user) -> QuerySet[
 def readable_collection_ids_checked(*, user, collection_ids: list[int]) -> list[int]:
     """The ids, if ``user`` may read every one; an unreadable id is reported exactly like a missing one."""
     wanted = list(dict.fromkeys(collection_ids))
-    found = set(_readable_among(user, tuple(wanted)))
-    missing = [cid for cid in wanted if cid not in found]
-    if missing:
-        raise NotFoundError(f"no such collection: {missing[0]}")
+    _readable_chunk_sets_checked(user, wanted)
     return wanted
 
 
-def _readable_among(user, wanted: tuple[int, ...]) -> list[int]:
-    """Which of ``wanted`` ``user`` may read: the rule's SQL, compiled once per user and ids.
+def _readable_chunk_sets_checked(user, wanted: list[int]) -> tuple[ChunkSet, ...]:
+    found = {row[0]: row for row in _readable_chunk_sets(user, tuple(wanted))}
+    missing = [cid for cid in wanted if cid not in found]
+    if missing:
+        raise NotFoundError(f"no such collection: {missing[0]}")
+    return tuple(found[cid] for cid in wanted)
+
+
+# A readable collection's serving chunk set: (collection id, chunk profile id, embedding model).
+ChunkSet = tuple[int, int, str]
+
+
+def _readable_chunk_sets(user, wanted: tuple[int, ...]) -> list[ChunkSet]:
+    """The serving chunk sets of those of ``wanted`` that ``user`` may read: the rule's SQL, compiled
+    once per user and ids.
 
     Compiling the rule (its EXISTS subqueries) cost more CPU than anything else in a
     retrieve request (py-spy under load); the SQL depends only on the user's and the
     collections' ids, so the compiled text is kept and the check itself runs every time.
     Team membership is joined inside that SQL, never baked into it: a removed member is
-    refused by the very next check.
+    refused by the very next check. The chunk sets come with the check so that a search can
+    pin them without reading the same rows again (``Scope.of_chunk_sets``).
     """
     if user is None or not user.is_authenticated or not wanted:
         return []
-    sql, params = _readable_among_sql(user.pk, wanted)
+    sql, params = _readable_chunk_sets_sql(user.pk, wanted)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return [row[0] for row in cursor.fetchall()]
+        return cursor.fetchall()
 
 
 @lru_cache(maxsize=1024)
-def _readable_among_sql(user_id: int, wanted: tuple[int, ...]) -> tuple[str, tuple]:
-    query = _readable_collections_of(user_id).filter(pk__in=wanted).values_list("pk", flat=True).query
-    return query.sql_with_params()
+def _readable_chunk_sets_sql(user_id: int, wanted: tuple[int, ...]) -> tuple[str, tuple]:
+    rows = _readable_collections_of(user_id).filter(pk__in=wanted).order_by()
+    return rows.values_list("pk", "chunk_profile_id", "embedding_model").query.sql_with_params()
 
 
 def collection_for_reader(*, user, collection_id) -> Collection:
@@ -368,6 +379,8 @@ class QuestionScope:
     search_ids: tuple[int, ...]
     rerank_ids: frozenset[int]
     session: ChatSession | None = None
+    # The serving chunk sets of the readable ones of search_ids, when the check read them (None: not read).
+    chunk_sets: tuple[ChunkSet, ...] | None = None
 
 
 def question_scope_of(profile: Profile | None, collection_ids=None, session=None) -> QuestionScope:
@@ -407,13 +420,19 @@ def question_scope_checked(*, user, profile=None, collection_ids=None, session=N
     Checked in the order the API documents its fields: profile, collections, session.
     """
     profile = _usable_profile(user, profile)
+    checked = None
     if collection_ids is not None:
-        collection_ids = readable_collection_ids_checked(user=user, collection_ids=list(collection_ids))
+        checked = _readable_chunk_sets_checked(user, list(dict.fromkeys(collection_ids)))
+        collection_ids = [row[0] for row in checked]
     scope = _question_scope(user, profile, collection_ids, session)
-    # Named collections were checked above; a resumed session's own may have become unreadable since.
-    if collection_ids is None and scope.profile is None and not _readable_among(user, scope.search_ids):
-        raise KnowledgeError(SESSION_SCOPE_LOST)
-    return scope
+    if checked is None and scope.profile is None:
+        # A resumed session's own collections may have become unreadable since it was saved.
+        checked = _readable_chunk_sets(user, scope.search_ids)
+        if not checked:
+            raise KnowledgeError(SESSION_SCOPE_LOST)
+    if checked is None:
+        return scope
+    return replace(scope, chunk_sets=tuple(row for row in checked if row[0] in scope.search_ids))
 
 
 # A resumed conversation whose collections were all unsubscribed, unshared or deleted since.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import json
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from knowledge.benchmarks import load
@@ -30,6 +31,7 @@ def run(
     query_share: float,
     users: int = 1,
     labels: tuple[str, str] = SERVERS,
+    docs: Path | None = None,
 ) -> dict:
     tokens, collection_id = load._prepare(stdout, users=users)
     others = _other_chunks(collection_id)
@@ -53,7 +55,11 @@ def run(
     figures = _figures(results, rounds=rounds, seconds=seconds, clients=clients)
     figures.update(candidate_url=url, reference_url=reference_url, other_chunks=others)
     _print(stdout, figures)
-    stdout.write(f"docs row: {table_row(figures, labels)}\n")
+    row = table_row(figures, labels)
+    stdout.write(f"docs row: {row}\n")
+    if docs is not None:
+        row_added(docs, row)
+        stdout.write(f"The row is added to the paired table in {docs}.\n")
     stdout.write(json.dumps(figures) + "\n")
     return figures
 
@@ -76,6 +82,17 @@ def table_row(figures: dict, labels: tuple[str, str]) -> str:
     day = datetime.date.today().isoformat()
     cells = [day, f"{labels[0]} against {labels[1]}", f"{shape}; {database}", *served, share]
     return "| " + " | ".join(cells) + " |"
+
+
+# The line after the paired table's last row in docs/benchmarks.md: ``--docs`` writes each run's row above it.
+TABLE_END = "<!-- knowledge_bench load --reference-url ... --docs adds its row above this line -->"
+
+
+def row_added(docs: Path, row: str) -> None:
+    """Write ``row`` as the last row of the paired table in ``docs`` (the benchmark page)."""
+    text = docs.read_text(encoding="utf-8")
+    end = text.index(TABLE_END)  # checked by the command before the run
+    docs.write_text(text[:end] + row + "\n" + text[end:], encoding="utf-8")
 
 
 def _served(endpoints: dict) -> str:

@@ -85,13 +85,20 @@ class Scope:
         of them (each statement would otherwise take its own snapshot of the collection rows)."""
         with connection.cursor() as cursor:
             cursor.execute(self.collections_sql, self.collections_params)
-            rows = cursor.fetchall()
-        # Arrays, not a VALUES list: the text stays the same for any number of collections, so
-        # statements prepared per scope text (expansion, lexical) are reused.
-        columns = tuple(zip(*rows, strict=True)) if rows else ((), (), ())
-        return replace(
-            self, collections_sql=_PINNED_CHUNK_SETS, collections_params=columns, collections_pinned=True
-        )
+            return replace(self, **_pinned_fields(cursor.fetchall()))
+
+    @classmethod
+    def of_chunk_sets(cls, rows: Iterable[tuple[int, int, str]]) -> Scope:
+        """A pinned scope of chunk sets the access check has just read (``QuestionScope.chunk_sets``):
+        the same scope ``pinned`` reads, without a second statement for the same rows."""
+        return cls(**_pinned_fields(list(rows)))
+
+
+def _pinned_fields(rows: list[tuple[int, int, str]]) -> dict:
+    # Arrays, not a VALUES list: the text stays the same for any number of collections, so
+    # statements prepared per scope text (expansion, lexical) are reused.
+    columns = tuple(zip(*rows, strict=True)) if rows else ((), (), ())
+    return {"collections_sql": _PINNED_CHUNK_SETS, "collections_params": columns, "collections_pinned": True}
 
 
 _PINNED_CHUNK_SETS = "SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::varchar[])"

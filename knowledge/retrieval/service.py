@@ -160,6 +160,8 @@ def retrieve(*, user, request: RetrievalRequest) -> KnowledgeContext:
 
 def _pinned_scope(user, asked, request: RetrievalRequest) -> Scope:
     """The scope of this search, its chunk sets read once (the releases it answers from)."""
+    if asked.chunk_sets is not None and request.chunk_profile_id is None and request.embedding_model is None:
+        return Scope.of_chunk_sets(asked.chunk_sets)  # read by the access check a moment ago
     return search_scope_cached(
         user=user,
         collection_ids=asked.search_ids,

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
 
+from knowledge.benchmarks.load_paired import TABLE_END
 from tests.served import served_application
 
 UNTHROTTLED = {"API_THROTTLE_RETRIEVE": "100000/minute", "WEB_WORKERS": "1"}
 
 
 def test_both_servers_are_loaded_and_the_added_time_is_their_difference(transactional_db, tmp_path):
+    docs = tmp_path / "benchmarks.md"
+    docs.write_text(f"# Benchmarks\n\n| date | run |\n|---|---|\n| earlier | row |\n{TABLE_END}\n\nAfter.\n")
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     with (
@@ -32,6 +36,7 @@ def test_both_servers_are_loaded_and_the_added_time_is_their_difference(transact
             "--query-share=0",
             "--label=this tree",
             "--reference-label=main",
+            f"--docs={docs}",
             stdout=out,
         )
     figures = json.loads(out.getvalue().strip().splitlines()[-1])
@@ -45,6 +50,15 @@ def test_both_servers_are_loaded_and_the_added_time_is_their_difference(transact
     added = figures["candidate"]["retrieve"]["p50_ms"] - figures["reference"]["retrieve"]["p50_ms"]
     assert figures["retrieve_p50_added_ms"] == round(added, 2)
     assert "the candidate adds" in out.getvalue()
+    # The page's table gains the run's row as its last row; nothing else on the page changes.
+    row_only = row.removeprefix("docs row: ")
+    table = f"| date | run |\n|---|---|\n| earlier | row |\n{row_only}\n{TABLE_END}\n\nAfter.\n"
+    assert docs.read_text() == "# Benchmarks\n\n" + table
+
+
+def test_the_benchmark_page_names_the_table_end_the_command_writes_above():
+    page = (Path(__file__).resolve().parents[2] / "docs" / "benchmarks.md").read_text()
+    assert page.count(TABLE_END) == 1
 
 
 @pytest.mark.parametrize(
@@ -53,6 +67,8 @@ def test_both_servers_are_loaded_and_the_added_time_is_their_difference(transact
         ["--reference-url=ftp://127.0.0.1:1"],
         ["--reference-url=http://127.0.0.1:1", "--rounds=0"],
         ["--reference-url=http://127.0.0.1:1", "--sse=3"],
+        ["--reference-url=http://127.0.0.1:1", "--docs=/nonexistent/benchmarks.md"],
+        ["--reference-url=http://127.0.0.1:1", "--docs=README.md"],
     ],
 )
 def test_a_bad_reference_is_refused_before_anything_runs(db, arguments):

@@ -193,6 +193,9 @@ class Command(BaseCommand):
 
         from knowledge.benchmarks import load_paired
 
+        docs = Path(options["docs"]) if options["docs"] else None
+        if docs is not None and (not docs.is_file() or load_paired.TABLE_END not in docs.read_text("utf-8")):
+            raise CommandError(f"--docs: {docs} has no paired table (the line {load_paired.TABLE_END!r})")
         reference = urlsplit(options["reference_url"])
         if reference.scheme != "http" or not reference.hostname:
             raise CommandError("--reference-url must be an http:// URL, e.g. http://127.0.0.1:8001")
@@ -208,6 +211,7 @@ class Command(BaseCommand):
             query_share=options["query_share"],
             users=options["users"],
             labels=(options["label"], options["reference_label"]),
+            docs=docs,
         )
 
 
@@ -235,4 +239,9 @@ def _add_load_arguments(load) -> None:
         "--reference-label",
         default="reference",
         help="With --reference-url: the reference's name in the table row (a commit, a date).",
+    )
+    load.add_argument(
+        "--docs",
+        metavar="FILE",
+        help="With --reference-url: add the run's row to the paired table of this page (docs/benchmarks.md).",
     )
