@@ -4,6 +4,7 @@ Serve it with an ASGI server, e.g. ``uvicorn config.asgi:application``; the
 server's lifespan events start the MCP session manager.
 """
 
+import gc
 import os
 import threading
 
@@ -40,6 +41,20 @@ def _load_the_embedding_model() -> None:
     get_resolver().url_patterns  # noqa: B018  (imports every view module)
     llm_token_count("warm-up")
     embed_query("warm-up")
+    _start_up_objects_frozen()
+
+
+def _start_up_objects_frozen() -> None:
+    """Keep the objects that live as long as the process out of the cyclic garbage collector's scans.
+
+    A process holds ~200,000 tracked objects once it has started (Django's, the models' and token
+    tables' Python parts); every full collection walked all of them again. Under the load benchmark
+    a web process spent 16-18% of its CPU in the collector, most of it in full collections
+    (gc.callbacks, 20 s of 20 clients); frozen, the full collections took a third of that time.
+    Objects are still freed by their reference counts as before; only cycles among these would stay.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 embedding_warm_up = threading.Thread(target=_load_the_embedding_model, name="embedding-warm-up", daemon=True)
