@@ -69,6 +69,7 @@ def test_the_benchmark_page_names_the_table_end_the_command_writes_above():
         ["--reference-url=http://127.0.0.1:1", "--sse=3"],
         ["--reference-url=http://127.0.0.1:1", "--docs=/nonexistent/benchmarks.md"],
         ["--reference-url=http://127.0.0.1:1", "--docs=README.md"],
+        ["--docs=docs/benchmarks.md"],
     ],
 )
 def test_a_bad_reference_is_refused_before_anything_runs(db, arguments):

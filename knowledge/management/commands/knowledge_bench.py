@@ -173,6 +173,8 @@ class Command(BaseCommand):
             raise CommandError("--token and --collection-id go together")
         if options["users"] < 1 or (options["token"] and options["users"] > 1):
             raise CommandError("--users must be >= 1, and 1 with --token")
+        if options["docs"] and not options["reference_url"]:
+            raise CommandError("--docs adds a paired run's row: it needs --reference-url")
         if options["reference_url"]:
             self._load_paired(options)
             return
