@@ -44,15 +44,22 @@ def run(
         f"against {reference_url} (reference)\n"
     )
     results = {name: load.Results() for name in SERVERS}
+    per_round = {name: [] for name in SERVERS}  # each round's retrieve requests
     for round_number in range(rounds):
         order = SERVERS if round_number % 2 == 0 else SERVERS[::-1]
         for name in order:
             work = (tokens, collection_id, questions, query_share)
+            before = _retrieves(results[name])
             _round(targets[name], work, clients=clients, seconds=seconds, results=results[name])
+            per_round[name].append(_retrieves(results[name]) - before)
             stdout.write(f"\r  round {round_number + 1} of {rounds}: {name} done   ")
             stdout.flush()
     stdout.write("\n")
     figures = _figures(results, rounds=rounds, seconds=seconds, clients=clients)
+    # The spread of the rounds' ratios says how far one run's ratio can be trusted on this machine.
+    figures["retrieve_round_ratios"] = [
+        round(mine / theirs, 2) if theirs else None for mine, theirs in zip(*per_round.values(), strict=True)
+    ]
     figures.update(candidate_url=url, reference_url=reference_url, other_chunks=others)
     _print(stdout, figures)
     row = table_row(figures, labels)
@@ -62,6 +69,11 @@ def run(
         stdout.write(f"The row is added to the paired table in {docs}.\n")
     stdout.write(json.dumps(figures) + "\n")
     return figures
+
+
+def _retrieves(results: load.Results) -> int:
+    with results.lock:
+        return sum(1 for sample in results.samples if sample.endpoint == "retrieve")
 
 
 def _other_chunks(collection_id: int) -> int:
@@ -79,6 +91,9 @@ def table_row(figures: dict, labels: tuple[str, str]) -> str:
     served = [_served(figures[name]) for name in SERVERS]
     mine, theirs = (figures[name]["retrieve"]["requests"] for name in SERVERS)
     share = f"{mine / theirs:.2f}" if theirs else "-"
+    by_round = [r for r in figures.get("retrieve_round_ratios", []) if r is not None]
+    if len(by_round) > 1:
+        share += f" (rounds {min(by_round):.2f}-{max(by_round):.2f})"
     day = datetime.date.today().isoformat()
     cells = [day, f"{labels[0]} against {labels[1]}", f"{shape}; {database}", *served, share]
     return "| " + " | ".join(cells) + " |"

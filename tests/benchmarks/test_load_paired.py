@@ -43,6 +43,10 @@ def test_both_servers_are_loaded_and_the_added_time_is_their_difference(transact
     row = next(line for line in out.getvalue().splitlines() if line.startswith("docs row: "))
     assert "| this tree against main | 2 x 1 s, 1 clients; 0 chunks of other collections |" in row
     assert row.count("retrieve ") == 2 and figures["other_chunks"] == 0
+    # Each round's ratio (candidate's retrieve requests over the reference's), and their range in the row.
+    ratios = figures["retrieve_round_ratios"]
+    assert len(ratios) == 2 and all(r > 0 for r in ratios)
+    assert f"(rounds {min(ratios):.2f}-{max(ratios):.2f}) |" in row
     assert figures["benchmark"] == "load-paired" and figures["rounds"] == 2
     for server in ("candidate", "reference"):
         retrieve = figures[server]["retrieve"]
