@@ -175,23 +175,23 @@ def collection_team_access(queryset: QuerySet[Collection], *, user) -> QuerySet[
     return queryset.annotate(team_access=ArraySubquery(rows))
 
 
+# A readable collection's serving chunk set: (collection id, chunk profile id, embedding model).
+ChunkSet = tuple[int, int, str]
+
+
 def readable_collection_ids_checked(*, user, collection_ids: list[int]) -> list[int]:
     """The ids, if ``user`` may read every one; an unreadable id is reported exactly like a missing one."""
+    return [row[0] for row in _readable_chunk_sets_checked(user, collection_ids)]
+
+
+def _readable_chunk_sets_checked(user, collection_ids) -> tuple[ChunkSet, ...]:
+    """The serving chunk sets of ``collection_ids`` (each once, in order), if ``user`` may read every one."""
     wanted = list(dict.fromkeys(collection_ids))
-    _readable_chunk_sets_checked(user, wanted)
-    return wanted
-
-
-def _readable_chunk_sets_checked(user, wanted: list[int]) -> tuple[ChunkSet, ...]:
     found = {row[0]: row for row in _readable_chunk_sets(user, tuple(wanted))}
     missing = [cid for cid in wanted if cid not in found]
     if missing:
         raise NotFoundError(f"no such collection: {missing[0]}")
     return tuple(found[cid] for cid in wanted)
-
-
-# A readable collection's serving chunk set: (collection id, chunk profile id, embedding model).
-ChunkSet = tuple[int, int, str]
 
 
 def _readable_chunk_sets(user, wanted: tuple[int, ...]) -> list[ChunkSet]:
@@ -422,7 +422,7 @@ def question_scope_checked(*, user, profile=None, collection_ids=None, session=N
     profile = _usable_profile(user, profile)
     checked = None
     if collection_ids is not None:
-        checked = _readable_chunk_sets_checked(user, list(dict.fromkeys(collection_ids)))
+        checked = _readable_chunk_sets_checked(user, collection_ids)
         collection_ids = [row[0] for row in checked]
     scope = _question_scope(user, profile, collection_ids, session)
     if checked is None and scope.profile is None:
