@@ -68,3 +68,21 @@ def test_a_web_process_answers_extractively_without_loading_torch():
     processes, which saves each of them about half a gigabyte."""
     run = _run_web_process(_EXTRACTIVE_PROGRAM, KNOWLEDGE_EMBEDDING_BACKEND="torch")
     assert "torch imported: False" in run.stdout
+
+
+_COLLECTOR_PROGRAM = """
+import gc
+import config.asgi as asgi
+asgi.embedding_warm_up.join(600)
+print("after", gc.get_threshold()[0], "frozen", gc.get_freeze_count())
+"""
+
+
+def test_a_warmed_up_web_process_keeps_its_start_up_objects_out_of_the_collector_and_collects_less_often():
+    """Under load the cyclic collector walked the start-up objects and the requests in flight again and
+    again (config.asgi._start_up_objects_frozen): once warmed up they are frozen, and the young
+    generation is collected every YOUNG_COLLECTION_THRESHOLD allocations instead of Python's 700."""
+    run = _run_web_process(_COLLECTOR_PROGRAM)
+    words = run.stdout.split()
+    assert words[words.index("after") + 1] == "10000"
+    assert int(words[words.index("frozen") + 1]) > 100_000  # Django's, the model's and the token table's
