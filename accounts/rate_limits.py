@@ -17,10 +17,10 @@ import datetime
 import math
 import time
 
-from django.db import connection
 from django.utils import timezone
 
 from accounts.models import RateCounter
+from config.base.prepared import planned_once_cursor
 
 _COUNT = """
 INSERT INTO accounts_ratecounter AS r (key, window_index, current, previous, allowed, touched_at)
@@ -56,7 +56,7 @@ def rate_count(
     window = math.floor(now / period)
     elapsed = now / period - window  # fraction of the current period gone
     weight = 1.0 - elapsed
-    with connection.cursor() as cursor:
+    with planned_once_cursor() as cursor:
         cursor.execute(
             COUNT_SQL, {"key": key, "window": window, "limit": limit, "weight": weight, "amount": amount}
         )

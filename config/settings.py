@@ -132,6 +132,9 @@ DATABASES = {
         # Seconds more a request waits its turn while every pooled connection is busy.
         pool_busy_timeout=env_int("DB_POOL_BUSY_TIMEOUT", 30, minimum=1),
         conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0),
+        # A request's fixed statements are parsed and planned once per connection; off for a
+        # pooler in front of PostgreSQL that cannot keep prepared statements (PgBouncer < 1.21).
+        prepared_statements=env_bool("DB_PREPARED_STATEMENTS", True),
         # Seconds to get a connection (a new one, or one from the pool) before the
         # request answers 503: an unreachable database must not hold requests.
         connect_timeout=env_int("DB_CONNECT_TIMEOUT", 3, minimum=1),

@@ -45,11 +45,11 @@ from functools import lru_cache
 
 from django.contrib.auth import get_user_model
 from django.contrib.postgres.expressions import ArraySubquery
-from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import JSONObject
 
 from config.base.errors import ForbiddenError, KnowledgeError, NotFoundError
+from config.base.prepared import planned_once_cursor
 from config.base.validation import id_or_none
 from knowledge.models import (
     ChatSession,
@@ -208,7 +208,7 @@ def _readable_chunk_sets(user, wanted: tuple[int, ...]) -> list[ChunkSet]:
     if user is None or not user.is_authenticated or not wanted:
         return []
     sql, params = _readable_chunk_sets_sql(user.pk, wanted)
-    with connection.cursor() as cursor:
+    with planned_once_cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 

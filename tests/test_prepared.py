@@ -8,7 +8,8 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.models import ApiToken
 from accounts.tokens import _ACTIVE_TOKEN, _hash, token_authenticate, token_create, token_revoke
-from config.base.prepared import PreparedSelect
+from config.base.database import database_config
+from config.base.prepared import PreparedSelect, planned_once_cursor
 from knowledge.config import global_setting_set, global_settings
 from knowledge.models import Chunk, Document, KnowledgeSetting
 from knowledge.retrieval.service import _CHUNKS_WITH_DOCUMENTS
@@ -82,3 +83,44 @@ def test_global_settings_read_what_was_stored_and_defaults_for_the_rest():
 def test_only_a_non_null_foreign_key_can_be_joined():
     with pytest.raises(ValueError, match="non-null foreign key"):
         PreparedSelect(Document, related="uploaded_by", where="TRUE").fetch()
+
+
+_OWNED = "SELECT count(*) FROM knowledge_collection WHERE owner_id = %s AND name <> %s"
+
+
+def _prepared_runs(cursor) -> list[int]:
+    """How often each prepared statement of ``_OWNED`` ran on this connection (one plan per run)."""
+    cursor.execute(
+        "SELECT generic_plans + custom_plans FROM pg_prepared_statements WHERE statement = %s",
+        [_OWNED.replace("%s", "$1", 1).replace("%s", "$2", 1)],
+    )
+    return [row[0] for row in cursor.fetchall()]
+
+
+def test_a_planned_once_statement_is_prepared_once_per_connection_and_logged_with_its_values(alice):
+    collection_create(name="hills", owner=alice)
+    with CaptureQueriesContext(connection) as queries:
+        for _ in range(3):
+            with planned_once_cursor() as cursor:
+                cursor.execute(_OWNED, [alice.pk, "x"])
+                assert cursor.fetchone() == (1,)
+    with connection.cursor() as cursor:
+        assert _prepared_runs(cursor) == [3]  # parsed once, run three times
+    # The query log shows what ran, values in place (as for Django's own cursors).
+    assert queries[-1]["sql"] == _OWNED % (alice.pk, "'x'")
+
+
+def test_with_prepared_statements_off_nothing_is_prepared(alice, monkeypatch, tmp_path):
+    monkeypatch.setenv("DATABASE_URL", "postgres://knowledge@db.example:5432/knowledge")
+    config = database_config(
+        data_dir=tmp_path, pool_max_size=2, conn_max_age=0, connect_timeout=3, prepared_statements=False
+    )
+    assert config["OPTIONS"]["prepare_threshold"] is None  # what psycopg reads as "never prepare"
+    connection.ensure_connection()
+    monkeypatch.setattr(connection.connection, "prepare_threshold", None)
+    for _ in range(3):
+        with planned_once_cursor() as cursor:
+            cursor.execute(_OWNED, [alice.pk, "x"])
+            assert cursor.fetchone() == (0,)
+    with connection.cursor() as cursor:
+        assert _prepared_runs(cursor) == []

@@ -37,6 +37,7 @@ def database_config(
     pool_busy_timeout: int = 30,
     connect_timeout: int,
     shared_buffers_mb: int | None = None,
+    prepared_statements: bool = True,
 ) -> dict:
     """Connection settings; with ``pool_max_size`` > 0 every process keeps a psycopg pool.
 
@@ -74,10 +75,13 @@ def database_config(
     if config["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (with pgvector >= 0.7)")
     config["OPTIONS"]["options"] = _session_options(config["OPTIONS"].get("options", ""))
+    # Statements run through config.base.prepared.planned_once_cursor are prepared on their first
+    # run on a connection (Django's own cursors bind in the client and never prepare); None: never.
+    config["OPTIONS"].setdefault("prepare_threshold", 0 if prepared_statements else None)
+    # Django's backend, with a pool that waits its turn while busy but not while the server
+    # is unreachable, and a query log that shows server-bound statements (config/base/postgresql/base.py).
+    config["ENGINE"] = "config.base.postgresql"
     if pool_max_size:
-        # Django's backend, with a pool that waits its turn while busy but not while the server
-        # is unreachable (config/base/postgresql/base.py).
-        config["ENGINE"] = "config.base.postgresql"
         config["POOL_BUSY_TIMEOUT"] = pool_busy_timeout
     return config
 

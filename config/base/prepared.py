@@ -16,10 +16,31 @@ from collections.abc import Iterable, Sequence
 from functools import cached_property
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.backends.postgresql.base import ServerBindingCursor
 from django.db.models import Model
+from django.utils.asyncio import async_unsafe
 
 MAIN = "m"
 RELATED = "r"
+
+
+@async_unsafe
+def planned_once_cursor(alias: str = DEFAULT_DB_ALIAS):
+    """A cursor whose statements PostgreSQL parses and plans once per connection, not per call.
+
+    Django binds parameters in the client, so the server parses and plans every statement
+    again: for a retrieve request's statements that was 1.1 ms of planning against 0.8 ms
+    of executing (EXPLAIN ANALYZE, best of five). With the parameters bound on the server,
+    psycopg prepares each statement on its connection the first time it runs there
+    (``prepare_threshold``, config.base.database) and later calls only bind and execute it;
+    pooled connections keep their statements from request to request. Only the fixed,
+    hot statements use it: their SQL is written for either binding (``%s`` placeholders,
+    no parameter where SQL needs a literal).
+    """
+    db = connections[alias]
+    db.ensure_connection()
+    with db.wrap_database_errors:
+        return db._prepare_cursor(ServerBindingCursor(db.connection))  # Django's wrapper: logging, errors
 
 
 class PreparedSelect:
@@ -79,7 +100,7 @@ class PreparedSelect:
         model's field order (no instances built: for rows read only to be looked up)."""
         sql, main, _, _ = self._plan
         db = connections[DEFAULT_DB_ALIAS]
-        with db.cursor() as cursor:
+        with planned_once_cursor() as cursor:
             cursor.execute(sql, list(params))
             rows = cursor.fetchall()
         return [main.values(row[: len(main.fields)], db) for row in rows]
@@ -87,7 +108,7 @@ class PreparedSelect:
     def fetch(self, params: Sequence = ()) -> list[Model]:
         sql, main, related, link = self._plan
         db = connections[DEFAULT_DB_ALIAS]  # once: each lookup through the proxy costs a context-local read
-        with db.cursor() as cursor:
+        with planned_once_cursor() as cursor:
             cursor.execute(sql, list(params))
             rows = cursor.fetchall()
         width = len(main.fields)

@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import connection
 
 from config.base.database import HNSW_EF_SEARCH
+from config.base.prepared import planned_once_cursor
 from knowledge.retrieval.scope import Scope
 
 # pgvector's default hnsw.max_scan_tuples: an iterative scan stops after visiting this many
@@ -213,7 +214,7 @@ def dense_search(
             f"WHERE {scope.sql(per_row=True)} {extra_sql} ORDER BY c.embedding <=> %s::vector LIMIT %s"
         )
         params = [literal, *scope.params(), *extra_params, literal, limit]
-    with connection.cursor() as cursor:
+    with planned_once_cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     # relaxed_order may return neighbours slightly out of order.

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection
 
+from config.base.prepared import planned_once_cursor
 from knowledge.clients.text import is_grammatical_bigram
 from knowledge.models.documents import SEARCH_VECTOR_FUNCTION
 
@@ -140,7 +141,7 @@ def query_terms(text: str, *, max_terms: int = MAX_TERMS) -> list[str]:
     text = sanitise_query(text)
     if not text or max_terms <= 0:
         return []
-    with connection.cursor() as cursor:
+    with planned_once_cursor() as cursor:
         cursor.execute(_TERMS_SQL, [text, max_terms])
         return [row[0] for row in cursor.fetchall()]
 
@@ -157,7 +158,7 @@ def lexical_search(
     limit = min(limit, MAX_CANDIDATES) if isinstance(limit, int) else 0
     if not text or limit <= 0:
         return []
-    with connection.cursor() as cursor:
+    with planned_once_cursor() as cursor:
         if stats is None:
             stats = _scope_statistics(cursor, text, scope_sql, list(scope_params))
         weights = term_weights(stats)
@@ -251,7 +252,7 @@ def scope_statistics(*, query: str, scope_sql: str, scope_params: list) -> Scope
     text = sanitise_query(query)
     if not text:
         return ScopeStatistics(chunks=0, avg_length=0.0, df={})
-    with connection.cursor() as cursor:
+    with planned_once_cursor() as cursor:
         return _scope_statistics(cursor, text, scope_sql, list(scope_params))
 
 

@@ -14,11 +14,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from django.db import connection
 from django.utils import timezone
 
 from config.base.errors import KnowledgeError
-from config.base.prepared import PreparedSelect
+from config.base.prepared import PreparedSelect, planned_once_cursor
 from config.base.validation import text_clean
 from knowledge.access import question_scope_of
 from knowledge.config import resolved_config
@@ -363,7 +362,7 @@ def _merge(vectors: dict, dense_hits, lexical_hits) -> list[Candidate]:
     if not ids:
         return []
     distance, params = distance_sql(vectors)
-    with connection.cursor() as cursor:
+    with planned_once_cursor() as cursor:
         cursor.execute(_CANDIDATES_SQL.format(distance=distance), [*params, ids])
         rows = cursor.fetchall()
     dense_rank = {hit.chunk_id: rank for rank, hit in enumerate(dense_hits, start=1)}

@@ -1,4 +1,5 @@
-"""Django's PostgreSQL backend, with a pool that tells a busy pool from an unreachable database.
+"""Django's PostgreSQL backend, with a query log that shows server-bound statements, and a pool
+that tells a busy pool from an unreachable database.
 
 One timeout cannot serve both waits. While the database is unreachable a request
 must fail within seconds (DB_CONNECT_TIMEOUT, then a 503). But under a burst every
@@ -11,7 +12,8 @@ waits its turn for up to DB_POOL_BUSY_TIMEOUT more.
 
 from __future__ import annotations
 
-from django.db.backends.postgresql import base
+from django.db.backends.postgresql import base, operations
+from psycopg import errors
 from psycopg_pool import PoolTimeout
 
 BUSY_TIMEOUT_KEY = "POOL_BUSY_TIMEOUT"  # in the DATABASES entry (config.base.database), seconds
@@ -46,7 +48,25 @@ class BusyAwarePool:
         return getattr(self._pool, name)
 
 
+class DatabaseOperations(operations.DatabaseOperations):
+    def last_executed_query(self, cursor, sql, params):
+        """The SQL as run, for the query log, also for a statement bound on the server.
+
+        Django reads it from the client-bound text, which a server-bound cursor
+        (config.base.prepared.planned_once_cursor) does not keep once its statement
+        is prepared; composed the way Django composes it when every cursor binds on the server.
+        """
+        if isinstance(cursor, base.ServerBindingCursor):
+            try:
+                return self.compose_sql(sql, params)
+            except errors.DataError:
+                return None
+        return super().last_executed_query(cursor, sql, params)
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
+    ops_class = DatabaseOperations
+
     @property
     def pool(self):
         pool = super().pool
