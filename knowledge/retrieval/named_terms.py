@@ -39,6 +39,7 @@ import re
 
 from django.db import connection
 
+from config.base.prepared import planned_once_cursor
 from knowledge.models.documents import SEARCH_VECTOR_FUNCTION
 
 _QUOTED = re.compile(r"[\"“”`]([^\"“”`\n]{2,60})[\"“”`]")
@@ -216,7 +217,7 @@ def mentioned_in(names: list[str], chunk_ids: list[int]) -> set[str]:
     if not names or not chunk_ids:
         return set()
     patterns = [_whole_word(name) for name in names]
-    with connection.cursor() as cursor:
+    with planned_once_cursor() as cursor:
         cursor.execute(_MENTIONED_SQL, [patterns, chunk_ids])
         return {names[int(index) - 1] for (index,) in cursor.fetchall()}
 

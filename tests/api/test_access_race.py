@@ -38,6 +38,24 @@ def hammer(base: str, secret: str, path: str, stop: threading.Event, statuses: l
         statuses.append(call(base, secret, "POST", path)[0])
 
 
+def until(condition, what: str, seconds: float = 60.0) -> None:
+    """Poll ``condition`` until it holds: the threads' own progress decides, never a fixed sleep."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {seconds} s"
+        time.sleep(0.01)
+
+
+def while_hammered(statuses: list[int], change, refused: int, what: str):
+    """Make ``change`` while the threads are at work; wait until each has answered again since and
+    one was ``refused``. Returns what ``change`` returned."""
+    until(lambda: len(statuses) >= THREADS, "the threads' first answers")
+    before = len(statuses)
+    result = change()
+    until(lambda: len(statuses) >= before + THREADS and refused in statuses[before:], what)
+    return result
+
+
 def hammering(base: str, secret: str, paths: list[str], stop: threading.Event, statuses: list[int]):
     """THREADS threads POSTing ``paths`` in turn until ``stop`` is set."""
     threads = [
@@ -56,16 +74,17 @@ def revoke_while_link_is_opened(base: str, alice: str, carol: str, collection_id
     # Mostly the link; one thread in four subscribes again, the other way back in.
     link, subscribe = f"/api/v1/collections/link/{token}/", f"/api/v1/collections/{collection_id}/subscribe/"
     threads = hammering(base, carol, [link, link, link, subscribe], stop, statuses)
-    time.sleep(0.3)
     path = f"/api/v1/collections/{collection_id}/subscriptions/{subscription['id']}/"
-    revoked = call(base, alice, "DELETE", path)[0]
-    time.sleep(0.3)
-    stop.set()
-    for thread in threads:
-        thread.join()
+    try:
+        revoked = while_hammered(
+            statuses, lambda: call(base, alice, "DELETE", path)[0], 403, "a refusal after the revocation"
+        )
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
     assert revoked == 204
     assert set(statuses) <= {200, 403}, statuses  # never a server error
-    assert 403 in statuses, "the revocation landed while the link was being opened"
     return [subscription["id"], path]
 
 
@@ -111,14 +130,16 @@ def test_a_share_link_opened_while_the_owner_rotates_it_lets_nobody_in_with_the_
         old_token = Collection.objects.get(pk=shared.pk).share_token
         stop, statuses = threading.Event(), []
         threads = hammering(base, as_carol, [f"/api/v1/collections/link/{old_token}/"], stop, statuses)
-        time.sleep(0.3)
-        rotated = call(base, as_alice, "POST", f"/api/v1/collections/{shared.pk}/share-link/")[0]
-        time.sleep(0.3)
-        stop.set()
-        for thread in threads:
-            thread.join()
+        rotate = f"/api/v1/collections/{shared.pk}/share-link/"
+        try:
+            rotated = while_hammered(
+                statuses, lambda to=rotate: call(base, as_alice, "POST", to)[0], 404, "the old link refused"
+            )
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join()
         assert rotated == 200
         assert set(statuses) <= {200, 404}, statuses
-        assert 404 in statuses, "the rotation landed while the old link was being opened"
         assert not LinkGrant.objects.filter(user=charlie, collection=shared).exists()
         assert call(base, as_carol, "GET", f"/api/v1/collections/{shared.pk}/")[0] == 404

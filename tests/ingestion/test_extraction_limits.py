@@ -195,7 +195,10 @@ def test_deleting_a_document_kills_its_extraction_process(alice, settings, fresh
             assert time.monotonic() < deadline, "the document's title never came"
             time.sleep(0.2)
         [child] = children = _extraction_children()
-        time.sleep(2)  # well into the first page (7 s)
+        # Well into the first page (about 7 s of CPU): told by the child's own CPU time, not a sleep.
+        while sum(child.cpu_times()[:2]) < 1.0:
+            assert time.monotonic() < deadline, "the extraction process never got to work"
+            time.sleep(0.1)
         assert child.is_running()
         document_delete(document=Document.objects.get(pk=document.pk))
         gone, alive = psutil.wait_procs([child], timeout=15)
