@@ -15,13 +15,12 @@ from tests.served import free_port, wait_for_port
 
 @contextlib.contextmanager
 def redis_server(directory: Path) -> Iterator[str]:
-    """Start redis-server with no persistence; yields its URL. Skips when the binary is absent.
-
-    CI installs it (scripts/ensure_redis.sh), so there the tests always run.
+    """Start redis-server with no persistence; yields its URL. Fails when the binary is absent:
+    the test command installs it (scripts/ensure_redis.sh), so a skip would only hide a broken set-up.
     """
     binary = shutil.which("redis-server")
     if binary is None:
-        pytest.skip("redis-server is not installed (scripts/ensure_redis.sh installs it)")
+        pytest.fail("redis-server is not installed (scripts/ensure_redis.sh installs it)")
     port = free_port()
     log = directory / "redis.log"
     command = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]

@@ -29,7 +29,9 @@ def quotes(answer: str) -> list[str]:
 
 def test_a_japanese_question_is_answered_by_quoting_the_row_it_names(alice, bearer, sales, no_llm):
     client = bearer(alice)
-    for name in products()[:3]:
+    names = products()[:3]
+    assert len(names) == 3, names  # the loop below asks about each
+    for name in names:
         asked = {"question": f"{name}の単価はいくらですか？", "collections": [sales.pk]}
         response = client.post("/api/v1/query/", asked, format="json")
         assert response.status_code == 200, response.content

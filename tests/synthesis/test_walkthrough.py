@@ -115,7 +115,9 @@ def test_a_question_the_documents_do_not_cover_is_refused_with_the_closest_match
 def test_no_sentence_is_quoted_from_a_passage_under_the_floor(walkthrough, no_llm, question):
     turn = ask(walkthrough, question)
     scores = {s["n"]: s.get("scores") or {} for s in turn.retrieved}
-    for text, number in quotes(turn):
+    quoted = quotes(turn)
+    assert quoted, turn.answer  # a refusal would pass the loop below without checking anything
+    for text, number in quoted:
         score = scores.get(number, {})
         # The keyword search's first passage is judged by its words: the English model's cosine
         # to a row of Japanese cells says nothing (the row naming the laptop scores 0.16).

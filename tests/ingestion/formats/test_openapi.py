@@ -20,7 +20,7 @@ METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 def _read(name: str) -> bytes:
     path = CORPUS / name
     if not path.exists():
-        pytest.skip(f"corpus file missing: {path}")
+        pytest.fail(f"corpus file missing: {path}")
     return path.read_bytes()
 
 
