@@ -95,11 +95,11 @@ def _squeeze(text: str) -> str:
 
 def _parse_html(data: bytes):
     """Bytes go to BeautifulSoup so it can honour ``<meta charset>``."""
-    from bs4 import BeautifulSoup
+    from bs4 import BeautifulSoup, FeatureNotFound
 
     try:
         return BeautifulSoup(data, "lxml")
-    except Exception:  # lxml missing: the stdlib parser is slower but always there
+    except FeatureNotFound:  # lxml missing: the stdlib parser is slower but always there
         return BeautifulSoup(data, "html.parser")
 
 
