@@ -255,7 +255,16 @@ def test_a_stop_while_a_worker_is_busy_abandons_its_task_within_seconds(product)
     assert running, product.output()
     cluster = [p.pid for p in product.workers()]
     # A busy cluster is not a stuck one: its probe waits behind the task, and nothing replaces it.
-    time.sleep(15)
+    # Told by the probe itself: unanswered for three times the probe limit (5 s), long past the
+    # point where a cluster that took no task would have been replaced.
+    waiting = (
+        "SELECT count(*) FROM knowledge_workerprobe"
+        " WHERE answered_at IS NULL AND sent_at < now() - interval '15 s'"
+    )
+    deadline = time.monotonic() + 90
+    while not product.sql(waiting)[0][0]:
+        assert time.monotonic() < deadline, product.output()
+        time.sleep(0.5)
     status, body = product.health()
     assert status == 200, body
     assert [p.pid for p in product.workers()] == cluster, product.output()
