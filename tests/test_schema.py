@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from knowledge.clients.embedding import EMBEDDING_MODELS
+from knowledge.clients.embedding_registry import EMBEDDING_MODELS
 from knowledge.models import ChunkProfile
 
 
@@ -22,25 +22,27 @@ def test_vector_extension_is_installed_at_a_supported_version(db):
 
 
 def test_chunk_embedding_has_an_hnsw_cosine_index_per_embedding_model(db):
-    """One partial graph per model of the registry (migration 0021), none over every vector."""
+    """One partial graph per bundled model (migrations 0021, 0039), on the column cast to the
+    model's dimension, none over every vector."""
     rows = _fetch("SELECT indexdef FROM pg_indexes WHERE tablename = 'knowledge_chunk'")
     hnsw = [row[0] for row in rows if "USING hnsw" in row[0]]
     assert len(hnsw) == len(EMBEDDING_MODELS)
     for model in EMBEDDING_MODELS:
         [definition] = [d for d in hnsw if f"'{model}'" in d]
-        assert "(embedding vector_cosine_ops)" in definition
+        assert "((embedding)::vector(384)) vector_cosine_ops)" in definition
         assert f"WHERE ((embedding_model)::text = '{model}'::text)" in definition
         # Built at 64 the graph left near-identical chunks' regions unreachable (migration 0021).
         assert "ef_construction='200'" in definition
 
 
-def test_chunk_embedding_column_is_384_dimensions(db):
+def test_chunk_embedding_column_takes_any_dimension(db):
+    """Endpoint models bring their own dimension (768, 1,536 ...): the column has none; each
+    model's index casts it to that model's (migration 0039)."""
     rows = _fetch(
         "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
         "WHERE attrelid = 'knowledge_chunk'::regclass AND attname = 'embedding'"
     )
-    assert rows == [("vector(384)",)]
-    # Every model a collection may choose writes vectors of the column's size.
+    assert rows == [("vector",)]
     assert {model.dimensions for model in EMBEDDING_MODELS.values()} == {384}
 
 

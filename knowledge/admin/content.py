@@ -11,7 +11,7 @@ from django.utils.html import format_html
 from accounts.throttles import user_throttle_charge
 from config.base.errors import KnowledgeError, RateLimitedError
 from knowledge.admin.releases import releases_table, rollback
-from knowledge.clients.embedding import EMBEDDING_MODELS, MINILM
+from knowledge.clients.embedding_registry import MINILM, embedding_model_choices
 from knowledge.config import global_setting_set
 from knowledge.forms import ProfileCollectionForm
 from knowledge.models import (
@@ -180,10 +180,6 @@ class KnowledgeSettingAdmin(admin.ModelAdmin):
         return False
 
 
-def _embedding_model_choices() -> list[tuple[str, str]]:
-    return [(name, model.label) for name, model in EMBEDDING_MODELS.items()]
-
-
 class CollectionAdminForm(forms.ModelForm):
     """A collection added here, or a new embedding model (a re-index), counts against the operator's
     write rate, as on the pages and the API.
@@ -193,7 +189,7 @@ class CollectionAdminForm(forms.ModelForm):
     """
 
     embedding_model = forms.ChoiceField(
-        choices=_embedding_model_choices,
+        choices=embedding_model_choices,
         initial=MINILM,
         required=False,
         help_text="Empty: the default model (KNOWLEDGE_EMBEDDING_MODEL). A change re-embeds every document.",

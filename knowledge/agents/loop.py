@@ -33,7 +33,7 @@ from knowledge.agents.settings import AgenticSettings
 from knowledge.clients.embedding import embed_query
 from knowledge.config import resolved_config
 from knowledge.models import ChatTurn, Document, DocumentSummary
-from knowledge.retrieval.rerank import rerank
+from knowledge.retrieval.rerank import rerank, reranker_of
 from knowledge.retrieval.scope import search_scope
 from knowledge.retrieval.service import (
     KnowledgeContext,
@@ -258,7 +258,11 @@ class AgenticRun:
     def _rerank(self):
         started = time.perf_counter()
         kept = list(self._kept.values())
-        if self.rerank_ids and self._ask() is not None:
+        reranker = reranker_of(self.asked.profile) if self.rerank_ids else None
+        if reranker is not None:
+            kept, status = rerank(self.question, kept, collection_ids=self.rerank_ids, reranker=reranker)
+            method = reranker.name
+        elif self.rerank_ids and self._ask() is not None:
             kept, status = rerank(self.question, kept, collection_ids=self.rerank_ids, ask=self._ask())
             method = "llm"
         else:

@@ -18,7 +18,7 @@ from knowledge.access import (
     readable_collections,
 )
 from knowledge.api.releases import ReleaseSerializer, undecided_release_row
-from knowledge.clients.embedding import EMBEDDING_MODELS
+from knowledge.clients.embedding_registry import EMBEDDING_MODELS
 from knowledge.models import Chunk, Collection, Document
 from knowledge.services.collections import collection_create, collection_delete, collection_update
 from knowledge.services.queries import count_subquery
@@ -166,7 +166,8 @@ def _embedding_model_field() -> serializers.CharField:
     return serializers.CharField(
         max_length=200,
         required=False,
-        help_text=f"The model that embeds the collection's chunks: one of {known}. A change re-embeds "
+        help_text=f"The model that embeds the collection's chunks: one of {known}, or an embedding "
+        "endpoint the operator registered (GET /api/v1/embedding-models/). A change re-embeds "
         "every document; the current vectors serve until all are done (pending_embedding_model).",
     )
 

@@ -27,7 +27,8 @@ MAX_PROFILE_COLLECTIONS = 100
 class ProfileCollectionSerializer(StrictSerializer):
     collection = serializers.IntegerField(min_value=1, max_value=MAX_ID)
     reranking = serializers.BooleanField(
-        default=False, help_text="Rerank this collection's results with the LLM."
+        default=False,
+        help_text="Rerank this collection's results (with the profile's `reranker`, else the LLM).",
     )
 
 
@@ -51,6 +52,9 @@ class ProfileSerializer(serializers.ModelSerializer):
     owner = serializers.SerializerMethodField()
     editable = serializers.SerializerMethodField()
     collections = serializers.SerializerMethodField()
+    reranker = serializers.SlugRelatedField(
+        slug_field="name", read_only=True, help_text="The rerank endpoint; null: the LLM reranks."
+    )
     ignored_overrides = serializers.SerializerMethodField()
     effective_config = serializers.SerializerMethodField()
 
@@ -66,6 +70,7 @@ class ProfileSerializer(serializers.ModelSerializer):
             "knowledge_overrides",
             "ignored_overrides",
             "collections",
+            "reranker",
             "effective_config",
             "created_at",
             "updated_at",
@@ -108,6 +113,12 @@ class ProfileWriteSerializer(StrictSerializer):
     knowledge_overrides = serializers.DictField(default=dict)
     collections = serializers.ListField(
         child=ProfileCollectionSerializer(), max_length=MAX_PROFILE_COLLECTIONS, default=list
+    )
+    reranker = serializers.CharField(
+        max_length=100,
+        allow_null=True,
+        default=None,
+        help_text="A rerank endpoint's name (GET /api/v1/rerankers/); null: the LLM.",
     )
 
     def validate_knowledge_overrides(self, value):

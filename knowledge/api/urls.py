@@ -12,6 +12,7 @@ from knowledge.api import (
     documents,
     feedback,
     marketplace,
+    model_endpoints,
     profiles,
     query,
     releases,
@@ -25,6 +26,19 @@ app_name = "api"
 
 urlpatterns = [
     *token_urls.urlpatterns,
+    path("embedding-models/", model_endpoints.EmbeddingModelListView.as_view(), name="embedding_models"),
+    path(
+        "embedding-models/endpoints/",
+        model_endpoints.EndpointListView.as_view(),
+        name="embedding_endpoints",
+    ),
+    path(
+        "embedding-models/endpoints/<int:endpoint_id>/",
+        model_endpoints.EndpointDetailView.as_view(),
+        name="embedding_endpoint",
+    ),
+    path("rerankers/", model_endpoints.RerankerListView.as_view(), name="rerankers"),
+    path("rerankers/<int:reranker_id>/", model_endpoints.RerankerDetailView.as_view(), name="reranker"),
     path("collections/", collections.CollectionListView.as_view(), name="collections"),
     path("collections/<int:collection_id>/", collections.CollectionDetailView.as_view(), name="collection"),
     path(

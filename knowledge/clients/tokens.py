@@ -16,3 +16,11 @@ def _encoding():
 
 def llm_token_count(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=()))
+
+
+def llm_tokens_cut(text: str, limit: int) -> str:
+    """``text`` cut to its first ``limit`` tokens (unchanged when it has no more)."""
+    if len(text) <= limit:  # a token holds at least one character
+        return text
+    tokens = _encoding().encode(text, disallowed_special=())
+    return text if len(tokens) <= limit else _encoding().decode(tokens[:limit])

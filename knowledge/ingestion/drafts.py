@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from knowledge.clients.embedding import MAX_CONTENT_TOKENS, count_tokens
+from knowledge.clients.word_pieces import MAX_CONTENT_TOKENS, count_tokens
 from knowledge.ingestion.chunking import chunk_sections
 from knowledge.ingestion.extract import iter_sections
 from knowledge.ingestion.headers import section_header

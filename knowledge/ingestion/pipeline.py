@@ -31,6 +31,7 @@ from django.utils import timezone
 
 from config.base.errors import QuotaExceededError
 from knowledge.clients.embedding import embed_short_texts, embed_texts
+from knowledge.clients.embedding_endpoints import EndpointError
 from knowledge.ingestion.drafts import ChunkingOptions, document_drafts
 from knowledge.ingestion.extraction_process import extraction_run
 from knowledge.ingestion.headers import embedding_text, title_from_filename
@@ -115,6 +116,8 @@ def _process(
         _fail(document, claim, str(exc))
     except QuotaExceededError as exc:  # nothing was written; an old version stays searchable
         _quota_refused(document, ChunkSet(profile, model), claim, str(exc))
+    except EndpointError as exc:  # the client retried with backoff first; nothing was written
+        _fail(document, claim, f"embedding failed: {exc}")
     except (DocumentGone, ClaimLost):
         raise
     except Exception as exc:

@@ -14,7 +14,7 @@ from django.db.models import Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from accounts.audit import audit_actor
-from knowledge.clients.embedding import embedding_model_info
+from knowledge.clients.embedding_registry import embedding_model_info
 from knowledge.ingestion.versions import EXTRACTION_VERSION, parser_version, product_version
 from knowledge.models import Chunk, ChunkProfile, Collection, Document, Release
 from knowledge.task_queues import long_work_queue, task_queue

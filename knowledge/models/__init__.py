@@ -44,3 +44,7 @@ __all__ += ["Quota", "UsageDay"]
 from knowledge.models.releases import Release  # noqa: E402
 
 __all__ += ["Release"]
+
+from knowledge.models.model_registry import EmbeddingEndpoint, RerankEndpoint  # noqa: E402
+
+__all__ += ["EmbeddingEndpoint", "RerankEndpoint"]

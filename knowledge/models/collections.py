@@ -116,7 +116,7 @@ class Collection(models.Model):
         editable=False,
         help_text="The secret in the share link of an unlisted collection; rotating it drops its holders.",
     )
-    # Validated against the registry (knowledge.clients.embedding.EMBEDDING_MODELS) by the services:
+    # Validated against the registry (knowledge.clients.embedding_registry) by the services:
     # this layer sits below the clients. A change re-embeds through pending_embedding_model.
     embedding_model = models.CharField(
         max_length=200, help_text="The model whose vectors are searched; re-index to change it."

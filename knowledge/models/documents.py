@@ -3,8 +3,10 @@ from pathlib import PurePath
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import OpClass
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from django.db.models.functions import Cast
 from pgvector.django import HnswIndex, VectorField
 
 from knowledge.models.collections import ChunkProfile, Collection
@@ -122,13 +124,18 @@ class Document(models.Model):
         return self.title or self.filename
 
 
-# One partial HNSW index per embedding model (the registry in knowledge.clients.embedding), so a
-# dense search over one model's chunks walks a graph of that model's vectors only: cosines between
-# two models' vectors mean nothing, and a shared graph would make every search filter the other out.
+# One partial HNSW index per embedding model, so a dense search over one model's chunks walks a
+# graph of that model's vectors only: cosines between two models' vectors mean nothing, and a shared
+# graph would make every search filter the other out. The column holds vectors of any dimension
+# (models differ: 384 for the bundled ones, 768 or 1,536 for an endpoint's), so each index is on the
+# column cast to its model's dimension, and a search orders by the same cast expression
+# (knowledge.retrieval.dense). Endpoint models registered by the operator get theirs when their
+# dimension is known (knowledge.services.model_endpoints); the bundled ones are declared here.
 HNSW_INDEXED_MODELS = {
     "minilm": "sentence-transformers/all-MiniLM-L6-v2",
     "e5": "intfloat/multilingual-e5-small",
 }
+BUNDLED_DIMENSIONS = 384
 
 
 # ef_construction 200, not pgvector's default 64: documentation sets hold many near-identical chunks
@@ -137,15 +144,16 @@ HNSW_INDEXED_MODELS = {
 # missed at ef_search 400 (recall 0.000 against an exact scan); at 200 the worst question kept 0.92
 # (docs/operator-guide/evaluation.md; migration 0021). The build took 7.8 s for those chunks.
 HNSW_EF_CONSTRUCTION = 200
+HNSW_M = 16
 
 
 def _model_hnsw_index(suffix: str, model: str) -> HnswIndex:
+    dimensions = VectorField(dimensions=BUNDLED_DIMENSIONS)
     return HnswIndex(
+        OpClass(Cast("embedding", dimensions), name="vector_cosine_ops"),
         name=f"chunk_embedding_hnsw_{suffix}",
-        fields=["embedding"],
-        m=16,
+        m=HNSW_M,
         ef_construction=HNSW_EF_CONSTRUCTION,
-        opclasses=["vector_cosine_ops"],
         condition=models.Q(embedding_model=model),
     )
 
@@ -172,7 +180,8 @@ class Chunk(models.Model):
     ref_ids = ArrayField(models.TextField(), default=list, blank=True)
     referenced_by = ArrayField(models.TextField(), default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
-    embedding = VectorField(dimensions=settings.KNOWLEDGE_EMBEDDING_DIMENSIONS)
+    # Any dimension: each model's vectors are indexed and searched cast to its own (see above).
+    embedding = VectorField()
     # Searched through its copy in knowledge_chunk_lexical, which holds the GIN index (migration 0016).
     search_vector = models.GeneratedField(
         expression=SearchVectorOf("content"),

@@ -3,6 +3,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from knowledge.models.collections import Collection
+from knowledge.models.model_registry import RerankEndpoint
 from knowledge.parameters import ConfigError, validate_overrides
 
 
@@ -33,6 +34,14 @@ class Profile(models.Model):
     collections = models.ManyToManyField(
         Collection, through="ProfileCollection", related_name="profiles", blank=True
     )
+    reranker = models.ForeignKey(
+        RerankEndpoint,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="profiles",
+        help_text="What reranks the collections marked for reranking. Empty: the LLM.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -55,7 +64,10 @@ class Profile(models.Model):
 class ProfileCollection(models.Model):
     profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="profile_collections")
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="profile_links")
-    reranking = models.BooleanField(default=False, help_text="Rerank this collection's results with the LLM.")
+    reranking = models.BooleanField(
+        default=False,
+        help_text="Rerank this collection's results (with the profile's reranker, else the LLM).",
+    )
 
     class Meta:
         constraints = [

@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from knowledge.clients.embedding import EMBEDDING_MODELS
+from knowledge.clients.embedding_registry import EMBEDDING_MODELS
 from knowledge.clients.language import foreign_language
 from knowledge.clients.text import mostly_without_spaces
 

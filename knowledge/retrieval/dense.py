@@ -27,6 +27,7 @@ from django.db import connection
 
 from config.base.database import HNSW_EF_SEARCH
 from config.base.prepared import planned_once_cursor
+from knowledge.clients.embedding_registry import embedding_model_info
 from knowledge.retrieval.scope import Scope
 
 # pgvector's default hnsw.max_scan_tuples: an iterative scan stops after visiting this many
@@ -43,6 +44,9 @@ EXACT_BASE_US = 300.0
 EXACT_ROW_US = 5.0
 HNSW_BASE_US = 1500.0
 HNSW_TUPLE_US = 4.5
+# pgvector's HNSW indexes ``vector`` up to 2,000 dimensions and ``halfvec`` up to 4,000: a larger
+# model's graph is on its vectors cast to half precision (knowledge.services.model_endpoints).
+HNSW_VECTOR_LIMIT = 2000
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,12 @@ def exact_is_cheaper(size: ScopeSize, *, limit: int, scope: Scope) -> bool:
     return exact_cost_us(size) <= hnsw_cost_us(size, limit=limit)
 
 
+def indexed_type(model: str) -> str:
+    """The type ``model``'s HNSW index casts the embedding column to (migration 0039)."""
+    dimensions = embedding_model_info(model).dimensions
+    return f"{'halfvec' if dimensions > HNSW_VECTOR_LIMIT else 'vector'}({dimensions})"
+
+
 def dense_search(
     *,
     vector: np.ndarray,
@@ -208,10 +218,13 @@ def dense_search(
         params = [literal, *scope.params(), *extra_params, limit]
     else:
         # The graph walk yields rows in distance order; each is checked against the scope's
-        # collections as a per-row filter.
+        # collections as a per-row filter. The model's index is on the column cast to its dimension,
+        # so the order is by that same expression.
+        typed = indexed_type(scope.embedding_model)
+        distance = f"(c.embedding::{typed}) <=> %s::{typed}"
         sql = (
-            f"SELECT c.id, c.embedding <=> %s::vector AS distance FROM knowledge_chunk c "
-            f"WHERE {scope.sql(per_row=True)} {extra_sql} ORDER BY c.embedding <=> %s::vector LIMIT %s"
+            f"SELECT c.id, {distance} AS distance FROM knowledge_chunk c "
+            f"WHERE {scope.sql(per_row=True)} {extra_sql} ORDER BY {distance} LIMIT %s"
         )
         params = [literal, *scope.params(), *extra_params, literal, limit]
     with planned_once_cursor() as cursor:

@@ -1,4 +1,5 @@
-"""Optional per-collection reranking with the configured LLM (docs/design.md#scoring).
+"""Optional per-collection reranking: with the profile's rerank endpoint, else the configured LLM
+(docs/design.md#scoring, docs/operator-guide/models.md).
 
 The positions held by chunks of reranking collections are refilled in the
 order the LLM prefers; chunks of other collections keep their positions, so
@@ -12,6 +13,8 @@ import logging
 
 from knowledge.clients.json_reply import json_object
 from knowledge.clients.llm import LLMError, complete, llm_config
+from knowledge.clients.rerank_endpoints import RerankError, RerankSpec, rerank_scores
+from knowledge.models import RerankEndpoint
 from knowledge.quotas import quota_tokens_record, quota_tokens_refusal
 
 logger = logging.getLogger(__name__)
@@ -23,10 +26,26 @@ _PROMPT = (
 )
 
 
+def reranker_of(profile) -> RerankSpec | None:
+    """The profile's rerank endpoint, read now (None: the LLM reranks)."""
+    if profile is None or profile.reranker_id is None:
+        return None
+    row = RerankEndpoint.objects.filter(pk=profile.reranker_id).first()
+    return RerankSpec.of(row) if row else None
+
+
 def rerank(
-    question: str, items: list, *, collection_ids: set[int], ask=None, user_id: int | None = None
+    question: str,
+    items: list,
+    *,
+    collection_ids: set[int],
+    ask=None,
+    user_id: int | None = None,
+    reranker: RerankSpec | None = None,
 ) -> tuple[list, str]:
     """Reorder ``items`` (RetrievedChunk) of ``collection_ids``; returns (items, status).
+
+    ``reranker`` (the profile's rerank endpoint) scores them when given; otherwise the LLM does.
 
     ``ask(step, messages, max_tokens=...)`` makes the call within an agentic
     answer's budget (which counts its tokens); without it, the configured LLM is called
@@ -37,6 +56,8 @@ def rerank(
     if not positions:
         return items, "skipped: no chunk from a reranking collection"
     chosen = [items[i] for i in positions]
+    if reranker is not None:
+        return _endpoint_reranked(question, items, positions, reranker)
     messages, max_tokens = _messages(question, chosen), 20 + 6 * len(chosen)
     if ask is None:
         config = llm_config()
@@ -56,12 +77,33 @@ def rerank(
     except (LLMError, ValueError) as exc:
         logger.warning("Reranking failed; keeping the retrieval order: %s", exc)
         return items, f"failed: {exc}"
+    return _reordered(items, positions, scores), "reranked"
+
+
+def _endpoint_reranked(
+    question: str, items: list, positions: list[int], reranker: RerankSpec
+) -> tuple[list, str]:
+    """The operator's rerank endpoint scores the passages (each whole: the reranker reads as much
+    as its model takes); on failure the order stands and the reason is reported."""
+    try:
+        scores = rerank_scores(reranker, question, [items[i].chunk.content for i in positions])
+    except RerankError as exc:
+        logger.warning("Reranking failed; keeping the retrieval order: %s", exc)
+        return items, f"failed: {exc}"
+    for i in positions:
+        items[i].scores["reranker"] = reranker.name
+    return _reordered(items, positions, scores), f"reranked by {reranker.name}"
+
+
+def _reordered(items: list, positions: list[int], scores: list[float]) -> list:
+    """``items`` with the chosen positions refilled best score first, each score recorded."""
+    chosen = [items[i] for i in positions]
     ranked = sorted(zip(chosen, scores, strict=True), key=lambda pair: -pair[1])
     reordered = list(items)
     for position, (item, score) in zip(positions, ranked, strict=True):
         item.scores["rerank"] = score
         reordered[position] = item
-    return reordered, "reranked"
+    return reordered
 
 
 def _messages(question: str, items: list) -> list[dict]:

@@ -28,14 +28,17 @@ from knowledge.retrieval.context import ContextBlock, assemble
 from knowledge.retrieval.expansion import ExpansionResult, expand_references
 from knowledge.retrieval.intent import intent_filter_sql, query_intent
 from knowledge.retrieval.models_in_scope import (
+    available,
     distance_sql,
     embedding_reads_any,
     model_sizes,
     models_expected,
+    question_models,
     question_vectors,
+    unavailable,
 )
 from knowledge.retrieval.request import RetrievalRequest
-from knowledge.retrieval.rerank import rerank
+from knowledge.retrieval.rerank import rerank, reranker_of
 from knowledge.retrieval.scope import Scope, search_scope_cached
 from knowledge.retrieval.scoring import Candidate, same_source_runners_up, select
 from knowledge.retrieval.sources import RETRIEVED_FIELDS, source_fields
@@ -131,6 +134,7 @@ def retrieve(*, user, request: RetrievalRequest) -> KnowledgeContext:
     started = time.perf_counter()
     context = KnowledgeContext(question=question, config=config, scope=scope)
     search, candidates, context.stats = _searched(question, scope, config, timer)
+    config = _without_failed_models(search, config, context.stats)
     # Reranking looks at maxDocs x 3 candidates, then keeps maxDocs (docs/design.md#scoring).
     pool = {**config, "maxDocs": config["maxDocs"] * 3} if rerank_ids else config
     with timer.stage("score"):
@@ -142,7 +146,11 @@ def retrieve(*, user, request: RetrievalRequest) -> KnowledgeContext:
     if rerank_ids:
         with timer.stage("rerank"):
             primary, context.stats["rerank"] = rerank(
-                question, primary, collection_ids=rerank_ids, user_id=getattr(user, "pk", None)
+                question,
+                primary,
+                collection_ids=rerank_ids,
+                user_id=getattr(user, "pk", None),
+                reranker=reranker_of(asked.profile),
             )
     context.primary_chunks = primary[: config["maxDocs"]]
     context.runners_up = _runners_up(context.primary_chunks, candidates, chunks)
@@ -155,6 +163,24 @@ def retrieve(*, user, request: RetrievalRequest) -> KnowledgeContext:
     # Wall time: the embedding overlaps the statistics and lexical stages.
     context.timings_ms = {**timer.timings, "total": round((time.perf_counter() - started) * 1000, 2)}
     return context
+
+
+def _without_failed_models(search: _Search, config: dict, stats: dict) -> dict:
+    """The configuration the search is ranked and judged under when an embedding endpoint failed:
+    with no vector at all, by the lexical search alone (no cosine to rank by or to hold a floor
+    against); the stats say which model failed and why."""
+    failed = unavailable(search.vectors)
+    if not failed:
+        return config
+    stats["embedding_unavailable"] = failed
+    if available(search.vectors):
+        return config
+    stats["search"] = "lexical only: the embedding endpoint failed"
+    return {**config, "semanticWeight": 0.0, "minRelevanceScore": LEXICAL_ONLY_RELEVANCE}
+
+
+# With no cosine, nothing is dropped by one: the lexical ranking and the verdict's lexical tests decide.
+LEXICAL_ONLY_RELEVANCE = -1.0
 
 
 def _pinned_scope(user, asked, request: RetrievalRequest) -> Scope:
@@ -198,12 +224,14 @@ def _searched(question: str, scope: Scope, config, timer: _Timer) -> tuple[_Sear
 
 
 def _vectors_for(question: str, vectors: dict, sizes: dict, timer: _Timer) -> dict:
-    """The question's vector under every model in scope (those not embedded ahead of time now)."""
+    """The question's vector under every model in scope (those not embedded ahead of time now);
+    a vector embedded ahead for a model the scope no longer holds is dropped (its cosine would be
+    computed against chunks of another model)."""
     missing = [model for model in sizes if model not in vectors]
     if missing:
         with timer.stage("embed_more"):
-            vectors = {**vectors, **question_vectors(question, missing)}
-    return vectors
+            vectors = {**vectors, **question_vectors(question, question_models(missing))}
+    return {model: vector for model, vector in vectors.items() if model in sizes} if sizes else vectors
 
 
 def question_clean(question: str) -> str:
@@ -260,6 +288,7 @@ def _embedding_started(question: str, timer: _Timer, models: tuple[str, ...]) ->
     never queues behind each other's embeddings.
     """
     pool, slots = _embedding_pool()
+    models = question_models(models)  # here: the thread below has no database connection
     if not EMBED_ALONGSIDE_LEXICAL or not slots.acquire(blocking=False):
         with timer.stage("embed"):
             vectors = question_vectors(question, models)
@@ -330,16 +359,18 @@ def _above_threshold(candidates, config) -> int:
 def _search(search: _Search, config, limit, extra_sql, timer, lexical_hits) -> list[Candidate]:
     """Dense hits per embedding model (each on its own chunks and index), fused by rank, and the
     lexical hits, which need no model."""
+    vectors = available(search.vectors)
     with timer.stage("dense"):
         groups = [
             dense.dense_search(
-                vector=search.vectors[model],
+                vector=vectors[model],
                 scope=search.scope.of_model(model),
                 limit=limit,
                 extra_sql=extra_sql,
                 size=search.sizes.get(model),
             )
             for model in search.models
+            if model in vectors
         ]
         dense_hits = dense.fused_by_rank(groups, limit=limit)
     with timer.stage("candidates"):
@@ -383,7 +414,7 @@ def _merge(vectors: dict, dense_hits, lexical_hits) -> list[Candidate]:
                 source_ref=source_ref,
                 lexemes=lex.lexemes if lex else None,
                 # Several models: scoring ranks each model's candidates apart (scoring.semantic_ranking).
-                extra={"embedding_model": model} if len(vectors) > 1 else {},
+                extra={"embedding_model": model} if len(available(vectors)) > 1 else {},
             )
         )
     return candidates

@@ -19,6 +19,7 @@ documents are added or removed.
 from __future__ import annotations
 
 import json
+import logging
 import statistics
 from dataclasses import replace
 from functools import lru_cache
@@ -26,9 +27,13 @@ from functools import lru_cache
 import numpy as np
 from django.db import connection
 
-from knowledge.clients.embedding import E5_SMALL, e5_encoder, embed_short_texts
+from knowledge.clients.embedding import e5_encoder, embed_short_texts
+from knowledge.clients.embedding_endpoints import EndpointError, endpoint_questions
+from knowledge.clients.embedding_registry import E5_SMALL, EMBEDDING_MODELS, embedding_model_info
 from knowledge.clients.sentences import split_sentences
 from knowledge.retrieval.scope import Scope
+
+logger = logging.getLogger(__name__)
 
 SAMPLE_CHUNKS = 32
 # Fewer quotable chunks than this: no yardstick (the verdict then ignores it).
@@ -51,7 +56,11 @@ def typical_similarity(scope: Scope, *, chunks: int) -> float | None:
     is measured once per narrowing at worst).
     """
     # A search narrowed to some documents (multi-step retrieval) is judged by its collections' yardstick.
-    return _typical_cached(replace(scope, document_ids=None), chunks)
+    try:
+        return _typical_cached(replace(scope, document_ids=None), chunks)
+    except EndpointError as exc:  # not cached: the verdict goes without the yardstick this time
+        logger.warning("No typical similarity for %s: %s", scope.embedding_model, exc)
+        return None
 
 
 @lru_cache(maxsize=256)
@@ -63,9 +72,12 @@ def _typical_cached(scope: Scope, chunks: int) -> float | None:
 
 
 def _questions_embedded(sentences: list[str], model: str | None) -> np.ndarray:
-    """The sentences as questions, in the chunks' model (e5 reads a question with its own prefix)."""
+    """The sentences as questions, in the chunks' model (e5 reads a question with its own prefix,
+    an endpoint's model with the query prefix registered for it)."""
     if model == E5_SMALL:
         return e5_encoder().queries(sentences)
+    if model and model not in EMBEDDING_MODELS:
+        return endpoint_questions(embedding_model_info(model).endpoint, sentences)
     return embed_short_texts(sentences)
 
 

@@ -29,7 +29,7 @@ from knowledge.retrieval.answerability import (
     question_language,
     verdict_for,
 )
-from knowledge.retrieval.models_in_scope import embedding_reads_any
+from knowledge.retrieval.models_in_scope import available, embedding_reads_any
 from knowledge.retrieval.named_terms import missing_named_terms
 from knowledge.retrieval.scope import Scope
 from knowledge.retrieval.scoring import Candidate
@@ -50,7 +50,9 @@ def retrieval_verdict(
         evidence,
         min_answerability=config["minAnswerability"],
         min_relevance=config["minRelevanceScore"],
-        similarity_floor=embedding_reads_any(search.question, search.models),
+        # No vector (the embedding endpoint failed): no cosine to hold a floor against.
+        similarity_floor=bool(available(search.vectors))
+        and embedding_reads_any(search.question, search.models),
         checks=checks,
     )
     if overrulable(verdict, checks) and _closest_holds_question(search, chosen):

@@ -8,7 +8,7 @@ from django.db.models import Exists, OuterRef
 from accounts.audit import audit_changes, audit_record, audit_values
 from config.base.errors import KnowledgeError, NotFoundError
 from config.base.validation import text_clean
-from knowledge.clients.embedding import EMBEDDING_MODELS
+from knowledge.clients.embedding_registry import embedding_model_names
 from knowledge.ingestion.reindex import (
     documents_lacking,
     release_build_start,
@@ -54,9 +54,11 @@ def chunk_profile_get(*, name: str) -> ChunkProfile:
 
 
 def embedding_model_checked(name) -> str:
-    """``name`` when it is a model of the registry; KnowledgeError naming the known ones otherwise."""
-    if name not in EMBEDDING_MODELS:
-        known = ", ".join(EMBEDDING_MODELS)
+    """``name`` when it is a model of the registry (bundled or a registered endpoint); KnowledgeError
+    naming the known ones otherwise."""
+    known = embedding_model_names()
+    if name not in known:
+        known = ", ".join(known)
         raise KnowledgeError(f"unknown embedding model {str(name)[:200]!r}; choose one of: {known}")
     return name
 

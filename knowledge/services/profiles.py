@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from config.base.errors import KnowledgeError, NotFoundError
 from config.base.validation import id_or_none, text_clean
 from knowledge.config import SOURCE_LOCKED
-from knowledge.models import Profile, ProfileCollection
+from knowledge.models import Profile, ProfileCollection, RerankEndpoint
 
 
 def profile_find(ref: str) -> Profile:
@@ -27,14 +27,22 @@ def profile_find(ref: str) -> Profile:
 
 
 def profile_create(
-    *, owner, name: str, tag: str, knowledge_overrides: dict, collections: list[dict]
+    *,
+    owner,
+    name: str,
+    tag: str,
+    knowledge_overrides: dict,
+    collections: list[dict],
+    reranker: str | None = None,
 ) -> Profile:
-    """A new profile searching ``collections`` ([{"collection": id, "reranking": bool}, ...])."""
+    """A new profile searching ``collections`` ([{"collection": id, "reranking": bool}, ...]),
+    reranked by the rerank endpoint named ``reranker`` (None: the LLM)."""
     name, tag = _name_clean(name), _tag_clean(tag)
+    reranker = reranker_named(reranker)
     try:
         with transaction.atomic():
             profile = Profile.objects.create(
-                owner=owner, name=name, tag=tag, knowledge_overrides=knowledge_overrides
+                owner=owner, name=name, tag=tag, knowledge_overrides=knowledge_overrides, reranker=reranker
             )
             _links_set(profile, collections)
     except IntegrityError:
@@ -48,6 +56,8 @@ def profile_update(*, profile: Profile, collections: list[dict] | None = None, *
         changes["name"] = _name_clean(changes["name"])
     if "tag" in changes:
         changes["tag"] = _tag_clean(changes["tag"])
+    if "reranker" in changes:
+        changes["reranker"] = reranker_named(changes["reranker"])
     try:
         with transaction.atomic():
             for field, value in changes.items():
@@ -58,6 +68,18 @@ def profile_update(*, profile: Profile, collections: list[dict] | None = None, *
     except IntegrityError:
         raise KnowledgeError(f"you already have a profile named {profile.name!r}") from None
     return profile
+
+
+def reranker_named(name: str | None) -> RerankEndpoint | None:
+    """The rerank endpoint called ``name`` (None: none, the LLM reranks); KnowledgeError naming
+    the registered ones for any other name."""
+    if name is None:
+        return None
+    found = RerankEndpoint.objects.filter(name=name).first()
+    if found is None:
+        known = ", ".join(RerankEndpoint.objects.values_list("name", flat=True)) or "none is registered"
+        raise KnowledgeError(f"no rerank endpoint named {str(name)[:100]!r} (registered: {known})")
+    return found
 
 
 def _name_clean(name) -> str:

@@ -14,7 +14,7 @@ embedding model does not read and how to change that.
 
 from __future__ import annotations
 
-from knowledge.clients.embedding import EMBEDDING_MODELS
+from knowledge.clients.embedding_registry import EMBEDDING_MODELS
 from knowledge.clients.language import LANGUAGE_NAMES
 from knowledge.retrieval.answer_type import KIND_WORDS
 from knowledge.retrieval.answerability import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.clients.embedding import E5_SMALL, MINILM
+from knowledge.clients.embedding_registry import E5_SMALL, MINILM
 from knowledge.models import Collection
 from knowledge.services.collections import collection_create
 from tests.api.conftest import assert_error

@@ -17,7 +17,8 @@ import time
 import numpy as np
 import pytest
 
-from knowledge.clients.embedding import _model_source, count_tokens, get_model
+from knowledge.clients.embedding import get_model
+from knowledge.clients.word_pieces import count_tokens, model_source
 from knowledge.ingestion import extraction_process
 from knowledge.ingestion.drafts import ChunkingOptions
 from knowledge.ingestion.extraction_process import ExtractionProcessDied, extraction_run
@@ -172,7 +173,7 @@ def _running(pid: int) -> bool:
 def test_count_tokens_counts_what_the_model_tokenizer_counts(corpus):
     from transformers import AutoTokenizer
 
-    reference = AutoTokenizer.from_pretrained(str(_model_source()))
+    reference = AutoTokenizer.from_pretrained(str(model_source()))
     text = (corpus / "django-docs" / "topics" / "db" / "queries.txt").read_text()
     samples = [text[i : i + 1500] for i in range(0, 60_000, 1500)]
     samples += ["", " ", "héllo wörld ñ 中文 😀 \u200b", "word " * 2000, "x\n\ny\t z"]

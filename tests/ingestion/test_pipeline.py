@@ -25,7 +25,8 @@ from django.db.models import F
 from pypdf import PdfReader, PdfWriter
 
 from config.base.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
-from knowledge.clients.embedding import E5_SMALL, MAX_CONTENT_TOKENS, count_tokens
+from knowledge.clients.embedding_registry import E5_SMALL
+from knowledge.clients.word_pieces import MAX_CONTENT_TOKENS, count_tokens
 from knowledge.ingestion.reindex import release_build_start
 from knowledge.models import Chunk, ChunkProfile, Document, Release
 from knowledge.services.collections import collection_create, collection_reindex

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from knowledge.clients.embedding import E5_SMALL, MINILM
+from knowledge.clients.embedding_registry import E5_SMALL, MINILM
 from knowledge.models import Chunk, Release
 from knowledge.services.collections import collection_update
 from knowledge.services.releases import release_promote, release_rollback

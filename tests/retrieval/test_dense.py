@@ -195,7 +195,7 @@ def test_a_search_over_one_models_chunks_walks_that_models_own_graph(alice):
     """Migration 0021's partial HNSW index per model: the graph holds that model's vectors only."""
     from django.test.utils import CaptureQueriesContext
 
-    from knowledge.clients.embedding import E5_SMALL
+    from knowledge.clients.embedding_registry import E5_SMALL
 
     rng = np.random.default_rng(11)
     english = collection_create(name="english", owner=alice)

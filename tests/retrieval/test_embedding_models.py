@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from knowledge.clients.embedding import E5_SMALL, MINILM
+from knowledge.clients.embedding_registry import E5_SMALL, MINILM
 from knowledge.models import Chunk, Collection, Document
 from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.services.collections import collection_create, collection_update

@@ -19,7 +19,6 @@ from tqdm import tqdm
 from accounts.audit import command_audited
 from accounts.selectors import user_find
 from config.base.errors import KnowledgeError
-from knowledge.clients.embedding import EMBEDDING_MODELS
 from knowledge.models import Chunk, Collection, Document
 from knowledge.services.collections import chunk_profile_get, collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
@@ -39,8 +38,8 @@ class Command(BaseCommand):
         parser.add_argument(
             "--embedding-model",
             metavar="MODEL",
-            choices=list(EMBEDDING_MODELS),
-            help="Embedding model of a new collection (default: KNOWLEDGE_EMBEDDING_MODEL).",
+            help="Embedding model of a new collection: a bundled model or a registered endpoint's name "
+            "(default: KNOWLEDGE_EMBEDDING_MODEL).",
         )
         parser.add_argument("--wait", action="store_true", help="Process now; return when all are done.")
         parser.add_argument("--json", action="store_true", help="One JSON object per document.")
