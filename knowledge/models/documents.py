@@ -132,10 +132,10 @@ class Document(models.Model):
 # (knowledge.retrieval.dense). Endpoint models registered by the operator get theirs when their
 # dimension is known (knowledge.services.model_endpoints); the bundled ones are declared here.
 HNSW_INDEXED_MODELS = {
-    "minilm": "sentence-transformers/all-MiniLM-L6-v2",
-    "e5": "intfloat/multilingual-e5-small",
+    "minilm": ("sentence-transformers/all-MiniLM-L6-v2", 384),
+    "e5": ("intfloat/multilingual-e5-small", 384),
+    "mpnet": ("sentence-transformers/all-mpnet-base-v2", 768),
 }
-BUNDLED_DIMENSIONS = 384
 
 
 # ef_construction 200, not pgvector's default 64: documentation sets hold many near-identical chunks
@@ -147,10 +147,9 @@ HNSW_EF_CONSTRUCTION = 200
 HNSW_M = 16
 
 
-def _model_hnsw_index(suffix: str, model: str) -> HnswIndex:
-    dimensions = VectorField(dimensions=BUNDLED_DIMENSIONS)
+def _model_hnsw_index(suffix: str, model: str, dimensions: int) -> HnswIndex:
     return HnswIndex(
-        OpClass(Cast("embedding", dimensions), name="vector_cosine_ops"),
+        OpClass(Cast("embedding", VectorField(dimensions=dimensions)), name="vector_cosine_ops"),
         name=f"chunk_embedding_hnsw_{suffix}",
         m=HNSW_M,
         ef_construction=HNSW_EF_CONSTRUCTION,
@@ -200,7 +199,7 @@ class Chunk(models.Model):
             )
         ]
         indexes = [
-            *(_model_hnsw_index(suffix, model) for suffix, model in HNSW_INDEXED_MODELS.items()),
+            *(_model_hnsw_index(suffix, *model) for suffix, model in HNSW_INDEXED_MODELS.items()),
             models.Index(fields=["collection", "chunk_profile"], name="chunk_collection_profile"),
             models.Index(fields=["element_id"], name="chunk_element_id"),
         ]

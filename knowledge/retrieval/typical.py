@@ -25,11 +25,12 @@ from dataclasses import replace
 from functools import lru_cache
 
 import numpy as np
+from django.conf import settings
 from django.db import connection
 
-from knowledge.clients.embedding import e5_encoder, embed_short_texts
-from knowledge.clients.embedding_endpoints import EndpointError, endpoint_questions
-from knowledge.clients.embedding_registry import E5_SMALL, EMBEDDING_MODELS, embedding_model_info
+from knowledge.clients.embedding import embed_questions
+from knowledge.clients.embedding_endpoints import EndpointError
+from knowledge.clients.embedding_registry import embedding_model_info
 from knowledge.clients.sentences import split_sentences
 from knowledge.retrieval.scope import Scope
 
@@ -74,11 +75,7 @@ def _typical_cached(scope: Scope, chunks: int) -> float | None:
 def _questions_embedded(sentences: list[str], model: str | None) -> np.ndarray:
     """The sentences as questions, in the chunks' model (e5 reads a question with its own prefix,
     an endpoint's model with the query prefix registered for it)."""
-    if model == E5_SMALL:
-        return e5_encoder().queries(sentences)
-    if model and model not in EMBEDDING_MODELS:
-        return endpoint_questions(embedding_model_info(model).endpoint, sentences)
-    return embed_short_texts(sentences)
+    return embed_questions(sentences, embedding_model_info(model or settings.KNOWLEDGE_EMBEDDING_MODEL))
 
 
 def _median_self_match(rows: list[tuple], model: str | None = None) -> float | None:

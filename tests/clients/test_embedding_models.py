@@ -6,14 +6,21 @@ import numpy as np
 import pytest
 
 from knowledge.clients.embedding import e5_encoder, embed_query, embed_texts
-from knowledge.clients.embedding_registry import E5_SMALL, EMBEDDING_MODELS, MINILM, embedding_model_info
+from knowledge.clients.embedding_registry import (
+    E5_SMALL,
+    EMBEDDING_MODELS,
+    MINILM,
+    MPNET,
+    embedding_model_info,
+)
 
 
 @pytest.mark.django_db  # a name not bundled is looked up among the registered endpoints
 def test_the_registry_knows_both_models_and_refuses_others():
     assert embedding_model_info(MINILM).multilingual is False
     assert embedding_model_info(E5_SMALL).multilingual is True
-    assert {model.dimensions for model in EMBEDDING_MODELS.values()} == {384}
+    assert embedding_model_info(MPNET).dimensions == 768 and not embedding_model_info(MPNET).multilingual
+    assert {model.dimensions for model in EMBEDDING_MODELS.values()} == {384, 768}
     with pytest.raises(ValueError, match="intfloat/multilingual-e5-small"):
         embedding_model_info("bert-base-uncased")
 

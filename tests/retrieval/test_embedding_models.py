@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from knowledge.clients.embedding_registry import E5_SMALL, MINILM
+from knowledge.clients.embedding_registry import E5_SMALL, MINILM, MPNET
 from knowledge.models import Chunk, Collection, Document
 from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.services.collections import collection_create, collection_update
@@ -179,3 +179,26 @@ def test_a_question_over_two_models_fuses_both_and_never_reads_another_users_col
         request=RetrievalRequest(question=question, collection_ids=[english.pk, japanese.pk, bobs.pk], k=10),
     )
     assert {c.chunk.collection_id for c in his.primary_chunks} == {bobs.pk}
+
+
+def test_a_collection_on_the_bundled_768_dimension_model_answers_beside_a_minilm_one(alice):
+    minilm = collection_create(name="minilm", owner=alice)
+    mpnet = collection_create(name="mpnet", owner=alice, embedding_model=MPNET)
+    ingest(minilm, DOCX)
+    document = ingest(mpnet, GRAVITY_HILL)
+    assert {len(v) for v in Chunk.objects.filter(document=document).values_list("embedding", flat=True)} == {
+        768
+    }
+    context = retrieve(
+        user=alice,
+        request=RetrievalRequest(
+            question="Why do cars roll uphill on a gravity hill?", collection_ids=[mpnet.pk]
+        ),
+    )
+    assert models_of(context) == {MPNET}
+    assert "gravity hill" in context.primary_chunks[0].chunk.content.lower()
+    question = "How does hybrid search help retrieval, and why do cars roll uphill on a gravity hill?"
+    both = retrieve(
+        user=alice, request=RetrievalRequest(question=question, collection_ids=[minilm.pk, mpnet.pk], k=10)
+    )
+    assert models_of(both) == {MINILM, MPNET}

@@ -9,6 +9,8 @@ on PostgreSQL with pgvector.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -21,10 +23,12 @@ from knowledge.models import Chunk, Collection, Document, EmbeddingEndpoint
 from knowledge.retrieval import dense
 from knowledge.retrieval.scope import Scope
 from knowledge.retrieval.service import RetrievalRequest, retrieve
-from knowledge.services.collections import collection_create
+from knowledge.services.collections import collection_create, collection_update
 from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.services.model_endpoints import embedding_endpoint_delete, embedding_endpoint_save
 from tests.model_server import Reply
+from tests.releases.helpers import held_promoted
+from tests.retrieval.test_embedding_models import Asker
 
 pytest_plugins = ["tests.model_server"]
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -182,6 +186,31 @@ def test_a_rate_limited_endpoint_is_retried_and_the_document_is_ready(alice, mpn
     assert len(statuses) >= 4  # the registration, two refused, then the accepted ones
 
 
+def test_an_endpoint_stopped_mid_ingest_fails_the_document_and_keeps_nothing_half_written(
+    alice, mpnet_server
+):
+    register(mpnet_server, batch_size=1, max_retries=1)
+    collection = collection_create(name="mpnet", owner=alice, embedding_model=ENDPOINT)
+    mpnet_server.default = Reply(delay=0.2)  # each passage takes a while: the stop lands mid-document
+    # The registration's request, then two of the document's passages (it has more, or it would be ready).
+    stopper = threading.Thread(target=_stop_after, args=(mpnet_server, 3), daemon=True)
+    stopper.start()
+    document = upload(collection, GRAVITY_HILL)
+    stopper.join(timeout=60)
+    assert len(mpnet_server.requests) == 3
+    assert document.status == Document.Status.FAILED
+    assert "unreachable" in document.error, document.error
+    assert not Chunk.objects.filter(document=document).exists()
+
+
+def _stop_after(server, requests: int, timeout: float = 60.0) -> None:
+    """Stop ``server`` once it has received ``requests`` requests (the registration's among them)."""
+    deadline = time.monotonic() + timeout
+    while len(server.requests) < requests and time.monotonic() < deadline:
+        time.sleep(0.01)
+    server.stop()
+
+
 def test_a_slow_endpoint_times_out_and_the_document_fails(alice, mpnet_server):
     register(mpnet_server, timeout_seconds=1, max_retries=0)
     collection = collection_create(name="mpnet", owner=alice, embedding_model=ENDPOINT)
@@ -229,3 +258,29 @@ def test_the_key_never_reaches_the_logs(alice, mpnet_server, caplog):
     assert SECRET not in caplog.text
     assert SECRET not in document.error
     assert SECRET not in repr(embedding_model_info(ENDPOINT))
+
+
+def test_a_collection_moves_onto_the_endpoint_model_while_questions_keep_being_answered(alice, mpnet_server):
+    register(mpnet_server)
+    collection = collection_create(name="switching", owner=alice)
+    for path in (DOCX, GRAVITY_HILL):
+        assert upload(collection, path).status == Document.Status.READY
+    asker = Asker(alice, collection.pk, UPHILL)
+    asker.start()
+    try:
+        asker.wait_for(2)
+        # Tasks run inline in the tests: this returns once both documents are re-embedded by the
+        # endpoint and the gate has held the release (no questions to measure); then it is promoted.
+        collection_update(collection=collection, embedding_model=ENDPOINT)
+        asker.wait_for(len(asker.answers) + 2)
+        held_promoted(collection)
+        asker.wait_for(len(asker.answers) + 2)
+    finally:
+        asker.stop.set()
+        asker.join()
+    assert asker.errors == []
+    assert all(count > 0 for *_, count in asker.answers), "a question found nothing"
+    steady = [(before, models) for before, after, models, _ in asker.answers if before == after]
+    # Every answer comes wholly from the vectors of the model the collection had while it was asked.
+    assert all(models == {before[0]} for before, models in steady)
+    assert asker.answers[0][2] == {MINILM} and asker.answers[-1][2] == {ENDPOINT}

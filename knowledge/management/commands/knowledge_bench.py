@@ -6,6 +6,8 @@ knowledge_bench retrieve [--chunks N] [--scope-share P ...] [--queries N] [--war
 knowledge_bench load [--clients C] [--seconds S] [--url URL] [--sse N] [--reference-url URL --rounds N]
 knowledge_bench ocr [--files PDF...] [--dpi N ...] [--pages-per-file N]
 knowledge_bench rollback [--chunks N] [--rounds N]
+knowledge_bench vectors [--chunks N] [--writes N] [--queries N]
+knowledge_bench models --set NAME:QUESTIONS.jsonl:FILES.txt ... [--models MODEL ...] [--docs FILE]
 """
 
 from __future__ import annotations
@@ -75,10 +77,68 @@ class Command(BaseCommand):
             "--chunks", type=int, default=10_000, help="Chunks per release (default 10000)."
         )
         rollback.add_argument("--rounds", type=int, default=10)
+        vectors = benchmarks.add_parser(
+            "vectors", help="Vector storage layouts: one shared table vs a table per model."
+        )
+        vectors.add_argument("--chunks", type=int, default=100_000)
+        vectors.add_argument("--writes", type=int, default=2_000)
+        vectors.add_argument("--queries", type=int, default=200)
+        models = benchmarks.add_parser(
+            "models", help="Every embedding model: quality beside the naive pipeline, speed, memory."
+        )
+        models.add_argument(
+            "--set",
+            action="append",
+            required=True,
+            metavar="NAME:QUESTIONS:FILES",
+            help="A question set (JSON Lines) and a file listing its documents, one path a line.",
+        )
+        models.add_argument(
+            "--models", nargs="+", metavar="MODEL", help="Default: every one a collection may choose."
+        )
+        models.add_argument("--docs", metavar="FILE", help="Write the table between its markers in FILE.")
+        models.add_argument(
+            "--one", action="store_true", help="Measure the one model here (the child process)."
+        )
 
     def handle(self, *args, **options):
         handler = getattr(self, f"_{options['benchmark']}")
         handler(options)
+
+    def _vectors(self, options):
+        from knowledge.benchmarks import vectors
+
+        if min(options["chunks"], options["writes"], options["queries"]) < 1:
+            raise CommandError("--chunks, --writes and --queries must be at least 1")
+        vectors.run(
+            self.stdout, chunks=options["chunks"], writes=options["writes"], queries=options["queries"]
+        )
+
+    def _models(self, options):
+        from knowledge.benchmarks import models
+        from knowledge.clients.embedding_registry import embedding_model_info
+
+        try:
+            sets = [models.QuestionSet.parse(text) for text in options["set"]]
+        except ValueError:
+            raise CommandError("--set is NAME:QUESTIONS.jsonl:FILES.txt") from None
+        missing = [str(p) for s in sets for p in (s.questions, s.files) if not p.is_file()]
+        if missing:
+            raise CommandError(f"not a file: {', '.join(missing)}")
+        for name in options["models"] or []:
+            try:
+                embedding_model_info(name)
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+        if options["one"]:
+            if len(options["models"] or []) != 1:
+                raise CommandError("--one measures exactly one model (--models NAME)")
+            models.measure_one(self.stdout, model=options["models"][0], sets=sets)
+            return
+        docs = Path(options["docs"]) if options["docs"] else None
+        if docs is not None and (not docs.is_file() or models.TABLE_END not in docs.read_text("utf-8")):
+            raise CommandError(f"--docs: {docs} has no models table (the line {models.TABLE_END!r})")
+        models.run(self.stdout, sets=sets, models=options["models"], docs=docs)
 
     def _rollback(self, options):
         from knowledge.benchmarks.releases import rollback_benchmark
