@@ -35,12 +35,14 @@ import base64
 import json
 import re
 import threading
-from collections import deque
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import pytest
+from django.db import connection
+
+from tests.loopback import LoopbackServer
 
 MODELS = {
     "mpnet": ("sentence-transformers/all-mpnet-base-v2", 768),
@@ -97,51 +99,15 @@ def load_model(kind: str):
         return _models[kind]
 
 
-class ModelServer:
+class ModelServer(LoopbackServer):
     def __init__(self, kind: str, *, api_key: str | None = None) -> None:
+        super().__init__(Reply())
         self.kind = kind
         self.model = load_model(kind)  # ValueError for an unknown kind
         self.model_name, self.dimensions = MODELS[kind]
         self.api_key = api_key
-        self.requests: list[Request] = []
-        self.replies: deque[Reply] = deque()
-        self.default = Reply()
-        self._stopping = threading.Event()
-        self._lock = threading.Lock()
 
-    # -- control ---------------------------------------------------------------
-
-    def start(self) -> ModelServer:
-        server = self
-
-        class Handler(_Handler):
-            owner = server
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Close the port: connections after this are refused."""
-        if self._stopping.is_set():
-            return
-        self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    url = base_url  # the name tests/synthesis/openai_server.py uses
-
-    def script(self, *replies: Reply) -> None:
-        """Answer the next requests with these replies, in order; then with ``default``."""
-        with self._lock:
-            self.replies.extend(replies)
+    # -- control (the rest is LoopbackServer's) ----------------------------------
 
     def record(self, request: Request) -> None:
         with self._lock:
@@ -150,10 +116,6 @@ class ModelServer:
     def reply_for(self, request: Request) -> Reply:
         with self._lock:
             return self.replies.popleft() if self.replies else self.default
-
-    def pause(self, seconds: float) -> bool:
-        """Sleep unless the server stops; False when stopping."""
-        return not self._stopping.wait(seconds)
 
     # -- the model ---------------------------------------------------------------
 
@@ -236,6 +198,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+
+ModelServer.handler = _Handler
 
 
 def _error(message: str, kind: str, code: str | int | None = None) -> dict:
@@ -338,3 +303,15 @@ def minilm_server(minilm_model):
     server = ModelServer("minilm").start()
     yield server
     server.stop()
+
+
+@pytest.fixture
+def endpoint_indexes_dropped():
+    """The HNSW indexes made for registered embedding endpoints, dropped after the test: a flush
+    between tests deletes the endpoints' rows, not the indexes (a later test reusing the id would
+    find the old one, of another dimension, in place)."""
+    yield
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'chunk_embedding_hnsw_ep%%'")
+        for (name,) in cursor.fetchall():
+            cursor.execute(f'DROP INDEX IF EXISTS "{name}"')

@@ -101,16 +101,18 @@ class RerankEndpointForm(_WriteOnlyKeyForm):
         rerank_endpoint_checked(candidate)
 
 
+class _EndpointAdmin(admin.ModelAdmin):
+    @admin.display(description="Key")
+    def key_stored(self, obj) -> str:
+        return "stored" if obj.api_key else "none"
+
+
 @admin.register(EmbeddingEndpoint)
-class EmbeddingEndpointAdmin(admin.ModelAdmin):
+class EmbeddingEndpointAdmin(_EndpointAdmin):
     form = EmbeddingEndpointForm
     list_display = ["name", "model", "base_url", "dimensions", "collections_using", "updated_at"]
     readonly_fields = ["dimensions", "key_stored", "collections_using", "created_at", "updated_at"]
     audit_name = "embedding_endpoint"  # the key is recorded as "(changed)", never its value
-
-    @admin.display(description="Key")
-    def key_stored(self, obj) -> str:
-        return "stored" if obj.api_key else "none"
 
     @admin.display(description="Collections")
     def collections_using(self, obj) -> int:
@@ -135,15 +137,11 @@ class EmbeddingEndpointAdmin(admin.ModelAdmin):
 
 
 @admin.register(RerankEndpoint)
-class RerankEndpointAdmin(admin.ModelAdmin):
+class RerankEndpointAdmin(_EndpointAdmin):
     form = RerankEndpointForm
     list_display = ["name", "model", "base_url", "profiles_using", "updated_at"]
     readonly_fields = ["key_stored", "profiles_using", "created_at", "updated_at"]
     audit_name = "rerank_endpoint"  # the key is recorded as "(changed)", never its value
-
-    @admin.display(description="Key")
-    def key_stored(self, obj) -> str:
-        return "stored" if obj.api_key else "none"
 
     @admin.display(description="Profiles")
     def profiles_using(self, obj) -> int:

@@ -83,7 +83,16 @@ class EndpointWriteSerializer(StrictSerializer):
 
 def _staff(request) -> None:
     if not request.user.is_staff:
-        raise ForbiddenError("only staff register or change embedding endpoints")
+        raise ForbiddenError("only staff register or change model endpoints")
+
+
+def _staff_row(request, model, pk: int, what: str):
+    """The registered endpoint ``pk`` of ``model``, for staff only (403 for others, 404 if none)."""
+    _staff(request)
+    row = model.objects.filter(pk=pk).first()
+    if row is None:
+        raise NotFoundError(f"no such {what}")
+    return row
 
 
 class EmbeddingModelListView(ApiView):
@@ -148,11 +157,7 @@ class EndpointDetailView(ApiView):
     throttle_methods = frozenset({"PATCH", "DELETE"})
 
     def _endpoint(self, request, endpoint_id: int) -> EmbeddingEndpoint:
-        _staff(request)
-        endpoint = EmbeddingEndpoint.objects.filter(pk=endpoint_id).first()
-        if endpoint is None:
-            raise NotFoundError("no such embedding endpoint")
-        return endpoint
+        return _staff_row(request, EmbeddingEndpoint, endpoint_id, "embedding endpoint")
 
     @extend_schema(
         summary="An embedding endpoint (staff)", responses={200: EndpointSerializer, **errors(403, 404)}
@@ -241,11 +246,7 @@ class RerankerDetailView(ApiView):
     throttle_methods = frozenset({"PATCH", "DELETE"})
 
     def _endpoint(self, request, reranker_id: int) -> RerankEndpoint:
-        _staff(request)
-        endpoint = RerankEndpoint.objects.filter(pk=reranker_id).first()
-        if endpoint is None:
-            raise NotFoundError("no such rerank endpoint")
-        return endpoint
+        return _staff_row(request, RerankEndpoint, reranker_id, "rerank endpoint")
 
     @extend_schema(
         summary="Change a rerank endpoint (staff)",

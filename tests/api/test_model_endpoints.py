@@ -6,26 +6,15 @@ key is never in an answer, and bad input is a 4xx with the reason."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
 
 from knowledge.models import EmbeddingEndpoint, RerankEndpoint
 
 pytest_plugins = ["tests.model_server"]
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("endpoint_indexes_dropped")]
 
 SECRET = "sk-api-typed-90d2e1"
 NAME = "vllm/all-mpnet-base-v2"
 URL = "/api/v1/embedding-models/endpoints/"
-
-
-@pytest.fixture(autouse=True)
-def endpoint_indexes_dropped():
-    """A flush between tests deletes the endpoints' rows, not the indexes made for them."""
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'chunk_embedding_hnsw_ep%%'")
-        for (name,) in cursor.fetchall():
-            cursor.execute(f'DROP INDEX IF EXISTS "{name}"')
 
 
 @pytest.fixture

@@ -9,27 +9,20 @@ OpenAI's /embeddings (tests/model_server.py).
 from __future__ import annotations
 
 import pytest
-from django.db import connection
 
 from accounts.models import AuditEvent
 from knowledge.models import Collection, EmbeddingEndpoint, Release
 from tests.admin.test_content import _collection_change_form
 
 pytest_plugins = ["tests.model_server"]
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow,
+    pytest.mark.usefixtures("endpoint_indexes_dropped"),
+]
 
 SECRET = "sk-admin-typed-4b1e0d"
 NAME = "tei/all-mpnet-base-v2"
-
-
-@pytest.fixture(autouse=True)
-def endpoint_indexes_dropped():
-    """A flush between tests deletes the endpoints' rows, not the indexes made for them."""
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'chunk_embedding_hnsw_ep%%'")
-        for (name,) in cursor.fetchall():
-            cursor.execute(f'DROP INDEX IF EXISTS "{name}"')
 
 
 def endpoint_form(server, **changes) -> dict:

@@ -81,29 +81,42 @@ class Asker(threading.Thread):
             time.sleep(0.05)
 
 
+def answers_while_switching(user, collection, model: str, question: str) -> Asker:
+    """Ask ``question`` again and again while ``collection`` moves onto ``model``: the re-embedding
+    runs inline (tasks run inline in the tests) and the gate holds the release (it has no questions
+    to measure it on); the operator promotes it. The asker holds every answer and its model."""
+    asker = Asker(user, collection.pk, question)
+    asker.start()
+    try:
+        asker.wait_for(2)
+        collection_update(collection=collection, embedding_model=model)
+        asker.wait_for(len(asker.answers) + 2)
+        held_promoted(collection)
+        asker.wait_for(len(asker.answers) + 2)
+    finally:
+        asker.stop.set()
+        asker.join()
+    return asker
+
+
+def steady_answers(asker: Asker) -> list[tuple[tuple, set]]:
+    """The answers asked while the collection's models did not change, each with the model state;
+    every one comes wholly from the vectors of the model the collection had while it was asked."""
+    assert asker.errors == []
+    assert all(count > 0 for *_, count in asker.answers), "a question found nothing"
+    steady = [(before, models) for before, after, models, _ in asker.answers if before == after]
+    assert all(models == {before[0]} for before, models in steady)
+    return steady
+
+
 def test_a_collection_switches_model_while_questions_keep_being_answered(alice):
     collection = collection_create(name="switching", owner=alice)
     for path in (DOCX, GRAVITY_HILL):
         ingest(collection, path)
-    asker = Asker(alice, collection.pk, "Why do cars appear to roll uphill on a gravity hill?")
-    asker.start()
-    try:
-        asker.wait_for(2)
-        # Tasks run inline in the tests: this returns once both documents are re-embedded and the
-        # gate has held the release (it has no questions to measure it on); the operator promotes it.
-        collection_update(collection=collection, embedding_model=E5_SMALL)
-        asker.wait_for(len(asker.answers) + 2)
-        held_promoted(collection)
-        done = len(asker.answers)
-        asker.wait_for(done + 2)
-    finally:
-        asker.stop.set()
-        asker.join()
-    assert asker.errors == []
-    assert all(count > 0 for *_, count in asker.answers), "a question found nothing"
-    steady = [(before, models) for before, after, models, _ in asker.answers if before == after]
-    # Every answer comes from the vectors of the model the collection had while it was asked.
-    assert all(models == {before[0]} for before, models in steady)
+    asker = answers_while_switching(
+        alice, collection, E5_SMALL, "Why do cars appear to roll uphill on a gravity hill?"
+    )
+    steady = steady_answers(asker)
     during = [models for before, models in steady if before == (MINILM, E5_SMALL)]
     assert during, "no question was answered while the documents were being re-embedded"
     assert all(models == {MINILM} for models in during)

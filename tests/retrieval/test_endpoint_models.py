@@ -23,15 +23,14 @@ from knowledge.models import Chunk, Collection, Document, EmbeddingEndpoint
 from knowledge.retrieval import dense
 from knowledge.retrieval.scope import Scope
 from knowledge.retrieval.service import RetrievalRequest, retrieve
-from knowledge.services.collections import collection_create, collection_update
+from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.services.model_endpoints import embedding_endpoint_delete, embedding_endpoint_save
 from tests.model_server import Reply
-from tests.releases.helpers import held_promoted
-from tests.retrieval.test_embedding_models import Asker
+from tests.retrieval.test_embedding_models import answers_while_switching, steady_answers
 
 pytest_plugins = ["tests.model_server"]
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("endpoint_indexes_dropped")]
 
 CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 GRAVITY_HILL = CORPUS / "text" / "gravity_hill.md"
@@ -39,16 +38,6 @@ DOCX = CORPUS / "office" / "dummy.docx"
 SECRET = "sk-endpoint-secret-7f3a9c"
 ENDPOINT = "local/all-mpnet-base-v2"
 UPHILL = "Why do cars appear to roll uphill on a gravity hill?"
-
-
-@pytest.fixture(autouse=True)
-def endpoint_indexes_dropped():
-    """A flush between tests deletes the endpoints' rows, not the indexes made for them."""
-    yield
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT indexname FROM pg_indexes WHERE indexname LIKE 'chunk_embedding_hnsw_ep%%'")
-        for (name,) in cursor.fetchall():
-            cursor.execute(f'DROP INDEX IF EXISTS "{name}"')
 
 
 def register(server, **fields) -> EmbeddingEndpoint:
@@ -265,22 +254,6 @@ def test_a_collection_moves_onto_the_endpoint_model_while_questions_keep_being_a
     collection = collection_create(name="switching", owner=alice)
     for path in (DOCX, GRAVITY_HILL):
         assert upload(collection, path).status == Document.Status.READY
-    asker = Asker(alice, collection.pk, UPHILL)
-    asker.start()
-    try:
-        asker.wait_for(2)
-        # Tasks run inline in the tests: this returns once both documents are re-embedded by the
-        # endpoint and the gate has held the release (no questions to measure); then it is promoted.
-        collection_update(collection=collection, embedding_model=ENDPOINT)
-        asker.wait_for(len(asker.answers) + 2)
-        held_promoted(collection)
-        asker.wait_for(len(asker.answers) + 2)
-    finally:
-        asker.stop.set()
-        asker.join()
-    assert asker.errors == []
-    assert all(count > 0 for *_, count in asker.answers), "a question found nothing"
-    steady = [(before, models) for before, after, models, _ in asker.answers if before == after]
-    # Every answer comes wholly from the vectors of the model the collection had while it was asked.
-    assert all(models == {before[0]} for before, models in steady)
+    asker = answers_while_switching(alice, collection, ENDPOINT, UPHILL)
+    steady_answers(asker)
     assert asker.answers[0][2] == {MINILM} and asker.answers[-1][2] == {ENDPOINT}

@@ -1,17 +1,15 @@
 """A profile's rerank endpoint: a real HTTP server on 127.0.0.1 answering ``POST /v1/rerank`` in
 the Cohere/Jina/TEI shape (tests/model_server.py; a bi-encoder's cosine stands in for a
 cross-encoder there, none being installable offline), registered through the API, chosen by a
-profile, its scores recorded with every result; its failure keeps the retrieval order."""
+reranking_profile, its scores recorded with every result; its failure keeps the retrieval order."""
 
 from __future__ import annotations
 
 import pytest
 
 from config.base.errors import KnowledgeError
-from knowledge.models import Profile, ProfileCollection, RerankEndpoint
+from knowledge.models import Profile, RerankEndpoint
 from knowledge.retrieval.service import RetrievalRequest, retrieve
-from knowledge.services.collections import collection_create
-from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.services.model_endpoints import rerank_endpoint_save
 from tests.model_server import Reply
 
@@ -23,18 +21,6 @@ SECRET = "sk-rerank-5c7a2f"
 
 
 @pytest.fixture
-def profile(alice, corpus):
-    api = collection_create(name="api", owner=alice)
-    path = corpus / "openapi" / "petstore-expanded-3.0.json"
-    document_upload(collection=api, upload=DocumentUpload(filename=path.name, data=path.read_bytes()))
-    profile = Profile.objects.create(
-        owner=alice, name="p", tag="p", knowledge_overrides={"maxDocs": 3, "minRelevanceScore": 0.0}
-    )
-    ProfileCollection.objects.create(profile=profile, collection=api, reranking=True)
-    return profile
-
-
-@pytest.fixture
 def reranker(minilm_server):
     endpoint = RerankEndpoint(
         name="tei/reranker", base_url=minilm_server.base_url, model="reranker", api_key=SECRET
@@ -42,21 +28,24 @@ def reranker(minilm_server):
     return rerank_endpoint_save(endpoint)
 
 
-def test_the_profiles_reranker_orders_the_candidates_by_its_scores(alice, profile, reranker, minilm_server):
-    Profile.objects.filter(pk=profile.pk).update(reranker=reranker)
-    profile.refresh_from_db()
+def test_the_profiles_reranker_orders_the_candidates_by_its_scores(
+    alice, reranking_profile, reranker, minilm_server
+):
+    Profile.objects.filter(pk=reranking_profile.pk).update(reranker=reranker)
+    reranking_profile.refresh_from_db()
     baseline = retrieve(
-        user=alice, request=RetrievalRequest(question=QUESTION, profile=profile, rerank_enabled=False)
+        user=alice,
+        request=RetrievalRequest(question=QUESTION, profile=reranking_profile, rerank_enabled=False),
     )
-    context = retrieve(user=alice, request=RetrievalRequest(question=QUESTION, profile=profile))
+    context = retrieve(user=alice, request=RetrievalRequest(question=QUESTION, profile=reranking_profile))
     assert context.stats["rerank"] == "reranked by tei/reranker"
     request = minilm_server.requests[-1]
     assert request.path.endswith("/rerank") and request.body["query"] == QUESTION
     assert request.authorization == f"Bearer {SECRET}"
-    assert len(request.body["documents"]) == 9  # maxDocs 3 x 3 candidates go to the reranker
+    assert len(request.body["documents"]) == 6  # maxDocs 2 x 3 candidates go to the reranker
     # The served model's own scores, best first, recorded on each result.
     served = minilm_server.encode([QUESTION] + request.body["documents"])
-    expected = sorted((served[1:] @ served[0]).tolist(), reverse=True)[:3]
+    expected = sorted((served[1:] @ served[0]).tolist(), reverse=True)[:2]
     shown = [r.scores["rerank"] for r in context.primary_chunks]
     assert shown == pytest.approx(expected, abs=1e-4)
     assert all(r.scores["reranker"] == "tei/reranker" for r in context.primary_chunks)
@@ -67,24 +56,25 @@ def test_the_profiles_reranker_orders_the_candidates_by_its_scores(alice, profil
     ("reply", "reason"),
     [
         (Reply(status=500), "answered HTTP 500"),
-        (Reply(count=2), "scored 2 of 9 passages"),
+        (Reply(count=2), "scored 2 of 6 passages"),
         (Reply(body=b"not json"), "not rerank results"),
         (Reply(delay=3), "did not answer within 1 s"),
     ],
     ids=["error", "too-few", "malformed", "slow"],
 )
 def test_a_failing_reranker_keeps_the_retrieval_order_and_says_why(
-    alice, profile, reranker, minilm_server, reply, reason
+    alice, reranking_profile, reranker, minilm_server, reply, reason
 ):
     RerankEndpoint.objects.filter(pk=reranker.pk).update(timeout_seconds=1)
-    Profile.objects.filter(pk=profile.pk).update(reranker=reranker)
-    profile.refresh_from_db()
+    Profile.objects.filter(pk=reranking_profile.pk).update(reranker=reranker)
+    reranking_profile.refresh_from_db()
     minilm_server.script(reply)
-    context = retrieve(user=alice, request=RetrievalRequest(question=QUESTION, profile=profile))
+    context = retrieve(user=alice, request=RetrievalRequest(question=QUESTION, profile=reranking_profile))
     assert context.stats["rerank"].startswith("failed: ") and reason in context.stats["rerank"]
     assert SECRET not in context.stats["rerank"]
     unreranked = retrieve(
-        user=alice, request=RetrievalRequest(question=QUESTION, profile=profile, rerank_enabled=False)
+        user=alice,
+        request=RetrievalRequest(question=QUESTION, profile=reranking_profile, rerank_enabled=False),
     )
     assert [r.chunk.pk for r in context.primary_chunks] == [r.chunk.pk for r in unreranked.primary_chunks]
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+
+from tests.loopback import LoopbackServer
 
 
 @dataclass
@@ -54,43 +54,11 @@ class Request:
         return bool(self.body.get("stream"))
 
 
-class OpenAIServer:
+class OpenAIServer(LoopbackServer):
     def __init__(self) -> None:
-        self.requests: list[Request] = []
-        self.replies: deque[Reply] = deque()
-        self.default = Reply()
+        super().__init__(Reply())
         self.responder: Callable[[Request], Reply] | None = None
         self.on_request: Callable[[Request], None] | None = None
-        self._stopping = threading.Event()
-        self._lock = threading.Lock()
-
-    # -- control ---------------------------------------------------------------
-
-    def start(self) -> OpenAIServer:
-        server = self
-
-        class Handler(_Handler):
-            owner = server
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    @property
-    def url(self) -> str:
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
-
-    def script(self, *replies: Reply) -> None:
-        """Answer the next requests with these replies, in order; then with ``default``."""
-        self.replies.extend(replies)
 
     def reply_for(self, request: Request) -> Reply:
         with self._lock:
@@ -98,10 +66,6 @@ class OpenAIServer:
             if self.responder is not None:
                 return self.responder(request)
             return self.replies.popleft() if self.replies else self.default
-
-    def pause(self, seconds: float) -> bool:
-        """Sleep unless the server stops; False when stopping."""
-        return not self._stopping.wait(seconds)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -168,6 +132,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
+
+
+OpenAIServer.handler = _Handler
 
 
 def pieces(text: str) -> list[str]:
