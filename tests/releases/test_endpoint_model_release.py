@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 
 from accounts.models import AuditEvent
-from knowledge.models import Collection, EmbeddingEndpoint, Release
+from knowledge.models import Collection, EmbeddingEndpoint, Release, RerankEndpoint
 from tests.admin.test_content import _collection_change_form
+from tests.model_server import Reply
 
 pytest_plugins = ["tests.model_server"]
 pytestmark = [
@@ -101,3 +102,26 @@ def test_an_endpoint_that_does_not_answer_is_refused_in_the_admin_with_the_reaso
     assert SECRET not in response.content.decode()
     assert not EmbeddingEndpoint.objects.exists()
     assert not Collection.objects.filter(embedding_model=NAME).exists()
+
+
+def test_the_operator_registers_a_rerank_endpoint_in_the_admin_and_its_key_stays_hidden(
+    admin_client, minilm_server
+):
+    form = {"name": "tei/reranker", "base_url": minilm_server.base_url, "model": "", "api_key": SECRET}
+    form["timeout_seconds"] = "5"
+    response = admin_client.post("/admin/knowledge/rerankendpoint/add/", form)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    endpoint = RerankEndpoint.objects.get()
+    assert endpoint.api_key == SECRET
+    assert minilm_server.requests[-1].path.endswith("/rerank")  # checked with one question
+    pages = [
+        admin_client.get("/admin/knowledge/rerankendpoint/").content.decode(),
+        admin_client.get(f"/admin/knowledge/rerankendpoint/{endpoint.pk}/change/").content.decode(),
+    ]
+    assert all("tei/reranker" in page and SECRET not in page for page in pages)
+    events = AuditEvent.objects.filter(action__startswith="rerank_endpoint.")
+    assert events.exists() and all(SECRET not in str(event.changes) for event in events)
+    minilm_server.script(Reply(status=500, error_message="model not loaded"))
+    response = admin_client.post("/admin/knowledge/rerankendpoint/add/", {**form, "name": "broken"})
+    assert response.status_code == 200 and "answered HTTP 500: model not loaded" in response.content.decode()
+    assert not RerankEndpoint.objects.filter(name="broken").exists()
