@@ -77,29 +77,7 @@ class Command(BaseCommand):
             "--chunks", type=int, default=10_000, help="Chunks per release (default 10000)."
         )
         rollback.add_argument("--rounds", type=int, default=10)
-        vectors = benchmarks.add_parser(
-            "vectors", help="Vector storage layouts: one shared table vs a table per model."
-        )
-        vectors.add_argument("--chunks", type=int, default=100_000)
-        vectors.add_argument("--writes", type=int, default=2_000)
-        vectors.add_argument("--queries", type=int, default=200)
-        models = benchmarks.add_parser(
-            "models", help="Every embedding model: quality beside the naive pipeline, speed, memory."
-        )
-        models.add_argument(
-            "--set",
-            action="append",
-            required=True,
-            metavar="NAME:QUESTIONS:FILES",
-            help="A question set (JSON Lines) and a file listing its documents, one path a line.",
-        )
-        models.add_argument(
-            "--models", nargs="+", metavar="MODEL", help="Default: every one a collection may choose."
-        )
-        models.add_argument("--docs", metavar="FILE", help="Write the table between its markers in FILE.")
-        models.add_argument(
-            "--one", action="store_true", help="Measure the one model here (the child process)."
-        )
+        _add_model_arguments(benchmarks)
 
     def handle(self, *args, **options):
         handler = getattr(self, f"_{options['benchmark']}")
@@ -307,3 +285,28 @@ def _add_load_arguments(load) -> None:
         metavar="FILE",
         help="With --reference-url: add the run's row to the paired table of this page (docs/benchmarks.md).",
     )
+
+
+def _add_model_arguments(benchmarks) -> None:
+    """The storage layouts' and the embedding models' benchmarks."""
+    vectors = benchmarks.add_parser(
+        "vectors", help="Vector storage layouts: one shared table vs a table per model."
+    )
+    vectors.add_argument("--chunks", type=int, default=100_000)
+    vectors.add_argument("--writes", type=int, default=2_000)
+    vectors.add_argument("--queries", type=int, default=200)
+    models = benchmarks.add_parser(
+        "models", help="Every embedding model: quality beside the naive pipeline, speed, memory."
+    )
+    models.add_argument(
+        "--set",
+        action="append",
+        required=True,
+        metavar="NAME:QUESTIONS:FILES",
+        help="A question set (JSON Lines) and a file listing its documents, one path a line.",
+    )
+    models.add_argument(
+        "--models", nargs="+", metavar="MODEL", help="Default: every one a collection may choose."
+    )
+    models.add_argument("--docs", metavar="FILE", help="Write the table between its markers in FILE.")
+    models.add_argument("--one", action="store_true", help="Measure the one model here (the child process).")
