@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from knowledge.benchmarks import retrieve
 from knowledge.benchmarks.lexical import _chunk_rounds
@@ -84,3 +85,16 @@ def test_without_the_documentation_corpus_the_benchmarks_stop_with_a_reason(sett
     settings.BASE_DIR = tmp_path / "checkout"
     with pytest.raises(CommandError, match="no Django documentation text under"):
         next(_chunk_rounds(10))
+
+
+def test_the_reference_search_walks_the_default_models_graph():
+    """Plain pgvector's search, as the product's index allows it: filtered by the model only, ordered
+    by the column cast to the model's dimension (a bare ``embedding <=> q`` would scan the table)."""
+    vector = np.ones(384, dtype=np.float32) / np.sqrt(384)
+    typed, params = retrieve._model_order_params(vector)
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")
+        cursor.execute("EXPLAIN " + retrieve._REFERENCE_SQL.format(typed=typed), [*params, 50])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("RESET enable_seqscan")
+    assert "chunk_embedding_hnsw_minilm" in plan, plan
