@@ -20,7 +20,7 @@ from accounts.audit import command_audited
 from accounts.selectors import user_find
 from config.base.errors import KnowledgeError
 from knowledge.models import Chunk, Collection, Document
-from knowledge.services.collections import chunk_profile_get, collection_create
+from knowledge.services.collections import chunk_profile_get, collection_create, embedding_model_checked
 from knowledge.services.documents import DocumentUpload, document_upload
 
 
@@ -64,8 +64,10 @@ class Command(BaseCommand):
         name = options["collection"]
         existing = Collection.objects.filter(name=name, owner=owner).first()
         profile = chunk_profile_get(name=options["profile"]) if options["profile"] else None
+        model = options.get("embedding_model")
+        if model:
+            embedding_model_checked(model)  # a bundled model or a registered endpoint's name
         if existing:
-            model = options.get("embedding_model")
             if model and model != existing.embedding_model:
                 raise KnowledgeError(
                     f"collection {name!r} uses embedding model {existing.embedding_model!r}; "
