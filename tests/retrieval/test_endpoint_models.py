@@ -201,7 +201,9 @@ def _stop_after(server, requests: int, timeout: float = 60.0) -> None:
 
 
 def test_a_slow_endpoint_times_out_and_the_document_fails(alice, mpnet_server):
-    register(mpnet_server, timeout_seconds=1, max_retries=0)
+    endpoint = register(mpnet_server, max_retries=0)
+    # Registered with room to answer; only the document's requests are meant to run out of time.
+    EmbeddingEndpoint.objects.filter(pk=endpoint.pk).update(timeout_seconds=1)
     collection = collection_create(name="mpnet", owner=alice, embedding_model=ENDPOINT)
     mpnet_server.script(Reply(delay=5))
     document = upload(collection, GRAVITY_HILL)
