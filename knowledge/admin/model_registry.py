@@ -49,6 +49,7 @@ class _WriteOnlyKeyForm(forms.ModelForm):
         # The instance takes the cleaned values only after clean() (ModelForm._post_clean): the
         # endpoint is checked on a copy holding them.
         candidate = model(pk=self.instance.pk)
+        candidate._state.adding = self.instance._state.adding  # an edit is not checked as a new row
         for field in self.Meta.fields:
             if field != "clear_api_key" and field in cleaned:
                 setattr(candidate, field, cleaned[field])

@@ -59,7 +59,7 @@ def test_the_operator_registers_an_endpoint_switches_a_collection_and_reads_both
     response = admin_client.post(
         f"/admin/knowledge/embeddingendpoint/{endpoint.pk}/change/", endpoint_form(mpnet_server, api_key="")
     )
-    assert response.status_code == 302
+    assert response.status_code == 302, response.content.decode()[-3000:]
     assert EmbeddingEndpoint.objects.get(pk=endpoint.pk).api_key == SECRET
 
     serving = Release.objects.get(collection=handbook, state=Release.State.SERVING)
