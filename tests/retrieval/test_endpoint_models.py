@@ -19,13 +19,17 @@ from django.db import connection
 
 from config.base.errors import KnowledgeError
 from knowledge.clients.embedding_registry import MINILM, embedding_model_info
-from knowledge.models import Chunk, Collection, Document, EmbeddingEndpoint
+from knowledge.models import Chunk, ChunkProfile, Collection, Document, EmbeddingEndpoint
 from knowledge.retrieval import dense
 from knowledge.retrieval.scope import Scope
 from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
-from knowledge.services.model_endpoints import embedding_endpoint_delete, embedding_endpoint_save
+from knowledge.services.model_endpoints import (
+    embedding_endpoint_delete,
+    embedding_endpoint_save,
+    endpoint_index_ensure,
+)
 from tests.model_server import Reply
 from tests.retrieval.test_embedding_models import answers_while_switching, steady_answers
 
@@ -259,3 +263,55 @@ def test_a_collection_moves_onto_the_endpoint_model_while_questions_keep_being_a
     asker = answers_while_switching(alice, collection, ENDPOINT, UPHILL)
     steady_answers(asker)
     assert asker.answers[0][2] == {MINILM} and asker.answers[-1][2] == {ENDPOINT}
+
+
+def test_a_model_above_2000_dimensions_gets_a_half_precision_graph_its_search_walks(alice):
+    """No real model of 3,072 dimensions runs here: the endpoint row is written as a registration
+    would leave it, its chunks' vectors are random, and PostgreSQL builds and walks the graph."""
+    endpoint = EmbeddingEndpoint.objects.create(
+        name="openai/text-embedding-3-large", base_url="http://127.0.0.1:9/v1", model="m", dimensions=3072
+    )
+    endpoint_index_ensure(endpoint)
+    [definition] = [d for d in index_definitions() if "'openai/text-embedding-3-large'" in d]
+    assert "USING hnsw (((embedding)::halfvec(3072)) halfvec_cosine_ops)" in definition
+    collection = Collection.objects.create(
+        owner=alice,
+        name="large",
+        embedding_model=endpoint.name,
+        chunk_profile=ChunkProfile.objects.get(is_active=True),
+    )
+    document = Document.objects.create(
+        collection=collection, filename="a.txt", content_hash="0" * 64, size=1, status=Document.Status.READY
+    )
+    vectors = np.random.default_rng(3).standard_normal((20, 3072)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    Chunk.objects.bulk_create(
+        Chunk(
+            document=document,
+            collection=collection,
+            chunk_profile=collection.chunk_profile,
+            embedding_model=endpoint.name,
+            index=i,
+            content=f"chunk {i}",
+            token_count=2,
+            source_ref=f"section={i}",
+            embedding=vector.tolist(),
+        )
+        for i, vector in enumerate(vectors)
+    )
+    scope = Scope.of_chunk_sets([(collection.pk, collection.chunk_profile_id, endpoint.name)])
+    scope = scope.of_model(endpoint.name)
+    with connection.cursor() as cursor:
+        cursor.execute("SET enable_seqscan = off")
+        hits = dense.dense_search(vector=vectors[7], scope=scope, limit=3, exact=False)
+        cursor.execute(
+            "EXPLAIN SELECT id FROM knowledge_chunk c WHERE c.embedding_model = %s "
+            "ORDER BY (c.embedding::halfvec(3072)) <=> %s::halfvec(3072) LIMIT 3",
+            [endpoint.name, dense.vector_literal(vectors[7])],
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute("RESET enable_seqscan")
+    assert f"chunk_embedding_hnsw_ep{endpoint.pk}" in plan, plan
+    assert hits[0].chunk_id == Chunk.objects.get(document=document, index=7).pk
+    assert hits[0].distance == pytest.approx(0.0, abs=1e-2)  # half precision: close, not exact
+    assert dense.indexed_type(endpoint.name) == "halfvec(3072)"
