@@ -14,6 +14,7 @@ from knowledge.access import (
     readable_collection_ids_checked,
 )
 from knowledge.config import global_settings
+from knowledge.models import RerankEndpoint
 from knowledge.parameters import (
     OTHER_GROUP,
     PARAMETER_GROUPS,
@@ -34,7 +35,8 @@ def profiles_page(request, profile_id: int | None = None):
         saved = _save(request, profile)
         messages.success(request, f"Saved profile {saved.name}.")
         return redirect("knowledge:profile", profile_id=saved.pk)
-    chosen = set(profile.profile_collections.values_list("collection_id", flat=True)) if profile else set()
+    links = profile.profile_collections.values_list("collection_id", "reranking") if profile else []
+    chosen, reranked = {cid for cid, _ in links}, {cid for cid, rerank in links if rerank}
     return render(
         request,
         "knowledge/profiles.html",
@@ -43,6 +45,8 @@ def profiles_page(request, profile_id: int | None = None):
             "profile": profile,
             "collections": listed_collections(request.user).order_by("name"),
             "chosen": chosen,
+            "reranked": reranked,
+            "rerankers": RerankEndpoint.objects.order_by("name").values_list("name", flat=True),
             "parameter_groups": _parameter_groups(profile),
         },
     )
@@ -78,16 +82,18 @@ def _save(request, profile):
     name, tag = request.POST.get("name", "").strip(), request.POST.get("tag", "").strip()
     if not name or not tag:
         raise KnowledgeError("a profile needs a name and a tag")
-    collections = _collections(request)
-    overrides = _overrides(request)
+    fields = {
+        "name": name,
+        "tag": tag,
+        "knowledge_overrides": _overrides(request),
+        "collections": _collections(request),
+        # Empty: the language model reranks (knowledge.services.profiles.reranker_named).
+        "reranker": request.POST.get("reranker", "").strip() or None,
+    }
     if profile is None:
         user_throttle_charge(user=request.user, scope="writes")
-        return profile_create(
-            owner=request.user, name=name, tag=tag, knowledge_overrides=overrides, collections=collections
-        )
-    return profile_update(
-        profile=profile, name=name, tag=tag, knowledge_overrides=overrides, collections=collections
-    )
+        return profile_create(owner=request.user, **fields)
+    return profile_update(profile=profile, **fields)
 
 
 def _collections(request) -> list[dict]:

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from knowledge.config import global_setting_set
-from knowledge.models import Profile
+from knowledge.models import Profile, RerankEndpoint
 from knowledge.services.collections import collection_create
 
 pytestmark = pytest.mark.django_db
@@ -64,3 +64,22 @@ def test_bad_values_and_foreign_collections_and_profiles_are_refused(alice_clien
     bobs = Profile.objects.create(owner=bob, name="bob", tag="bob")
     assert alice_client.get(f"/profiles/{bobs.pk}/").status_code == 404
     assert not Profile.objects.filter(owner=alice).exists()
+
+
+def test_the_reranker_is_chosen_on_the_page_and_the_marked_collections_stay_marked(alice_client, alice):
+    mine = collection_create(name="mine", owner=alice)
+    RerankEndpoint.objects.create(name="tei/bge-reranker-base", base_url="http://127.0.0.1:9/v1")
+    form = {"name": "Support", "tag": "support", "collections": [mine.pk], "rerank": [mine.pk]}
+    alice_client.post("/profiles/", {**form, "reranker": "tei/bge-reranker-base"})
+    profile = Profile.objects.get(owner=alice, name="Support")
+    assert profile.reranker.name == "tei/bge-reranker-base"
+    page = alice_client.get(f"/profiles/{profile.pk}/").content.decode()
+    assert '<option value="tei/bge-reranker-base" selected>' in page
+    assert f'name="rerank" value="{mine.pk}" checked' in page  # saved again as it is, it keeps reranking
+    alice_client.post(f"/profiles/{profile.pk}/", {**form, "reranker": ""})
+    profile.refresh_from_db()
+    assert profile.reranker is None  # the language model again
+    response = alice_client.post(f"/profiles/{profile.pk}/", {**form, "reranker": "nope"})
+    assert "no rerank endpoint named &#x27;nope&#x27;" in response.content.decode()
+    profile.refresh_from_db()
+    assert profile.reranker is None
