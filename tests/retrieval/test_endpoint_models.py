@@ -19,7 +19,7 @@ from django.db import connection
 
 from config.base.errors import KnowledgeError
 from knowledge.clients.embedding_registry import MINILM, embedding_model_info
-from knowledge.models import Chunk, ChunkProfile, Collection, Document, EmbeddingEndpoint
+from knowledge.models import Chunk, Collection, Document, EmbeddingEndpoint
 from knowledge.retrieval import dense
 from knowledge.retrieval.scope import Scope
 from knowledge.retrieval.service import RetrievalRequest, retrieve
@@ -274,12 +274,7 @@ def test_a_model_above_2000_dimensions_gets_a_half_precision_graph_its_search_wa
     endpoint_index_ensure(endpoint)
     [definition] = [d for d in index_definitions() if "'openai/text-embedding-3-large'" in d]
     assert "USING hnsw (((embedding)::halfvec(3072)) halfvec_cosine_ops)" in definition
-    collection = Collection.objects.create(
-        owner=alice,
-        name="large",
-        embedding_model=endpoint.name,
-        chunk_profile=ChunkProfile.objects.get(is_active=True),
-    )
+    collection = collection_create(name="large", owner=alice, embedding_model=endpoint.name)
     document = Document.objects.create(
         collection=collection, filename="a.txt", content_hash="0" * 64, size=1, status=Document.Status.READY
     )
