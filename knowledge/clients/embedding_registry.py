@@ -83,11 +83,11 @@ def embedding_model_choices() -> list[tuple[str, str]]:
     ]
 
 
-def multilingual_models() -> set[str]:
-    """The names of the models that read other languages than English."""
-    bundled = {name for name, model in EMBEDDING_MODELS.items() if model.multilingual}
-    registered = EmbeddingEndpoint.objects.filter(multilingual=True).values_list("name", flat=True)
-    return bundled | set(registered)
+def endpoint_reads_english_only(name: str) -> bool:
+    """Whether ``name`` is a registered endpoint whose model the operator did not mark multilingual
+    (the bundled models say so themselves: ``EMBEDDING_MODELS[name].multilingual``)."""
+    spec = endpoint_spec(name)
+    return spec is not None and not spec.multilingual
 
 
 def _of_endpoint(spec: EndpointSpec) -> EmbeddingModel:

@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from knowledge.clients.embedding_registry import EMBEDDING_MODELS
+from knowledge.clients.embedding_registry import EMBEDDING_MODELS, endpoint_reads_english_only
 from knowledge.clients.language import foreign_language
 from knowledge.clients.text import mostly_without_spaces
 
@@ -262,7 +262,7 @@ def holds_question(*, used: set[str], held: set[str], similarity: float) -> bool
 def question_language(question: str, *, models: tuple[str, ...]) -> tuple[str | None, bool]:
     """The question's language when German, French or Spanish (else None), and whether every model
     in scope reads English only (knowledge.clients.language; no model: the default's)."""
-    english_only = bool(models) and all(model in ENGLISH_ONLY_MODELS for model in models)
+    english_only = bool(models) and all(reads_english_only(model) for model in models)
     return foreign_language(question), english_only
 
 
@@ -285,4 +285,12 @@ def embedding_reads(question: str, *, embedding_model: str) -> bool:
     """Whether the model's cosines say anything about ``question``: not when an English-only model
     embedded a question whose letters are mostly CJK, Hangul or Thai. If not, neither
     SIMILARITY_FLOOR nor the semantic ranking judges it (the retrieval service)."""
-    return embedding_model not in ENGLISH_ONLY_MODELS or not mostly_without_spaces(question)
+    return not mostly_without_spaces(question) or not reads_english_only(embedding_model)
+
+
+def reads_english_only(model: str) -> bool:
+    """A bundled model by the registry's flag; an operator's endpoint by the flag it was registered
+    with (one row read, only for a name that is not bundled)."""
+    if model in ENGLISH_ONLY_MODELS:
+        return True
+    return model not in EMBEDDING_MODELS and endpoint_reads_english_only(model)

@@ -11,7 +11,7 @@ dimensions for ``vector`` the graph is on half-precision ``halfvec`` (up to 4,00
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from django.db import connection
+from django.db import connection, transaction
 from psycopg import sql
 
 from config.base.errors import KnowledgeError
@@ -75,7 +75,9 @@ def embedding_endpoint_store(endpoint: EmbeddingEndpoint) -> EmbeddingEndpoint:
     if not endpoint.dimensions:
         raise KnowledgeError("the endpoint's dimension is not known: check it first")
     endpoint.save()
-    endpoint_index_ensure(endpoint)
+    # Inside a transaction (the admin's save) the index waits for the commit, to be built
+    # concurrently: a plain CREATE INDEX would hold the chunk table's writes for the whole scan.
+    transaction.on_commit(lambda: endpoint_index_ensure(endpoint))
     return endpoint
 
 

@@ -21,6 +21,7 @@ from config.base.errors import KnowledgeError
 from knowledge.clients.embedding_registry import MINILM, embedding_model_info
 from knowledge.models import Chunk, Collection, Document, EmbeddingEndpoint
 from knowledge.retrieval import dense
+from knowledge.retrieval.answerability import embedding_reads, question_language
 from knowledge.retrieval.scope import Scope
 from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.services.collections import collection_create
@@ -310,3 +311,16 @@ def test_a_model_above_2000_dimensions_gets_a_half_precision_graph_its_search_wa
     assert hits[0].chunk_id == Chunk.objects.get(document=document, index=7).pk
     assert hits[0].distance == pytest.approx(0.0, abs=1e-2)  # half precision: close, not exact
     assert dense.indexed_type(endpoint.name) == "halfvec(3072)"
+
+
+def test_an_endpoint_reads_other_languages_only_when_registered_multilingual():
+    """The verdict's language tests follow the flag the operator set (bundled models carry theirs)."""
+    common = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "dimensions": 768}
+    EmbeddingEndpoint.objects.create(name="ollama/english", **common)
+    EmbeddingEndpoint.objects.create(name="ollama/bge-m3", multilingual=True, **common)
+    japanese = "ハイブリッド検索はなぜ重要ですか"
+    assert not embedding_reads(japanese, embedding_model="ollama/english")
+    assert embedding_reads(japanese, embedding_model="ollama/bge-m3")
+    assert embedding_reads("Why does hybrid search matter?", embedding_model="ollama/english")
+    assert question_language("Warum ist hybride Suche wichtig?", models=("ollama/english",)) == ("de", True)
+    assert question_language("Warum ist hybride Suche wichtig?", models=("ollama/bge-m3",))[1] is False
