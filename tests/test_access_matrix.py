@@ -16,10 +16,10 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from accounts.tokens import token_create
-from knowledge.chat import chat_ask
 from knowledge.models import ChatSession, Chunk, Document, Profile, ProfileCollection
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
+from tests.asking import chat_ask
 
 pytest_plugins = ["tests.synthesis.openai_server"]
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, replace
 
-from knowledge.clients.llm import LLMConfig, LLMError, LLMResult, complete, messages_token_count
+from knowledge.clients.llm import LLMConfig, LLMError, LLMResult, call_record, complete, messages_token_count
 
 MIN_STEP_SECONDS = 1.0
 
@@ -51,16 +51,7 @@ class Budget:
 
     def charge(self, step: str, result: LLMResult) -> None:
         self.used_tokens += result.input_tokens + result.output_tokens
-        self.calls.append(
-            {
-                "purpose": step,
-                "model": result.model,
-                "input_tokens": result.input_tokens,
-                "output_tokens": result.output_tokens,
-                "token_source": result.token_source,
-                "duration_ms": result.duration_ms,
-            }
-        )
+        self.calls.append(call_record(step, result))
 
 
 def ask(llm: LLMConfig, budget: Budget, step: str, messages: list[dict], *, max_tokens: int) -> LLMResult:

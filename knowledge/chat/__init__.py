@@ -6,16 +6,11 @@ the scope a question searches is knowledge.access); ``sse`` writes the events as
 streams them. The public names are importable from ``knowledge.chat``.
 """
 
-from knowledge.chat.payloads import Answer, turn_summary
+from knowledge.chat.payloads import turn_summary
 from knowledge.chat.sessions import MAX_TITLE_CHARS, chat_session_delete, chat_session_rename
 from knowledge.chat.sse import event_stream_response, sse_replay, sse_stream, turn_events
-from knowledge.chat.stream import (
-    DIRECT_TEXT,
-    ChatStream,
-    answerable_only,
-    chat_ask,
-    chat_stream,
-)
+from knowledge.chat.stream import ChatStream, chat_ask, chat_stream
+from knowledge.synthesis.answer import DIRECT_TEXT, Answer
 from knowledge.synthesis.refusal import NO_RESULTS_TEXT
 
 __all__ = [
@@ -24,7 +19,6 @@ __all__ = [
     "NO_RESULTS_TEXT",
     "Answer",
     "ChatStream",
-    "answerable_only",
     "chat_ask",
     "chat_session_delete",
     "chat_session_rename",

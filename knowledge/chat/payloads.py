@@ -1,36 +1,16 @@
 """The payloads of a chat's events and of a saved turn: the start, the retrieval, the LLM step, the
-tokens, the final answer and the completion; a retrieved source, one LLM call, and a turn as one JSON
+tokens, the final answer and the completion; a retrieved source, and a turn as one JSON
 object (``knowledge_ask --json``, API responses). Each is built from values given to it, in the order
 knowledge.chat.stream emits them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from knowledge.access import QuestionScope
-from knowledge.clients.llm import TOKEN_SOURCE_ESTIMATE, LLMConfig
-from knowledge.clients.tokens import llm_token_count
 from knowledge.models import ChatSession, ChatTurn, Profile
 from knowledge.retrieval.service import KnowledgeContext
 from knowledge.retrieval.sources import source_fields, source_label, source_place
+from knowledge.synthesis.answer import Answer
 from knowledge.synthesis.citations import answer_html
-
-
-@dataclass
-class Answer:
-    text: str
-    mode: str
-    citations: list = field(default_factory=list)
-    dropped: int = 0
-    label: str = ""
-    input_tokens: int = 0
-    output_tokens: int = 0
-    token_source: str = TOKEN_SOURCE_ESTIMATE
-    model: str = ""
-    duration_ms: float = 0.0
-    # The passages its [Source N] number, in that order (RetrievedChunks): the list shown beside it.
-    # None for an answer that cites nothing (no results, no search): the retrieved list stands.
-    passages: list | None = None
 
 
 def start_payload(*, session: ChatSession, turn: ChatTurn, question: str, profile: Profile | None) -> dict:
@@ -145,31 +125,6 @@ SOURCE_EVENT_FIELDS = (
 
 def source_summary(retrieved) -> dict:
     return source_fields(retrieved, SOURCE_EVENT_FIELDS)
-
-
-def call_summary(purpose: str, result) -> dict:
-    return {
-        "purpose": purpose,
-        "model": result.model,
-        "input_tokens": result.input_tokens,
-        "output_tokens": result.output_tokens,
-        "token_source": result.token_source,
-        "duration_ms": result.duration_ms,
-    }
-
-
-def estimated_call(llm: LLMConfig, messages: list[dict], text: str) -> dict:
-    """A synthesis stopped half-way (the client left, the LLM failed): its tokens, estimated from the
-    prompt and the text received, so that leaving early spends the quota too."""
-    prompt = "\n".join(str(message.get("content", "")) for message in messages)
-    return {
-        "purpose": "synthesis (cut off)",
-        "model": llm.model,
-        "input_tokens": llm_token_count(prompt),
-        "output_tokens": llm_token_count(text),
-        "token_source": TOKEN_SOURCE_ESTIMATE,
-        "duration_ms": 0,
-    }
 
 
 # A citation in a turn's summary; ``origin_url`` (the original of a source's document) is added with

@@ -11,10 +11,11 @@ from django.utils import timezone
 
 from config.base.errors import KnowledgeError
 from knowledge.access import QuestionScope
-from knowledge.chat.payloads import Answer, source_summary
+from knowledge.chat.followup import PreviousTurn
+from knowledge.chat.payloads import source_summary
 from knowledge.clients.llm import TOKEN_SOURCE_ESTIMATE, TOKEN_SOURCE_USAGE
 from knowledge.models import ChatSession, ChatTurn
-from knowledge.synthesis.followup import PreviousTurn
+from knowledge.synthesis.answer import Answer
 from knowledge.synthesis.prompts import Exchange
 
 MAX_TITLE_CHARS = ChatSession._meta.get_field("title").max_length

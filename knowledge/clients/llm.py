@@ -100,6 +100,18 @@ class LLMResult:
     duration_ms: float
 
 
+def call_record(purpose: str, result: LLMResult) -> dict:
+    """One LLM call as a turn records it (its calls, the token ledger, the evaluation's cost)."""
+    return {
+        "purpose": purpose,
+        "model": result.model,
+        "input_tokens": result.input_tokens,
+        "output_tokens": result.output_tokens,
+        "token_source": result.token_source,
+        "duration_ms": result.duration_ms,
+    }
+
+
 def llm_config() -> LLMConfig:
     """The effective configuration: admin row fields over environment over defaults.
 

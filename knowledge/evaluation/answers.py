@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 
+from knowledge.access import question_scope_checked
 from knowledge.chat import chat_ask
 from knowledge.clients.embedding import embed_texts
 from knowledge.evaluation.questions import normalise
@@ -21,6 +22,7 @@ def score_answers(
     results, *, user, profile=None, collection_ids=None, overrides=None, on_answer=None
 ) -> None:
     """Fill ``cited``, ``answer_similarity`` and ``answer_run`` on each answerable question's result."""
+    asked = question_scope_checked(user=user, profile=profile, collection_ids=collection_ids)
     session_ids = []
     try:
         for result in results:
@@ -29,8 +31,7 @@ def score_answers(
             turn = chat_ask(
                 user=user,
                 question=result.question.question,
-                profile=profile,
-                collection_ids=collection_ids,
+                asked=asked,
                 overrides=overrides,
             )
             session_ids.append(turn.session_id)

@@ -34,8 +34,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from config.base.validation import ascii_digits
+
+if TYPE_CHECKING:
+    from knowledge.retrieval.service import KnowledgeContext
 
 EXECUTION_START = "execution_start"
 RETRIEVAL_START = "knowledge_retrieval_start"
@@ -74,6 +78,23 @@ class Event:
     @classmethod
     def from_dict(cls, stored: dict) -> Event:
         return cls(stored["event"], stored.get("data", {}), stored.get("seq", 0), stored.get("t_ms", 0.0))
+
+
+@dataclass(frozen=True)
+class Emitted:
+    """An event as the answer's steps (synthesis, the agentic loop) produce it: the chat numbers it,
+    times it and stores it as an ``Event``."""
+
+    name: str
+    data: dict
+
+
+@dataclass(frozen=True)
+class ContextReady:
+    """The context the answer will come from is ready: the chat announces it as
+    knowledge_retrieval_complete (and lists its passages beside the answer)."""
+
+    context: KnowledgeContext
 
 
 def sse(event: Event) -> str:

@@ -1,7 +1,7 @@
 """The refusal: what an answer says when the documents do not cover the question.
 
 Whether they do is decided once, by the answerability verdict
-(knowledge.retrieval.answerability, applied in knowledge.chat.stream.answerable_only);
+(knowledge.retrieval.answerability, applied in knowledge.synthesis.answer.answerable_only);
 this module only words the refusal, the same for the chat pages, /query, the MCP
 tools and the agentic loop. The nearest passages are listed as "closest
 matches" with their document and place, never as [Source N] quotes, so

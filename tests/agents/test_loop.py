@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.chat import DIRECT_TEXT, chat_ask
+from knowledge.chat import DIRECT_TEXT
 from knowledge.synthesis import events as ev
 from knowledge.synthesis.extractive import LABEL_BUDGET
 from tests.agents.conftest import AGENTIC
 from tests.agents.script import ANSWER, AgentModel, passage_count, reply_json, unsupported
+from tests.asking import chat_ask
 from tests.synthesis.openai_server import Reply
 
 pytest_plugins = ["tests.synthesis.openai_server"]

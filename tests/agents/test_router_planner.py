@@ -7,7 +7,6 @@ import pytest
 from knowledge.agents.budget import Budget, ask
 from knowledge.agents.planner import plan
 from knowledge.agents.router import route
-from knowledge.chat import chat_ask
 from knowledge.clients.embedding import embed_query
 from knowledge.clients.llm import llm_config
 from knowledge.retrieval.service import RetrievalRequest, retrieve
@@ -15,6 +14,7 @@ from knowledge.services.collections import collection_create
 from knowledge.synthesis import events as ev
 from tests.agents.conftest import AGENTIC
 from tests.agents.script import AgentModel
+from tests.asking import chat_ask
 from tests.synthesis.openai_server import Reply
 
 pytest_plugins = ["tests.synthesis.openai_server"]

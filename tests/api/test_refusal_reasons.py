@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.chat import chat_ask
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.synthesis.refusal import CLOSEST_HEADING, NO_RESULTS_TEXT
+from tests.asking import chat_ask
 
 pytest_plugins = ["tests.synthesis.openai_server"]
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,9 +11,9 @@ import re
 
 import pytest
 
-from knowledge.chat import chat_ask
 from knowledge.models import Collection, Document
 from knowledge.services.collections import collection_create
+from tests.asking import chat_ask
 from tests.browser.test_pages_ux import DESKTOP, PHONE, chromium, signed_in, upload  # noqa: F401
 from tests.conftest import CORPUS, REPO_ROOT
 

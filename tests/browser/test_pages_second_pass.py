@@ -13,11 +13,11 @@ import re
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from knowledge.chat import chat_ask
 from knowledge.config import global_settings_ensure
 from knowledge.models import ChatSession, Collection, KnowledgeSetting
 from knowledge.services.collections import collection_create
 from knowledge.services.profiles import profile_create
+from tests.asking import chat_ask
 from tests.browser import test_pages_ux
 from tests.browser.test_pages_ux import (
     QUESTION,

@@ -19,7 +19,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from config.base.errors import KnowledgeError, NotFoundError
-from knowledge.chat import NO_RESULTS_TEXT, chat_ask, chat_stream, sse_replay, sse_stream
+from knowledge.chat import NO_RESULTS_TEXT, sse_replay, sse_stream
 from knowledge.clients.tokens import llm_token_count
 from knowledge.models import ChatSession, ChatTurn, Chunk, Document, Profile, ProfileCollection
 from knowledge.retrieval.service import RetrievalRequest, retrieve
@@ -34,6 +34,7 @@ from knowledge.synthesis.prompts import (
     prompt_equivalent_tokens,
 )
 from knowledge.synthesis.refusal import CLOSEST_HEADING
+from tests.asking import chat_ask, chat_stream
 from tests.conftest import CORPUS
 from tests.synthesis.openai_server import Reply
 
@@ -141,10 +142,11 @@ def test_nothing_relevant_gives_the_honest_no_results_answer_and_no_llm_call(kb,
     assert event_names(turn) == list(ev.ORDER)
 
 
-def test_another_users_private_collection_yields_nothing(kb, no_llm, charlie):
-    turn = chat_ask(user=charlie, question=GRAVITY_QUESTION, collection_ids=[kb.collection.pk])
-    assert turn.mode == ChatTurn.Mode.NO_RESULTS and turn.cited_sources == [] and turn.retrieved == []
-    assert "gravity_hill.md" not in json.dumps(turn.events)
+def test_another_users_private_collection_is_not_found(kb, no_llm, charlie):
+    """The edge's scope check refuses it exactly like a missing one; nothing is asked or saved."""
+    with pytest.raises(NotFoundError, match="no such collection"):
+        chat_ask(user=charlie, question=GRAVITY_QUESTION, collection_ids=[kb.collection.pk])
+    assert not ChatTurn.objects.filter(session__user=charlie).exists()
     with pytest.raises(NotFoundError):
         chat_ask(user=charlie, question="And then?", session=ask(kb, GRAVITY_QUESTION).session_id)
 

@@ -10,11 +10,11 @@ import re
 
 import pytest
 
-from knowledge.chat import chat_ask
 from knowledge.ingestion.extract import extract_sections
 from knowledge.models import Chunk, Document
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
+from tests.asking import chat_ask
 from tests.conftest import CORPUS
 
 pytest_plugins = ["tests.synthesis.openai_server"]

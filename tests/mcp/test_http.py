@@ -11,9 +11,9 @@ from django.db import connection
 from mcp import MCPError
 
 from accounts.tokens import token_revoke
-from knowledge.chat import chat_ask
 from knowledge.models import ChatSession, Chunk, Collection, Profile, ProfileCollection
 from knowledge.services.collections import collection_create
+from tests.asking import chat_ask
 from tests.mcp.conftest import TOOLS, error_text, http_client, payload, run
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -178,8 +178,8 @@ def test_a_client_that_leaves_mid_answer_still_spends_the_tokens_it_was_sent(
 ):
     """The LLM reports usage only at its end: an answer cut off by its client is counted from the
     prompt and the text sent, so leaving early is no way around the token quota."""
-    from knowledge.chat import chat_stream
     from knowledge.synthesis import events as ev
+    from tests.asking import chat_stream
     from tests.synthesis.openai_server import Reply
 
     llm_env.script(

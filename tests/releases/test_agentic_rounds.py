@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from knowledge.chat import chat_ask
 from knowledge.models import Chunk, Release
 from knowledge.services.collections import collection_reindex
 from knowledge.services.releases import release_rollback
 from tests.agents.conftest import AGENTIC
 from tests.agents.script import AgentModel, passage_count, reply_json
+from tests.asking import chat_ask
 
 pytest_plugins = ["tests.synthesis.openai_server"]  # the llm_server fixture
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 from django.db import connections
 
-from knowledge.chat import chat_ask
 from knowledge.models import ChatTurn, Document
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
+from tests.asking import chat_ask
 from tests.synthesis.openai_server import Reply
 
 # The loopback LLM server's fixtures: llm_server, llm_env, no_llm.

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.chat import NO_RESULTS_TEXT, chat_ask
+from knowledge.chat import NO_RESULTS_TEXT
 from knowledge.retrieval.answerability import QUOTE_FLOOR
 from knowledge.synthesis.refusal import CLOSEST_HEADING
+from tests.asking import chat_ask
 from tests.conftest import CORPUS
 from tests.ingested import ingested_collection
 

@@ -163,7 +163,7 @@ def test_a_conversation_whose_collections_are_gone_is_refused_in_words_on_the_pa
     """Resuming a session after losing access to everything it searched used to answer "nothing on this,
     add documents that cover it"; now the page, the API and MCP's path say what happened."""
     from knowledge.access import SESSION_SCOPE_LOST
-    from knowledge.chat import chat_ask
+    from tests.asking import chat_ask
 
     hills = collection_create(name="hills", owner=alice)
     turn = chat_ask(user=alice, question="What is a gravity hill?", collection_ids=[hills.pk])

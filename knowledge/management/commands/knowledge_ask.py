@@ -19,6 +19,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from config.base.errors import KnowledgeError
+from knowledge.access import question_scope_checked
 from knowledge.chat import chat_ask, turn_summary
 from knowledge.management.targets import parse_settings, resolve_target
 from knowledge.parameters import ConfigError
@@ -44,12 +45,13 @@ class Command(BaseCommand):
             profile, collection_ids, user = resolve_target(
                 profile=options["profile"], collection=options["collection"], username=options["user"]
             )
+            asked = question_scope_checked(
+                user=user, profile=profile, collection_ids=collection_ids, session=options["session"]
+            )
             turn = chat_ask(
                 user=user,
                 question=options["question"],
-                profile=profile,
-                collection_ids=collection_ids,
-                session=options["session"],
+                asked=asked,
                 on_event=None if options["json"] else self._show_progress,
                 overrides=overrides,
             )
