@@ -366,12 +366,14 @@ def chat_turn_for_owner(*, user, session_id, turn_index) -> ChatTurn:
 
 @dataclass(frozen=True)
 class QuestionScope:
-    """What one question searches, resolved once; later steps take it and look nothing up again.
+    """What one question searches, resolved once at the edge; later steps take it and look nothing up.
 
     ``collection_ids`` are the ones asked for (with a profile they narrow it), as a new session
     stores them; ``search_ids`` are the collections searched and ``rerank_ids`` those whose results
-    the LLM may rerank (the profile's choice). The retrieval SQL still applies the access rule to
-    every search: a scope never widens what its user reads.
+    the LLM may rerank (the profile's choice). ``chunk_sets`` are the readable ones' chunk sets
+    (collection id, chunk profile id, embedding model), read by the access check: every search of the
+    question reads these releases, even when one is promoted meanwhile. A scope never widens what its
+    user reads: it is made only by ``question_scope_checked``.
     """
 
     profile: Profile | None
@@ -379,16 +381,27 @@ class QuestionScope:
     search_ids: tuple[int, ...]
     rerank_ids: frozenset[int]
     session: ChatSession | None = None
-    # The serving chunk sets of the readable ones of search_ids, when the check read them (None: not read).
-    chunk_sets: tuple[ChunkSet, ...] | None = None
+    chunk_sets: tuple[ChunkSet, ...] = ()
+
+    def on_chunk_set(self, *, chunk_profile_id: int | None = None, embedding_model: str | None = None):
+        """The same collections searched in another chunk set than their serving one: a candidate
+        release, or a chunk profile being evaluated. Access is unchanged."""
+        return replace(
+            self,
+            chunk_sets=tuple(
+                (
+                    collection_id,
+                    profile_id if chunk_profile_id is None else chunk_profile_id,
+                    model if embedding_model is None else embedding_model,
+                )
+                for collection_id, profile_id, model in self.chunk_sets
+            ),
+        )
 
 
-def question_scope_of(profile: Profile | None, collection_ids=None, session=None) -> QuestionScope:
-    """The collections a profile (narrowed to ``collection_ids``), or the given collections, searches.
-
-    No access check: callers either checked the ids (``question_scope_for``) or leave unreadable
-    ones to the retrieval SQL, which finds nothing in them. Nothing to search is bad input.
-    """
+def _scope_of(profile: Profile | None, collection_ids=None, session=None) -> QuestionScope:
+    """The collections a profile (narrowed to ``collection_ids``), or the given collections, searches,
+    before their chunk sets are read. Nothing to search is bad input."""
     asked = None if collection_ids is None else tuple(dict.fromkeys(int(c) for c in collection_ids))
     if profile is None:
         if not asked:
@@ -403,21 +416,15 @@ def question_scope_of(profile: Profile | None, collection_ids=None, session=None
     return QuestionScope(profile, asked, ids, frozenset(cid for cid, wanted in links if wanted), session)
 
 
-def question_scope_for(*, user, profile=None, collection_ids=None, session=None) -> QuestionScope:
-    """One question's scope for ``user``: the profile must be theirs to use and the session their own.
-
-    ``profile`` is a Profile or its id, ``session`` a ChatSession or its id. With neither a profile
-    nor collections, the question searches what its session searched. The collections are left to
-    the retrieval SQL (an unreadable one yields nothing); ``question_scope_checked`` refuses them.
-    """
-    profile = _usable_profile(user, profile)
-    return _question_scope(user, profile, collection_ids, session)
-
-
 def question_scope_checked(*, user, profile=None, collection_ids=None, session=None) -> QuestionScope:
-    """``question_scope_for`` with every named collection readable: what pages, the API and MCP ask with.
+    """One question's scope for ``user``, with the chunk sets it searches: what pages, the API, MCP,
+    the commands and the evaluation ask with.
 
-    Checked in the order the API documents its fields: profile, collections, session.
+    ``profile`` is a Profile or its id, ``session`` a ChatSession or its id; the profile must be
+    theirs to use, the session their own and every named collection readable, checked in the order
+    the API documents its fields: profile, collections, session. With neither a profile nor
+    collections, the question searches what its session searched. A profile's collections that are
+    no longer readable are left out of its search.
     """
     profile = _usable_profile(user, profile)
     checked = None
@@ -425,13 +432,11 @@ def question_scope_checked(*, user, profile=None, collection_ids=None, session=N
         checked = _readable_chunk_sets_checked(user, collection_ids)
         collection_ids = [row[0] for row in checked]
     scope = _question_scope(user, profile, collection_ids, session)
-    if checked is None and scope.profile is None:
-        # A resumed session's own collections may have become unreadable since it was saved.
-        checked = _readable_chunk_sets(user, scope.search_ids)
-        if not checked:
-            raise KnowledgeError(SESSION_SCOPE_LOST)
     if checked is None:
-        return scope
+        checked = _readable_chunk_sets(user, scope.search_ids)
+        if not checked and scope.profile is None:
+            # A resumed session's own collections may have become unreadable since it was saved.
+            raise KnowledgeError(SESSION_SCOPE_LOST)
     return replace(scope, chunk_sets=tuple(row for row in checked if row[0] in scope.search_ids))
 
 
@@ -460,4 +465,4 @@ def _question_scope(user, profile: Profile | None, collection_ids, session) -> Q
         if profile is None and collection_ids is None:
             profile = _usable_profile(user, session.profile_id)
             collection_ids = session.collection_ids or None
-    return question_scope_of(profile, collection_ids, session)
+    return _scope_of(profile, collection_ids, session)

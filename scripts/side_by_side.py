@@ -39,6 +39,7 @@ django.setup()
 
 import numpy as np  # noqa: E402
 
+from knowledge.access import question_scope_checked  # noqa: E402
 from knowledge.evaluation.questions import load_questions, normalise  # noqa: E402
 from knowledge.evaluation.runner import question_result  # noqa: E402
 from knowledge.ingestion.extract import extract_sections  # noqa: E402
@@ -103,12 +104,10 @@ def scored(question, ranked_sources, top5_sources) -> dict:
 
 def product_rows(questions, *, user, collection_ids, overrides) -> list[dict]:
     rows = []
+    asked = question_scope_checked(user=user, collection_ids=collection_ids)
     for q in questions:
         context = retrieve(
-            user=user,
-            request=RetrievalRequest(
-                question=q.question, collection_ids=collection_ids, k=K, overrides=overrides
-            ),
+            user=user, request=RetrievalRequest(question=q.question, asked=asked, k=K, overrides=overrides)
         )
         result = question_result(q, context, 0.0)
         rows.append(

@@ -15,9 +15,10 @@ from django.test.utils import CaptureQueriesContext
 from config.base.errors import NotFoundError
 from knowledge.access import question_scope_checked
 from knowledge.clients import embedding
-from knowledge.retrieval.service import RetrievalRequest, retrieve
+from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create, collection_update
 from knowledge.services.documents import DocumentUpload, document_upload
+from tests.asking import request_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 QUESTION = "Why does a car seem to roll uphill on a gravity hill?"
@@ -30,7 +31,7 @@ def _found(user, collection) -> list[int]:
         {
             c.chunk.document_id
             for c in retrieve(
-                user=user, request=RetrievalRequest(question=QUESTION, asked=asked)
+                user=user, request=request_for(user, question=QUESTION, asked=asked)
             ).primary_chunks
         }
     )
@@ -65,7 +66,7 @@ def test_a_search_reads_its_collections_once_with_the_access_check(alice, corpus
     collection.refresh_from_db()
     assert asked.chunk_sets == ((collection.pk, collection.chunk_profile_id, collection.embedding_model),)
     with CaptureQueriesContext(connection) as statements:
-        context = retrieve(user=alice, request=RetrievalRequest(question=QUESTION, asked=asked))
+        context = retrieve(user=alice, request=request_for(alice, question=QUESTION, asked=asked))
     assert context.primary_chunks
     assert not [s["sql"] for s in statements.captured_queries if 'FROM "knowledge_collection"' in s["sql"]]
 

@@ -12,6 +12,7 @@ import pytest
 from django.core.management import call_command
 
 import knowledge.admin.evaluation  # noqa: F401  (the admin registered by the package)
+from knowledge.access import question_scope_checked
 from knowledge.evaluation.questions import load_questions
 from knowledge.evaluation.runner import run_retrieval
 from knowledge.evaluation.store import (
@@ -197,9 +198,10 @@ def test_comparing_two_chunk_profiles_records_a_run_per_profile(hills, alice, ad
     # The override searches the named profile's chunks, not the active profile's.
     questions = eval_set_questions(eval_set=eval_set)
     for profile in (original, small):
-        [result] = run_retrieval(
-            questions, user=alice, collection_ids=[hills.pk], chunk_profile_id=profile.pk
+        asked = question_scope_checked(user=alice, collection_ids=[hills.pk]).on_chunk_set(
+            chunk_profile_id=profile.pk
         )
+        [result] = run_retrieval(questions, user=alice, asked=asked)
         assert result.context.primary_chunks
         assert {r.chunk.chunk_profile_id for r in result.context.primary_chunks} == {profile.pk}
 

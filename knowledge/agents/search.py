@@ -8,7 +8,7 @@ import re
 from knowledge.access import QuestionScope, readable_documents
 from knowledge.agents.planner import PlanStep
 from knowledge.models import Document
-from knowledge.retrieval.scope import search_scope
+from knowledge.retrieval.scope import Scope
 from knowledge.retrieval.service import (
     KnowledgeContext,
     RetrievalRequest,
@@ -28,9 +28,9 @@ class ScopedSearch:
 
     def __init__(self, *, user, asked: QuestionScope, overrides, config: dict) -> None:
         self.user, self.asked, self.overrides, self.config = user, asked, overrides, config
-        # Read once: every search, reference and context of this answer reads the same release of
-        # each collection, even if one is promoted or rolled back between two rounds.
-        self.scope = search_scope(user=user, collection_ids=list(asked.search_ids)).pinned()
+        # Every search, reference and context of this answer reads the releases the edge's scope
+        # check read, even if one is promoted or rolled back between two rounds.
+        self.scope = Scope.of_chunk_sets(asked.chunk_sets)
         self.closest: list = []
 
     def search(self, query: str, document_ids=None) -> KnowledgeContext:
@@ -41,7 +41,6 @@ class ScopedSearch:
                 asked=self.asked,
                 overrides=self.overrides,
                 document_ids=document_ids,
-                scope=self.scope,
             ),
         )
 

@@ -55,6 +55,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection, connections, transaction
 from tqdm import tqdm
 
+from knowledge.access import question_scope_checked
 from knowledge.benchmarks.common import (
     CHUNK_COPY_SQL,
     bench_documents_create,
@@ -462,13 +463,7 @@ def _measure_main(user, collection_ids, scope, questions, warm_up_questions) -> 
             query_cache_clear()
             service.EMBED_ALONGSIDE_LEXICAL = alongside
             try:
-                figures[name], _ = _ms(
-                    retrieve,
-                    user=user,
-                    request=RetrievalRequest(
-                        question=question, collection_ids=collection_ids, rerank_enabled=False
-                    ),
-                )
+                figures[name], _ = _ms(_retrieve_checked, user, question, collection_ids)
             finally:
                 service.EMBED_ALONGSIDE_LEXICAL = True
         figures["dense"], _ = _ms(dense.dense_search, vector=vector, scope=scope, limit=LIMIT)
@@ -593,3 +588,9 @@ def _print_table(stdout, f: dict) -> None:
             f"min results {s['min_results']} / {f['limit']}; recall@10 {s['recall_at_10']}\n"
         )
     stdout.write(f"load average {' '.join(f['load_average'])}\n\n")
+
+
+def _retrieve_checked(user, question: str, collection_ids: list[int]):
+    """A question as the API asks it: its scope checked (one statement), then retrieved."""
+    asked = question_scope_checked(user=user, collection_ids=collection_ids)
+    return retrieve(user=user, request=RetrievalRequest(question=question, asked=asked, rerank_enabled=False))

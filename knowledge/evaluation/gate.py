@@ -93,9 +93,10 @@ def _measured(questions: GateQuestions, *, reader, collection_id: int, releases:
 
 def _asked(question, *, reader, collection_id: int, release: Release) -> QuestionResult:
     started = time.perf_counter()
-    context = retrieve(
-        user=reader, request=release_request(question.question, collection_id, release, k=GATE_K)
+    request = release_request(
+        question.question, reader=reader, collection_id=collection_id, release=release, k=GATE_K
     )
+    context = retrieve(user=reader, request=request)
     result = question_result(question, context, round((time.perf_counter() - started) * 1000, 2))
     result.context = context
     result.first_quote = _first_quote(question.question, context)

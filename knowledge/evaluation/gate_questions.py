@@ -130,7 +130,10 @@ def _sampled_passages(collection, release: Release) -> list[Chunk]:
 
 def _retrieved_by_any(question: EvalQuestion, reader, collection_id: int, releases: list[Release]) -> bool:
     for release in releases:
-        context = retrieve(user=reader, request=release_request(question.question, collection_id, release))
+        request = release_request(
+            question.question, reader=reader, collection_id=collection_id, release=release
+        )
+        context = retrieve(user=reader, request=request)
         found = question.expected[0] in {chunk_source(r.chunk) for r in context.primary_chunks}
         if found and context.answerable:  # among the results, and judged to answer the question
             return True

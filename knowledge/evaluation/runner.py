@@ -13,6 +13,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from knowledge.access import QuestionScope
 from knowledge.evaluation import metrics
 from knowledge.evaluation.questions import EvalQuestion, normalise
 from knowledge.retrieval.expansion import expand_references
@@ -57,26 +58,19 @@ def run_retrieval(
     questions: list[EvalQuestion],
     *,
     user,
-    profile=None,
-    collection_ids=None,
+    asked: QuestionScope,
     k: int = 10,
     overrides: dict | None = None,
     on_question=None,
-    chunk_profile_id: int | None = None,
 ) -> list[QuestionResult]:
+    """Each question searched by ``user`` within ``asked`` (knowledge.access.question_scope_checked;
+    ``QuestionScope.on_chunk_set`` searches a chunk profile that is not the active one)."""
     results = []
     for question in questions:
         started = time.perf_counter()
         context = retrieve(
             user=user,
-            request=RetrievalRequest(
-                question=question.question,
-                profile=profile,
-                collection_ids=collection_ids,
-                k=k,
-                overrides=overrides,
-                chunk_profile_id=chunk_profile_id,
-            ),
+            request=RetrievalRequest(question=question.question, asked=asked, k=k, overrides=overrides),
         )
         result = question_result(question, context, round((time.perf_counter() - started) * 1000, 2))
         result.context = context

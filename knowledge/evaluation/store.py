@@ -14,6 +14,7 @@ from pathlib import Path
 
 from django.db import transaction
 
+from knowledge.access import question_scope_checked
 from knowledge.evaluation.questions import EvalQuestion as LoadedQuestion
 from knowledge.evaluation.questions import load_questions, parse_question
 from knowledge.evaluation.runner import run_retrieval, summarise
@@ -291,7 +292,9 @@ def eval_run_collection(*, eval_set: EvalSet, collection, k: int, created_by=Non
     questions = eval_set_questions(eval_set=eval_set)
     if not questions:
         raise ValueError(f"the evaluation set {eval_set.name!r} has no questions")
-    results = run_retrieval(questions, user=collection.owner, collection_ids=[collection.pk], k=k)
+    owner = collection.owner
+    asked = question_scope_checked(user=owner, collection_ids=[collection.pk])
+    results = run_retrieval(questions, user=owner, asked=asked, k=k)
     return eval_run_record(
         eval_set=eval_set,
         metrics=summarise(results, k=k),
@@ -317,8 +320,9 @@ def eval_chunk_profiles_compare(
         searched = Chunk.objects.filter(collection=collection, chunk_profile=chunk_profile).count()
         if not searched or not questions:
             continue
+        asked = question_scope_checked(user=user, collection_ids=[collection.pk])
         results = run_retrieval(
-            questions, user=user, collection_ids=[collection.pk], k=k, chunk_profile_id=chunk_profile.pk
+            questions, user=user, asked=asked.on_chunk_set(chunk_profile_id=chunk_profile.pk), k=k
         )
         metrics = {**summarise(results, k=k), "chunks_searched": searched}
         runs.append(

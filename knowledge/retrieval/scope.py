@@ -9,11 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
-from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import CharField, IntegerField, Value
 
 from knowledge.access import readable_collections
 
@@ -104,57 +101,15 @@ def _pinned_fields(rows: list[tuple[int, int, str]]) -> dict:
 _PINNED_CHUNK_SETS = "SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::varchar[])"
 
 
-def search_scope(
-    *,
-    user,
-    collection_ids: Iterable[int] | None = None,
-    chunk_profile_id: int | None = None,
-    embedding_model: str | None = None,
-) -> Scope:
+def search_scope(*, user, collection_ids: Iterable[int] | None = None) -> Scope:
     """Chunks of the serving release (chunk profile and model) of every collection ``user`` may
-    read, within ``collection_ids``.
-
-    ``chunk_profile_id`` and ``embedding_model`` search that chunk set instead of each collection's
-    serving one (evaluation of a candidate release or of a non-active profile); access is unchanged.
-    """
+    read, within ``collection_ids``: the rule as SQL that runs inside each search (the benchmarks'
+    and the lower-level searches'; a question's searches read the chunk sets its scope pinned,
+    ``Scope.of_chunk_sets``)."""
     allowed = readable_collections(user)
     if collection_ids is not None:
         # An empty list would make Django refuse to compile the subquery (EmptyResultSet); id 0 never exists.
         allowed = allowed.filter(pk__in=list(collection_ids) or [0])
-    rows = allowed.order_by()
-    profile, model = "chunk_profile_id", "embedding_model"
-    if chunk_profile_id is not None:
-        rows = rows.annotate(_profile=Value(int(chunk_profile_id), output_field=IntegerField()))
-        profile = "_profile"
-    if embedding_model is not None:
-        rows, model = rows.annotate(_model=Value(str(embedding_model), output_field=CharField())), "_model"
-    rows = rows.values("pk", profile, model)
+    rows = allowed.order_by().values("pk", "chunk_profile_id", "embedding_model")
     sql, params = rows.query.sql_with_params()
     return Scope(sql, tuple(params))
-
-
-def search_scope_cached(
-    *,
-    user,
-    collection_ids: Iterable[int] | None = None,
-    chunk_profile_id: int | None = None,
-    embedding_model: str | None = None,
-) -> Scope:
-    """``search_scope``, compiled once per user, collections and chunk set in this process.
-
-    The scope is SQL whose text depends only on those ids (the access check itself
-    runs inside every search); compiling it through the ORM was a fifth of a retrieve
-    request's CPU under load (py-spy).
-    """
-    chunk_set = {"chunk_profile_id": chunk_profile_id, "embedding_model": embedding_model}
-    if user is None or not user.is_authenticated:
-        return search_scope(user=user, collection_ids=collection_ids, **chunk_set)
-    ids = None if collection_ids is None else tuple(collection_ids)
-    return _compiled_scope(user.pk, ids, chunk_profile_id, embedding_model)
-
-
-@lru_cache(maxsize=1024)
-def _compiled_scope(user_id: int, collection_ids, chunk_profile_id, embedding_model) -> Scope:
-    user = get_user_model()(pk=user_id)  # the rule reads only the id
-    chunk_set = {"chunk_profile_id": chunk_profile_id, "embedding_model": embedding_model}
-    return search_scope(user=user, collection_ids=collection_ids, **chunk_set)

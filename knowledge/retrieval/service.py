@@ -19,7 +19,6 @@ from django.utils import timezone
 from config.base.errors import KnowledgeError
 from config.base.prepared import PreparedSelect, planned_once_cursor
 from config.base.validation import text_clean
-from knowledge.access import question_scope_of
 from knowledge.config import resolved_config
 from knowledge.models import Chunk
 from knowledge.retrieval import dense, lexical
@@ -39,7 +38,7 @@ from knowledge.retrieval.models_in_scope import (
 )
 from knowledge.retrieval.request import RetrievalRequest
 from knowledge.retrieval.rerank import rerank, reranker_of
-from knowledge.retrieval.scope import Scope, search_scope_cached
+from knowledge.retrieval.scope import Scope
 from knowledge.retrieval.scoring import Candidate, same_source_runners_up, select
 from knowledge.retrieval.sources import RETRIEVED_FIELDS, source_fields
 from knowledge.retrieval.verdict import retrieval_verdict
@@ -123,11 +122,9 @@ def retrieve(*, user, request: RetrievalRequest) -> KnowledgeContext:
     (knowledge.retrieval.request explains each field)."""
     question = question_clean(request.question)
     asked = request.asked
-    if asked is None:
-        asked = question_scope_of(request.profile, request.collection_ids)
     config = resolved_config(asked.profile, request.overrides, request.k)
     rerank_ids = set(asked.rerank_ids) if request.rerank_enabled else set()
-    scope = request.scope or _pinned_scope(user, asked, request)
+    scope = Scope.of_chunk_sets(asked.chunk_sets)  # read by the edge's access check
     if request.document_ids is not None:
         scope = scope.restricted_to(request.document_ids)
     timer = _Timer()
@@ -181,18 +178,6 @@ def _without_failed_models(search: _Search, config: dict, stats: dict) -> dict:
 
 # With no cosine, nothing is dropped by one: the lexical ranking and the verdict's lexical tests decide.
 LEXICAL_ONLY_RELEVANCE = -1.0
-
-
-def _pinned_scope(user, asked, request: RetrievalRequest) -> Scope:
-    """The scope of this search, its chunk sets read once (the releases it answers from)."""
-    if asked.chunk_sets is not None and request.chunk_profile_id is None and request.embedding_model is None:
-        return Scope.of_chunk_sets(asked.chunk_sets)  # read by the access check a moment ago
-    return search_scope_cached(
-        user=user,
-        collection_ids=asked.search_ids,
-        chunk_profile_id=request.chunk_profile_id,
-        embedding_model=request.embedding_model,
-    ).pinned()
 
 
 def _runners_up(

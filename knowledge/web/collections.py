@@ -20,6 +20,7 @@ from knowledge.access import (
     collection_team_access,
     document_for_content_writer,
     listed_collections,
+    question_scope_checked,
 )
 from knowledge.models import ChunkProfile, Collection, Document
 from knowledge.retrieval.service import RetrievalRequest, retrieve
@@ -207,7 +208,10 @@ def _search_results(user, collection, search: str) -> list[dict]:
     context = retrieve(
         user=user,
         request=RetrievalRequest(
-            question=search, collection_ids=[collection.pk], k=SEARCH_RESULTS, rerank_enabled=False
+            question=search,
+            asked=question_scope_checked(user=user, collection_ids=[collection.pk]),
+            k=SEARCH_RESULTS,
+            rerank_enabled=False,
         ),
     )
     return [

@@ -9,12 +9,12 @@ from knowledge.agents.planner import plan
 from knowledge.agents.router import route
 from knowledge.clients.embedding import embed_query
 from knowledge.clients.llm import llm_config
-from knowledge.retrieval.service import RetrievalRequest, retrieve
+from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create
 from knowledge.synthesis import events as ev
 from tests.agents.conftest import AGENTIC
 from tests.agents.script import AgentModel
-from tests.asking import chat_ask
+from tests.asking import chat_ask, request_for
 from tests.synthesis.openai_server import Reply
 
 pytest_plugins = ["tests.synthesis.openai_server"]
@@ -118,7 +118,8 @@ def test_restricted_retrieval_filters_inside_the_search(kb, no_llm, make_user):
     def search(user, document_ids=None):
         return retrieve(
             user=user,
-            request=RetrievalRequest(
+            request=request_for(
+                user,
                 question=both,
                 collection_ids=[kb.collection.pk],
                 document_ids=document_ids,

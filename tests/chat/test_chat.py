@@ -22,7 +22,7 @@ from config.base.errors import KnowledgeError, NotFoundError
 from knowledge.chat import NO_RESULTS_TEXT, sse_replay, sse_stream
 from knowledge.clients.tokens import llm_token_count
 from knowledge.models import ChatSession, ChatTurn, Chunk, Document, Profile, ProfileCollection
-from knowledge.retrieval.service import RetrievalRequest, retrieve
+from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_delete, document_upload
 from knowledge.synthesis import events as ev
@@ -34,7 +34,7 @@ from knowledge.synthesis.prompts import (
     prompt_equivalent_tokens,
 )
 from knowledge.synthesis.refusal import CLOSEST_HEADING
-from tests.asking import chat_ask, chat_stream
+from tests.asking import chat_ask, chat_stream, request_for
 from tests.conftest import CORPUS
 from tests.synthesis.openai_server import Reply
 
@@ -120,7 +120,8 @@ def test_without_an_llm_the_answer_quotes_the_sources(kb, no_llm):
     assert turn.output_tokens == llm_token_count(turn.answer)
     # The input estimate is what an LLM call would have been sent: prompt, context and question.
     context = retrieve(
-        user=kb.user, request=RetrievalRequest(question=GRAVITY_QUESTION, collection_ids=[kb.collection.pk])
+        user=kb.user,
+        request=request_for(kb.user, question=GRAVITY_QUESTION, collection_ids=[kb.collection.pk]),
     )
     expected = prompt_equivalent_tokens(
         config=context.config, context_text=context.context_text, question=GRAVITY_QUESTION

@@ -22,9 +22,10 @@ from rest_framework.test import APIClient
 from knowledge.ingestion.extract import extract_sections
 from knowledge.ingestion.ocr import needs_ocr
 from knowledge.models import Chunk, Document
-from knowledge.retrieval.service import RetrievalRequest, retrieve
+from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
+from tests.asking import request_for
 from tests.conftest import CORPUS
 
 PASA = CORPUS / "pdf" / "pasa.pdf"
@@ -177,7 +178,7 @@ def test_a_scanned_pdf_is_read_by_ocr_and_its_pages_answer_questions(papers, ali
     for question, answering in PAGE_QUESTIONS:
         context = retrieve(
             user=alice,
-            request=RetrievalRequest(question=question, collection_ids=[papers.collection.pk], k=5),
+            request=request_for(alice, question=question, collection_ids=[papers.collection.pk], k=5),
         )
         found = [r.chunk.page for r in context.primary_chunks]
         assert answering & set(found), (question, found)
@@ -227,7 +228,7 @@ def test_png_and_multi_page_tiff_uploads_are_read_and_answerable(papers, alice):
 
     question = "How many academic queries does AutoScholarQuery hold?"
     context = retrieve(
-        user=alice, request=RetrievalRequest(question=question, collection_ids=[papers.collection.pk], k=3)
+        user=alice, request=request_for(alice, question=question, collection_ids=[papers.collection.pk], k=3)
     )
     assert any(r.chunk.document_id == document.pk for r in context.primary_chunks)
 

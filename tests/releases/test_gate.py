@@ -6,10 +6,10 @@ import pytest
 
 from accounts.models import AuditEvent
 from knowledge.models import Chunk, Collection, ProcessingJob, Release
-from knowledge.retrieval.request import RetrievalRequest
 from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_reindex
 from knowledge.services.releases import release_discard, release_promote, release_rollback
+from tests.asking import request_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -24,7 +24,9 @@ def releases(collection) -> dict[str, list[Release]]:
 
 
 def served_profiles(user, collection) -> set[int]:
-    context = retrieve(user=user, request=RetrievalRequest(question=QUESTION, collection_ids=[collection.pk]))
+    context = retrieve(
+        user=user, request=request_for(user, question=QUESTION, collection_ids=[collection.pk])
+    )
     assert context.primary_chunks
     return {r.chunk.chunk_profile_id for r in context.primary_chunks}
 

@@ -9,10 +9,10 @@ import time
 import pytest
 from django.db import connection
 
-from knowledge.retrieval.request import RetrievalRequest
 from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_reindex
 from knowledge.services.releases import release_rollback
+from tests.asking import request_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -44,7 +44,7 @@ class Clients:
             while not self.stop.is_set():
                 asked = time.monotonic()
                 question = QUESTIONS[turn % len(QUESTIONS)]
-                request = RetrievalRequest(question=question, collection_ids=[self.collection_id])
+                request = request_for(self.user, question=question, collection_ids=[self.collection_id])
                 context = retrieve(user=self.user, request=request)
                 chunks = [*context.primary_chunks, *context.referenced_chunks, *context.runners_up]
                 sets = {(r.chunk.chunk_profile_id, r.chunk.embedding_model) for r in chunks}

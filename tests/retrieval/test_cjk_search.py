@@ -19,9 +19,10 @@ from knowledge.clients.text import CJK_RUN, cjk_bigrams
 from knowledge.ingestion.extract import extract_sections
 from knowledge.models import Chunk, ChunkProfile, Document
 from knowledge.retrieval.lexical import query_terms
-from knowledge.retrieval.service import RetrievalRequest, retrieve
+from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
+from tests.asking import request_for
 from tests.retrieval.test_lexical import (
     IN_SCOPE_FILES,
     add_chunks,
@@ -129,7 +130,7 @@ def test_a_sheet_row_is_found_by_its_cells_text_and_by_part_of_it(alice):
     names = products()
     assert len(names) >= 5
     for name in names:
-        context = retrieve(user=alice, request=RetrievalRequest(question=name, collection_ids=[sales.pk]))
+        context = retrieve(user=alice, request=request_for(alice, question=name, collection_ids=[sales.pk]))
         assert context.answerable, (name, context.answerability.as_dict())
         assert context.answerability.evidence.coverage == 1.0
         assert name in context.primary_chunks[0].chunk.content, name
@@ -138,7 +139,7 @@ def test_a_sheet_row_is_found_by_its_cells_text_and_by_part_of_it(alice):
     part = longest[-4:]
     assert part != longest and not any(part in other for other in names if other != longest)
     context = retrieve(
-        user=alice, request=RetrievalRequest(question=f"{part}の単価は？", collection_ids=[sales.pk])
+        user=alice, request=request_for(alice, question=f"{part}の単価は？", collection_ids=[sales.pk])
     )
     assert context.answerable, context.answerability.as_dict()
     assert longest in context.primary_chunks[0].chunk.content
@@ -151,7 +152,8 @@ def test_a_paragraph_of_a_japanese_document_is_found_by_a_phrase_from_it(alice):
     for source_ref, text in texts.items():
         phrase = phrase_of(text, [t for ref, t in texts.items() if ref != source_ref])
         context = retrieve(
-            user=alice, request=RetrievalRequest(question=f"{phrase}について教えて", collection_ids=[docs.pk])
+            user=alice,
+            request=request_for(alice, question=f"{phrase}について教えて", collection_ids=[docs.pk]),
         )
         assert context.answerable, (phrase, context.answerability.as_dict())
         assert context.primary_chunks[0].chunk.source_ref == source_ref, phrase
@@ -163,9 +165,9 @@ def test_an_english_question_ranks_as_before_beside_japanese_chunks(alice, corpu
     mixed = collection_create(name="mixed", owner=alice)
     english = ingest(mixed, corpus / "office" / "dummy.docx")
     question = "hybrid search BM25 Tantivy why"
-    alone = retrieve(user=alice, request=RetrievalRequest(question=question, collection_ids=[mixed.pk]))
+    alone = retrieve(user=alice, request=request_for(alice, question=question, collection_ids=[mixed.pk]))
     ingest(mixed, JAPANESE_DOCX)
-    beside = retrieve(user=alice, request=RetrievalRequest(question=question, collection_ids=[mixed.pk]))
+    beside = retrieve(user=alice, request=request_for(alice, question=question, collection_ids=[mixed.pk]))
     assert alone.primary_chunks[0].chunk.document_id == english.pk
     assert beside.primary_chunks[0].chunk.pk == alone.primary_chunks[0].chunk.pk
     assert beside.answerable == alone.answerable

@@ -15,9 +15,10 @@ from django.db import connection
 
 from knowledge.clients.embedding_registry import E5_SMALL, MINILM, MPNET
 from knowledge.models import Chunk, Collection, Document
-from knowledge.retrieval.service import RetrievalRequest, retrieve
+from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create, collection_update
 from knowledge.services.documents import DocumentUpload, document_upload
+from tests.asking import request_for
 from tests.releases.helpers import held_promoted
 from tests.retrieval.test_lexical import assert_lexical_copy_is_exact, assert_statistics_are_exact
 
@@ -66,7 +67,9 @@ class Asker(threading.Thread):
                 before = model_state(self.collection_id)
                 context = retrieve(
                     user=self.user,
-                    request=RetrievalRequest(question=self.question, collection_ids=[self.collection_id]),
+                    request=request_for(
+                        self.user, question=self.question, collection_ids=[self.collection_id]
+                    ),
                 )
                 after = model_state(self.collection_id)
                 self.answers.append((before, after, models_of(context), len(context.primary_chunks)))
@@ -136,7 +139,7 @@ def test_a_japanese_document_is_found_by_an_english_paraphrase_in_an_e5_collecti
     ingest(collection, JAPANESE_DOCX)
     question = "Why should semantic vector search be combined with exact keyword matching?"
     context = retrieve(
-        user=alice, request=RetrievalRequest(question=question, collection_ids=[collection.pk], k=3)
+        user=alice, request=request_for(alice, question=question, collection_ids=[collection.pk], k=3)
     )
     by_dense_rank = sorted(
         (c for c in context.primary_chunks if c.scores["dense_rank"] is not None),
@@ -153,7 +156,7 @@ def test_a_japanese_sheet_row_is_found_by_its_own_words_and_by_an_english_questi
     # Its own words: the row's date and product name, as the sheet writes them.
     context = retrieve(
         user=alice,
-        request=RetrievalRequest(question="2024-01-03 モニター", collection_ids=[collection.pk], k=3),
+        request=request_for(alice, question="2024-01-03 モニター", collection_ids=[collection.pk], k=3),
     )
     first = context.primary_chunks[0].chunk
     assert "2024-01-03" in first.content and "モニター" in first.content, first.content
@@ -161,7 +164,9 @@ def test_a_japanese_sheet_row_is_found_by_its_own_words_and_by_an_english_questi
     # the date alone, and the row of 2024-01-03 is not its first chunk).
     context = retrieve(
         user=alice,
-        request=RetrievalRequest(question="monitor sales on 2024-01-03", collection_ids=[collection.pk], k=3),
+        request=request_for(
+            alice, question="monitor sales on 2024-01-03", collection_ids=[collection.pk], k=3
+        ),
     )
     first = context.primary_chunks[0].chunk
     assert first.source_ref == "sheet=2024年売上" and first.embedding_model == E5_SMALL
@@ -178,7 +183,9 @@ def test_a_question_over_two_models_fuses_both_and_never_reads_another_users_col
     question = "How does hybrid search help retrieval, and why do cars roll uphill on a gravity hill?"
     context = retrieve(
         user=alice,
-        request=RetrievalRequest(question=question, collection_ids=[english.pk, japanese.pk, bobs.pk], k=10),
+        request=request_for(
+            alice, question=question, collection_ids=[english.pk, japanese.pk, bobs.pk], k=10
+        ),
     )
     found = context.primary_chunks + context.referenced_chunks + context.closest
     assert {c.chunk.collection_id for c in found} == {english.pk, japanese.pk}
@@ -189,7 +196,7 @@ def test_a_question_over_two_models_fuses_both_and_never_reads_another_users_col
     # Bob, asking the same, finds his own collection and nothing of Alice's.
     his = retrieve(
         user=bob,
-        request=RetrievalRequest(question=question, collection_ids=[english.pk, japanese.pk, bobs.pk], k=10),
+        request=request_for(bob, question=question, collection_ids=[english.pk, japanese.pk, bobs.pk], k=10),
     )
     assert {c.chunk.collection_id for c in his.primary_chunks} == {bobs.pk}
 
@@ -204,14 +211,14 @@ def test_a_collection_on_the_bundled_768_dimension_model_answers_beside_a_minilm
     }
     context = retrieve(
         user=alice,
-        request=RetrievalRequest(
-            question="Why do cars roll uphill on a gravity hill?", collection_ids=[mpnet.pk]
+        request=request_for(
+            alice, question="Why do cars roll uphill on a gravity hill?", collection_ids=[mpnet.pk]
         ),
     )
     assert models_of(context) == {MPNET}
     assert "gravity hill" in context.primary_chunks[0].chunk.content.lower()
     question = "How does hybrid search help retrieval, and why do cars roll uphill on a gravity hill?"
     both = retrieve(
-        user=alice, request=RetrievalRequest(question=question, collection_ids=[minilm.pk, mpnet.pk], k=10)
+        user=alice, request=request_for(alice, question=question, collection_ids=[minilm.pk, mpnet.pk], k=10)
     )
     assert models_of(both) == {MINILM, MPNET}

@@ -23,7 +23,7 @@ from knowledge.models import Chunk, Collection, Document, EmbeddingEndpoint
 from knowledge.retrieval import dense
 from knowledge.retrieval.answerability import embedding_reads, question_language
 from knowledge.retrieval.scope import Scope
-from knowledge.retrieval.service import RetrievalRequest, retrieve
+from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.services.model_endpoints import (
@@ -31,6 +31,7 @@ from knowledge.services.model_endpoints import (
     embedding_endpoint_save,
     endpoint_index_ensure,
 )
+from tests.asking import request_for
 from tests.model_server import Reply
 from tests.retrieval.test_embedding_models import answers_while_switching, steady_answers
 
@@ -83,7 +84,7 @@ def test_a_768_dimension_endpoint_model_is_registered_ingests_and_answers(alice,
     assert all(len(r.body["input"]) <= 4 for r in mpnet_server.requests[1:]), "batch_size not kept"
 
     context = retrieve(
-        user=alice, request=RetrievalRequest(question=UPHILL, collection_ids=[collection.pk], k=3)
+        user=alice, request=request_for(alice, question=UPHILL, collection_ids=[collection.pk], k=3)
     )
     assert context.primary_chunks, context.stats
     assert {c.chunk.embedding_model for c in context.primary_chunks} == {ENDPOINT}
@@ -122,7 +123,7 @@ def test_one_question_searches_a_minilm_and_a_768_dimension_collection_together(
     assert upload(mpnet, GRAVITY_HILL).status == Document.Status.READY
     question = "How does hybrid search help retrieval, and why do cars roll uphill on a gravity hill?"
     context = retrieve(
-        user=alice, request=RetrievalRequest(question=question, collection_ids=[minilm.pk, mpnet.pk], k=10)
+        user=alice, request=request_for(alice, question=question, collection_ids=[minilm.pk, mpnet.pk], k=10)
     )
     models = {c.chunk.embedding_model for c in context.primary_chunks}
     assert models == {MINILM, ENDPOINT}
@@ -138,7 +139,7 @@ def test_a_failing_endpoint_answers_by_the_lexical_search_and_says_why(alice, mp
     mpnet_server.stop()
     context = retrieve(
         user=alice,
-        request=RetrievalRequest(question="gravity hill optical illusion", collection_ids=[collection.pk]),
+        request=request_for(alice, question="gravity hill optical illusion", collection_ids=[collection.pk]),
     )
     assert "unreachable" in context.stats["embedding_unavailable"][ENDPOINT]
     assert context.stats["search"] == "lexical only: the embedding endpoint failed"
@@ -250,7 +251,7 @@ def test_the_key_never_reaches_the_logs(alice, mpnet_server, caplog):
     document = upload(collection, GRAVITY_HILL)
     assert document.status == Document.Status.FAILED
     mpnet_server.stop()
-    retrieve(user=alice, request=RetrievalRequest(question=UPHILL, collection_ids=[collection.pk]))
+    retrieve(user=alice, request=request_for(alice, question=UPHILL, collection_ids=[collection.pk]))
     assert SECRET not in caplog.text
     assert SECRET not in document.error
     assert SECRET not in repr(embedding_model_info(ENDPOINT))

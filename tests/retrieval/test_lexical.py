@@ -20,6 +20,7 @@ from knowledge.models import Chunk, ChunkProfile, Collection, Document
 from knowledge.retrieval import lexical
 from knowledge.retrieval.lexical import LexicalHit, lexical_search, query_terms
 from knowledge.retrieval.scope import search_scope
+from tests.asking import request_for
 
 pytestmark = pytest.mark.django_db
 
@@ -622,7 +623,7 @@ def test_a_search_of_one_small_collection_reads_its_rows_not_the_tables(profile,
     search's cost follows the searched collection, not the table (before: 2,040 rows fetched for 40)."""
     from django.test.utils import CaptureQueriesContext
 
-    from knowledge.retrieval.service import RetrievalRequest, retrieve
+    from knowledge.retrieval.service import retrieve
 
     small, large = make_collection("lexical-small", profile), make_collection("lexical-large", profile)
     add_chunks(small, chunk_texts(("topics/cache.txt",))[:40])
@@ -630,7 +631,7 @@ def test_a_search_of_one_small_collection_reads_its_rows_not_the_tables(profile,
     add_chunks(large, (other * (2000 // len(other) + 1))[:2000])
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE knowledge_chunk_lexical")
-    request = RetrievalRequest(question="How do I cache an entire view?", collection_ids=[small.pk])
+    request = request_for(alice, question="How do I cache an entire view?", collection_ids=[small.pk])
     with CaptureQueriesContext(connection) as queries:
         context = retrieve(user=alice, request=request)
     assert context.primary_chunks, "the small collection answers"

@@ -14,9 +14,10 @@ from knowledge.clients.embedding import query_cache_clear
 from knowledge.ingestion.pipeline import document_process
 from knowledge.models import Document
 from knowledge.retrieval import service
-from knowledge.retrieval.service import RetrievalRequest, retrieve
+from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
+from tests.asking import request_for
 
 QUESTIONS = [
     "How do I delete a pet by its id?",
@@ -41,7 +42,7 @@ def _run(alice, collection, question, *, alongside: bool, monkeypatch):
     monkeypatch.setattr(service, "EMBED_ALONGSIDE_LEXICAL", alongside)
     query_cache_clear()  # the embedding really runs, on the thread being tested
     context = retrieve(
-        user=alice, request=RetrievalRequest(question=question, collection_ids=[collection.pk])
+        user=alice, request=request_for(alice, question=question, collection_ids=[collection.pk])
     )
     return context
 

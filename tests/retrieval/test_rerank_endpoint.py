@@ -9,8 +9,9 @@ import pytest
 
 from config.base.errors import KnowledgeError
 from knowledge.models import Profile, RerankEndpoint
-from knowledge.retrieval.service import RetrievalRequest, retrieve
+from knowledge.retrieval.service import retrieve
 from knowledge.services.model_endpoints import rerank_endpoint_save
+from tests.asking import request_for
 from tests.model_server import Reply
 
 pytest_plugins = ["tests.model_server"]
@@ -35,9 +36,9 @@ def test_the_profiles_reranker_orders_the_candidates_by_its_scores(
     reranking_profile.refresh_from_db()
     baseline = retrieve(
         user=alice,
-        request=RetrievalRequest(question=QUESTION, profile=reranking_profile, rerank_enabled=False),
+        request=request_for(alice, question=QUESTION, profile=reranking_profile, rerank_enabled=False),
     )
-    context = retrieve(user=alice, request=RetrievalRequest(question=QUESTION, profile=reranking_profile))
+    context = retrieve(user=alice, request=request_for(alice, question=QUESTION, profile=reranking_profile))
     assert context.stats["rerank"] == "reranked by tei/reranker"
     request = minilm_server.requests[-1]
     assert request.path.endswith("/rerank") and request.body["query"] == QUESTION
@@ -70,12 +71,12 @@ def test_a_failing_reranker_keeps_the_retrieval_order_and_says_why(
     Profile.objects.filter(pk=reranking_profile.pk).update(reranker=reranker)
     reranking_profile.refresh_from_db()
     minilm_server.script(reply)
-    context = retrieve(user=alice, request=RetrievalRequest(question=QUESTION, profile=reranking_profile))
+    context = retrieve(user=alice, request=request_for(alice, question=QUESTION, profile=reranking_profile))
     assert context.stats["rerank"].startswith("failed: ") and reason in context.stats["rerank"]
     assert SECRET not in context.stats["rerank"]
     unreranked = retrieve(
         user=alice,
-        request=RetrievalRequest(question=QUESTION, profile=reranking_profile, rerank_enabled=False),
+        request=request_for(alice, question=QUESTION, profile=reranking_profile, rerank_enabled=False),
     )
     assert [r.chunk.pk for r in context.primary_chunks] == [r.chunk.pk for r in unreranked.primary_chunks]
 

@@ -10,15 +10,16 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from config.base.errors import KnowledgeError
+from config.base.errors import KnowledgeError, NotFoundError
 from knowledge.models import Chunk, Document, Profile, ProfileCollection
 from knowledge.retrieval import lexical
 from knowledge.retrieval.answerability import coverage_of
 from knowledge.retrieval.expansion import expand_references, reference_budget
 from knowledge.retrieval.scope import search_scope
-from knowledge.retrieval.service import RetrievalRequest, retrieve
+from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
+from tests.asking import request_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,16 +44,19 @@ def test_a_user_never_gets_chunks_of_a_collection_they_may_not_read(alice, charl
     ingest(own, corpus / "office" / "dummy.docx")
     question = "What is a gravity hill and why do cars seem to roll uphill?"
 
-    as_alice = retrieve(user=alice, request=RetrievalRequest(question=question, collection_ids=[secret.pk]))
+    as_alice = retrieve(user=alice, request=request_for(alice, question=question, collection_ids=[secret.pk]))
     assert as_alice.primary_chunks and sources(as_alice)[0][0] == "gravity_hill.md"
 
+    with pytest.raises(NotFoundError, match=f"no such collection: {secret.pk}"):
+        request_for(charlie, question=question, collection_ids=[secret.pk, own.pk])
     as_charlie = retrieve(
-        user=charlie, request=RetrievalRequest(question=question, collection_ids=[secret.pk, own.pk])
+        user=charlie, request=request_for(charlie, question=question, collection_ids=[own.pk])
     )
     assert all(r.chunk.collection_id == own.pk for r in as_charlie.primary_chunks)
+    # A profile's collections that are not readable are left out of its search.
     profile = Profile.objects.create(owner=charlie, name="sneaky", tag="sneaky")
     ProfileCollection.objects.create(profile=profile, collection=secret)
-    via_profile = retrieve(user=charlie, request=RetrievalRequest(question=question, profile=profile))
+    via_profile = retrieve(user=charlie, request=request_for(charlie, question=question, profile=profile))
     assert via_profile.primary_chunks == [] and via_profile.referenced_chunks == []
 
 
@@ -65,7 +69,7 @@ def test_answerability_takes_the_best_chunks_lexemes_from_its_lexical_hit(alice,
     read = lexical.chunk_lexemes
     reads = []
     monkeypatch.setattr(lexical, "chunk_lexemes", lambda **kwargs: reads.append(kwargs) or read(**kwargs))
-    context = retrieve(user=alice, request=RetrievalRequest(question=question, collection_ids=[hills.pk]))
+    context = retrieve(user=alice, request=request_for(alice, question=question, collection_ids=[hills.pk]))
     best = context.primary_chunks[0]
     assert best.scores["lexical_rank"] is not None and reads == []
     scope = search_scope(user=alice, collection_ids=[hills.pk])
@@ -86,7 +90,7 @@ def test_profiles_merge_collections_and_collections_compete_on_merit(alice, corp
         ProfileCollection.objects.create(profile=profile, collection=c)
 
     context = retrieve(
-        user=alice, request=RetrievalRequest(question="How do I delete a pet by its id?", profile=profile)
+        user=alice, request=request_for(alice, question="How do I delete a pet by its id?", profile=profile)
     )
     assert ("petstore-expanded-3.0.json", "operation=DELETE /pets/{id}") in sources(context)[:2]
     assert len(context.primary_chunks) <= 4
@@ -98,7 +102,7 @@ def test_profiles_merge_collections_and_collections_compete_on_merit(alice, corp
 
     other = retrieve(
         user=alice,
-        request=RetrievalRequest(question="optical illusion of a slope on a road", profile=profile),
+        request=request_for(alice, question="optical illusion of a slope on a road", profile=profile),
     )
     assert sources(other)[0][0] == "gravity_hill.md"
 
@@ -108,14 +112,17 @@ def test_hybrid_switch_and_no_results_above_threshold(alice, corpus):
     ingest(c, corpus / "text" / "gravity_hill.md")
     dense_only = retrieve(
         user=alice,
-        request=RetrievalRequest(question="gravity hill", collection_ids=[c.pk], overrides={"hybrid": False}),
+        request=request_for(
+            alice, question="gravity hill", collection_ids=[c.pk], overrides={"hybrid": False}
+        ),
     )
     assert all(r.scores["lexical_rank"] is None for r in dense_only.primary_chunks)
-    hybrid = retrieve(user=alice, request=RetrievalRequest(question="gravity hill", collection_ids=[c.pk]))
+    hybrid = retrieve(user=alice, request=request_for(alice, question="gravity hill", collection_ids=[c.pk]))
     assert any(r.scores["lexical_rank"] is not None for r in hybrid.primary_chunks)
     nothing = retrieve(
         user=alice,
-        request=RetrievalRequest(
+        request=request_for(
+            alice,
             question="quarterly revenue of a semiconductor company",
             collection_ids=[c.pk],
             overrides={"minRelevanceScore": 0.5},
@@ -138,7 +145,7 @@ def test_hybrid_switch_and_no_results_above_threshold(alice, corpus):
 def test_hostile_questions_never_crash(alice, corpus, question):
     c = collection_create(name="hills", owner=alice)
     ingest(c, corpus / "text" / "gravity_hill.md")
-    context = retrieve(user=alice, request=RetrievalRequest(question=question, collection_ids=[c.pk]))
+    context = retrieve(user=alice, request=request_for(alice, question=question, collection_ids=[c.pk]))
     assert isinstance(context.primary_chunks, list)
     assert Chunk.objects.filter(collection=c).exists()
 
@@ -146,18 +153,19 @@ def test_hostile_questions_never_crash(alice, corpus, question):
 def test_bad_questions_are_refused_clearly(alice):
     c = collection_create(name="empty", owner=alice)
     with pytest.raises(KnowledgeError, match="empty"):
-        retrieve(user=alice, request=RetrievalRequest(question="   ", collection_ids=[c.pk]))
+        retrieve(user=alice, request=request_for(alice, question="   ", collection_ids=[c.pk]))
     with pytest.raises(KnowledgeError, match="limit is 4000"):
-        retrieve(user=alice, request=RetrievalRequest(question="x" * 10_000, collection_ids=[c.pk]))
+        retrieve(user=alice, request=request_for(alice, question="x" * 10_000, collection_ids=[c.pk]))
     with pytest.raises(KnowledgeError, match="profile or at least one collection"):
-        retrieve(user=alice, request=RetrievalRequest(question="hello"))
+        retrieve(user=alice, request=request_for(alice, question="hello"))
 
 
 def test_openapi_operations_expand_to_the_schemas_they_reference(alice, corpus):
     c = collection_create(name="api", owner=alice)
     ingest(c, corpus / "openapi" / "petstore-expanded-3.0.json")
     context = retrieve(
-        user=alice, request=RetrievalRequest(question="Creates a new pet in the store", collection_ids=[c.pk])
+        user=alice,
+        request=request_for(alice, question="Creates a new pet in the store", collection_ids=[c.pk]),
     )
     assert ("petstore-expanded-3.0.json", "operation=POST /pets") in sources(context)
     referenced = {r.chunk.source_ref for r in context.referenced_chunks}
@@ -176,14 +184,14 @@ def test_query_intent_narrows_api_chunks_only_when_switched_on(alice, corpus):
     question = "What fields does a pet object have?"
     on = retrieve(
         user=alice,
-        request=RetrievalRequest(
-            question=question, collection_ids=[c.pk], k=10, overrides={"queryIntent": True}
+        request=request_for(
+            alice, question=question, collection_ids=[c.pk], k=10, overrides={"queryIntent": True}
         ),
     )
     off = retrieve(
         user=alice,
-        request=RetrievalRequest(
-            question=question, collection_ids=[c.pk], k=10, overrides={"queryIntent": False}
+        request=request_for(
+            alice, question=question, collection_ids=[c.pk], k=10, overrides={"queryIntent": False}
         ),
     )
     assert on.stats["intent"] == "schema"
@@ -196,7 +204,8 @@ def test_circular_references_terminate(alice, corpus):
     ingest(c, corpus / "openapi" / "circular-3.0.json")
     context = retrieve(
         user=alice,
-        request=RetrievalRequest(
+        request=request_for(
+            alice,
             question="schema that references itself",
             collection_ids=[c.pk],
             overrides={"minRelevanceScore": 0.0, "maxDocs": 10},
@@ -274,7 +283,8 @@ def test_context_respects_the_token_budget(alice, corpus):
     ingest(c, corpus / "html" / "flag_day.html")
     wide = retrieve(
         user=alice,
-        request=RetrievalRequest(
+        request=request_for(
+            alice,
             question="flag day history",
             collection_ids=[c.pk],
             overrides={"maxDocs": 6, "minRelevanceScore": 0.0},
@@ -282,7 +292,8 @@ def test_context_respects_the_token_budget(alice, corpus):
     )
     tight = retrieve(
         user=alice,
-        request=RetrievalRequest(
+        request=request_for(
+            alice,
             question="flag day history",
             collection_ids=[c.pk],
             overrides={"maxDocs": 6, "minRelevanceScore": 0.0, "maxTokens": 300},

@@ -18,10 +18,11 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from knowledge.models import Document, Source, SourceItem
-from knowledge.retrieval.service import RetrievalRequest, retrieve
+from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create
 from knowledge.services.sources import source_add, source_sync
 from knowledge.synthesis.citations import citation_for
+from tests.asking import request_for
 from tests.conftest import CORPUS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -111,7 +112,9 @@ def test_a_site_syncs_incrementally_and_respects_robots(site, alice, no_llm):
     # A citation links to the original page as well as to the stored copy.
     context = retrieve(
         user=alice,
-        request=RetrievalRequest(question="When is Flag Day in Canada?", collection_ids=[collection.pk], k=3),
+        request=request_for(
+            alice, question="When is Flag Day in Canada?", collection_ids=[collection.pk], k=3
+        ),
     )
     cited = citation_for(context.primary_chunks[0])
     assert cited.document_id == item.document_id and cited.origin_url == f"{base}/docs/flag_day.html"

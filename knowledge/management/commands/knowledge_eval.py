@@ -26,6 +26,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from config.base.errors import KnowledgeError
+from knowledge.access import question_scope_checked
 from knowledge.evaluation.answers import score_answers
 from knowledge.evaluation.questions import load_questions
 from knowledge.evaluation.runner import RECALL_CUTS, question_rows, run_retrieval, summarise
@@ -128,8 +129,7 @@ class Command(BaseCommand):
         results = run_retrieval(
             questions,
             user=user,
-            profile=profile,
-            collection_ids=collection_ids,
+            asked=question_scope_checked(user=user, profile=profile, collection_ids=collection_ids),
             k=options["k"],
             overrides=overrides,
             on_question=lambda _: bar.update(),

@@ -15,6 +15,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from config.base.errors import KnowledgeError
+from knowledge.access import question_scope_checked
 from knowledge.management.targets import resolve_target
 from knowledge.retrieval.service import RetrievalRequest, retrieve
 from knowledge.retrieval.sources import source_fields
@@ -39,12 +40,10 @@ class Command(BaseCommand):
             profile, collection_ids, user = resolve_target(
                 profile=options["profile"], collection=options["collection"], username=options["user"]
             )
+            asked = question_scope_checked(user=user, profile=profile, collection_ids=collection_ids)
             for query in queries:
                 context = retrieve(
-                    user=user,
-                    request=RetrievalRequest(
-                        question=query, profile=profile, collection_ids=collection_ids, k=options["k"]
-                    ),
+                    user=user, request=RetrievalRequest(question=query, asked=asked, k=options["k"])
                 )
                 self._print(query, context, as_json=options["json"])
         except KnowledgeError as exc:
