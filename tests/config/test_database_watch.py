@@ -23,9 +23,7 @@ import pytest
 
 from config.base.database import embedded_pgdata
 from config.base.database_watch import postmaster_died, restart, server_handle
-from tests.conftest import REPO_ROOT
-from tests.served import application_environment, free_port
-from tests.test_run_script import (
+from tests.config.test_run_script import (
     STARTED_WITHIN,
     STOPPED_WITHIN,
     _alive,
@@ -33,6 +31,8 @@ from tests.test_run_script import (
     _kill,
     _wait_until_healthy,
 )
+from tests.conftest import REPO_ROOT
+from tests.served import application_environment, free_port
 
 RECOVERED_WITHIN = 90  # generous: the server is started again within seconds
 RESTARTED_LINE = "the embedded PostgreSQL stopped; started it again"

@@ -18,7 +18,7 @@ import pytest
 
 from knowledge.ingestion.extract import extract_sections
 
-QUESTIONS = Path(__file__).resolve().parent / "data" / "dev_questions.jsonl"
+QUESTIONS = Path(__file__).resolve().parent.parent / "data" / "dev_questions.jsonl"
 
 # ``document`` in the set is a basename; basenames are not unique in the shared
 # corpus (django-docs has two csrf.txt, signals.txt and middleware.txt), so this maps each one to

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs" / "_hooks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_hooks"))
 from docs_build.environment import SETTING, scan  # noqa: E402
 from docs_build.reference import all_reads, configuration_page  # noqa: E402
 
 from config.base.ingest_limits import SETTINGS as INGEST_LIMIT_SETTINGS
 from knowledge.parameters import PARAMETERS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 # Independent of the AST scanner on purpose: a plain text search for the same reads.
 HELPER_CALL = re.compile(r"\b_?env_\w+\(\s*\"([A-Z][A-Z0-9_]*)\"")

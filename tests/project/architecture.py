@@ -1,7 +1,7 @@
 """The shape of the code, measured: modules, import circles, imports that run back up a layer,
 imports hidden inside functions, long functions and long modules.
 
-``python -m tests.architecture`` prints the counts; tests/test_architecture.py asserts them.
+``python -m tests.project.architecture`` prints the counts; tests/project/test_architecture.py asserts them.
 The layer order is the import-linter contract in pyproject.toml (``[tool.importlinter]``),
 written down with its reasons in docs/design.md; this module reads it from there so there is one list.
 """
@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("knowledge", "accounts", "config")
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60

@@ -1,12 +1,13 @@
 """The layer order of docs/design.md#layers holds: no import back up a layer, no circle, no private
-name borrowed across packages, no module over 600 lines, no function over 60 (see tests/architecture.py)."""
+name borrowed across packages, no module over 600 lines, no function over 60
+(see tests/project/architecture.py)."""
 
 from __future__ import annotations
 
 import pytest
 from importlinter.cli import lint_imports
 
-from tests import architecture
+from tests.project import architecture
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 A cluster is stuck only when its probe has waited past the limit while one of its
 workers has been idle as long: a probe waiting behind a busy worker, or one that a
 worker just freed will take, is no fault. The supervisor's recovery of a killed
-cluster's jobs is here too (tests/test_worker_faults.py runs the whole of it).
+cluster's jobs is here too (tests/workers/test_worker_faults.py runs the whole of it).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from tests.served import LoopbackHandler, free_port
-from tests.test_worker_faults import RunningProduct, _document_status, _upload
+from tests.workers.test_worker_faults import RunningProduct, _document_status, _upload
 
 pytestmark = [pytest.mark.slow, pytest.mark.security]
 

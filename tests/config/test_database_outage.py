@@ -22,8 +22,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.config.test_external_database import _manage, _pg_bin, _postgres_user, tcp_postgres
 from tests.served import served_application, wait_for_port
-from tests.test_external_database import _manage, _pg_bin, _postgres_user, tcp_postgres
 
 pytestmark = [pytest.mark.slow, pytest.mark.security]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOCK = ROOT / "requirements.lock"
 PROJECT = "knowledge"  # installed editable from the checkout, not from the lock
 # all-mpnet-base-v2's five pieces: data wheels, downloaded (never installed) by scripts/install.sh.

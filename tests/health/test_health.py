@@ -15,7 +15,7 @@ import pytest
 
 from tests.redis_server import redis_server
 from tests.served import free_port, served_application
-from tests.test_scale_out import worker_processes
+from tests.workers.test_scale_out import worker_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
