@@ -15,7 +15,7 @@ import ast
 
 import pytest
 
-from tests import architecture
+from tests.project import architecture
 
 BELOW_CHAT = ("knowledge.agents", "knowledge.synthesis", "knowledge.retrieval", "knowledge.ingestion")
 CALLED_FROM_CHAT = ("knowledge.agents", "knowledge.synthesis")
