@@ -13,8 +13,9 @@ from django.core.management import call_command
 
 import knowledge.admin.evaluation  # noqa: F401  (the admin registered by the package)
 from knowledge.evaluation.questions import load_questions
-from knowledge.evaluation.runner import run_retrieval
+from knowledge.evaluation.runner import EvalSearch, run_retrieval
 from knowledge.evaluation.store import (
+    RunScope,
     eval_run_record,
     eval_runs_chart_svg,
     eval_set_import,
@@ -145,7 +146,7 @@ def _runs():
     second = eval_run_record(
         eval_set=eval_set,
         k=5,
-        settings={"hybrid": False},
+        scope=RunScope(settings={"hybrid": False}),
         metrics={"recall@5": 0.75, "mrr": 0.625, "ndcg@10": 0.875, "composite": 0.5,
                  "by_kind": {"md": {"recall@5": 0.375}}},
     )  # fmt: skip
@@ -197,9 +198,8 @@ def test_comparing_two_chunk_profiles_records_a_run_per_profile(hills, alice, ad
     # The override searches the named profile's chunks, not the active profile's.
     questions = eval_set_questions(eval_set=eval_set)
     for profile in (original, small):
-        [result] = run_retrieval(
-            questions, user=alice, collection_ids=[hills.pk], chunk_profile_id=profile.pk
-        )
+        search = EvalSearch(collection_ids=[hills.pk], chunk_profile_id=profile.pk)
+        [result] = run_retrieval(questions, user=alice, search=search)
         assert result.context.primary_chunks
         assert {r.chunk.chunk_profile_id for r in result.context.primary_chunks} == {profile.pk}
 

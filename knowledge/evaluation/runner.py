@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from knowledge.evaluation import metrics
 from knowledge.evaluation.questions import EvalQuestion, normalise
+from knowledge.models import Profile
 from knowledge.retrieval.expansion import expand_references
 from knowledge.retrieval.service import KnowledgeContext, RetrievalRequest, retrieve
 
@@ -53,31 +54,36 @@ def question_result(question: EvalQuestion, context: KnowledgeContext, elapsed_m
     return result
 
 
+@dataclass(frozen=True)
+class EvalSearch:
+    """How each question of a run is searched: the ``profile``'s collections (narrowed to
+    ``collection_ids``) or the ``collection_ids`` alone, ``k`` chunks, the run's ``overrides``, and
+    ``chunk_profile_id``'s chunk set instead of the active one (knowledge.retrieval.RetrievalRequest)."""
+
+    profile: Profile | None = None
+    collection_ids: list[int] | None = None
+    k: int = 10
+    overrides: dict | None = None
+    chunk_profile_id: int | None = None
+
+    def request(self, question: str) -> RetrievalRequest:
+        return RetrievalRequest(
+            question=question,
+            profile=self.profile,
+            collection_ids=self.collection_ids,
+            k=self.k,
+            overrides=self.overrides,
+            chunk_profile_id=self.chunk_profile_id,
+        )
+
+
 def run_retrieval(
-    questions: list[EvalQuestion],
-    *,
-    user,
-    profile=None,
-    collection_ids=None,
-    k: int = 10,
-    overrides: dict | None = None,
-    on_question=None,
-    chunk_profile_id: int | None = None,
+    questions: list[EvalQuestion], *, user, search: EvalSearch, on_question=None
 ) -> list[QuestionResult]:
     results = []
     for question in questions:
         started = time.perf_counter()
-        context = retrieve(
-            user=user,
-            request=RetrievalRequest(
-                question=question.question,
-                profile=profile,
-                collection_ids=collection_ids,
-                k=k,
-                overrides=overrides,
-                chunk_profile_id=chunk_profile_id,
-            ),
-        )
+        context = retrieve(user=user, request=search.request(question.question))
         result = question_result(question, context, round((time.perf_counter() - started) * 1000, 2))
         result.context = context
         results.append(result)

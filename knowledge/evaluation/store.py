@@ -10,14 +10,15 @@ import csv
 import io
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
 
 from knowledge.evaluation.questions import EvalQuestion as LoadedQuestion
 from knowledge.evaluation.questions import load_questions, parse_question
-from knowledge.evaluation.runner import run_retrieval, summarise
-from knowledge.models import Chunk, EvalQuestion, EvalRun, EvalSet
+from knowledge.evaluation.runner import EvalSearch, run_retrieval, summarise
+from knowledge.models import Chunk, ChunkProfile, Collection, EvalQuestion, EvalRun, EvalSet, Profile
 from knowledge.task_queues import long_work_queue, task_queue
 
 CHART_METRICS = ("recall@1", "recall@3", "recall@5", "recall@10", "mrr", "ndcg@10")
@@ -211,29 +212,35 @@ def eval_set_questions(*, eval_set: EvalSet) -> list[LoadedQuestion]:
     ]
 
 
+@dataclass(frozen=True)
+class RunScope:
+    """What a stored run searched, and how: the collection or the profile, the chunk profile (the
+    collection's active one at run time when None), the run's ``--set`` overrides, and whether the
+    questions were answered too."""
+
+    collection: Collection | None = None
+    profile: Profile | None = None
+    chunk_profile: ChunkProfile | None = None
+    settings: dict = field(default_factory=dict)
+    with_answers: bool = False
+
+
 def eval_run_record(
-    *,
-    eval_set: EvalSet,
-    metrics: dict,
-    k: int,
-    collection=None,
-    profile=None,
-    chunk_profile=None,
-    settings: dict | None = None,
-    with_answers: bool = False,
-    created_by=None,
+    *, eval_set: EvalSet, metrics: dict, k: int, scope: RunScope | None = None, created_by=None
 ) -> EvalRun:
-    """Store one run. ``chunk_profile`` defaults to the collection's active profile now."""
-    if chunk_profile is None and collection is not None:
-        chunk_profile = collection.chunk_profile
+    """Store one run. The chunk profile defaults to the scope's collection's active profile now."""
+    scope = scope or RunScope()
+    chunk_profile = scope.chunk_profile
+    if chunk_profile is None and scope.collection is not None:
+        chunk_profile = scope.collection.chunk_profile
     return EvalRun.objects.create(
         eval_set=eval_set,
-        collection=collection,
-        profile=profile,
+        collection=scope.collection,
+        profile=scope.profile,
         chunk_profile=chunk_profile,
         k=k,
-        settings=dict(settings or {}),
-        with_answers=with_answers,
+        settings=dict(scope.settings or {}),
+        with_answers=scope.with_answers,
         metrics=json.loads(json.dumps(metrics)),
         created_by=created_by if getattr(created_by, "pk", None) else None,
     )
@@ -291,12 +298,13 @@ def eval_run_collection(*, eval_set: EvalSet, collection, k: int, created_by=Non
     questions = eval_set_questions(eval_set=eval_set)
     if not questions:
         raise ValueError(f"the evaluation set {eval_set.name!r} has no questions")
-    results = run_retrieval(questions, user=collection.owner, collection_ids=[collection.pk], k=k)
+    search = EvalSearch(collection_ids=[collection.pk], k=k)
+    results = run_retrieval(questions, user=collection.owner, search=search)
     return eval_run_record(
         eval_set=eval_set,
         metrics=summarise(results, k=k),
         k=k,
-        collection=collection,
+        scope=RunScope(collection=collection),
         created_by=created_by,
     )
 
@@ -317,17 +325,15 @@ def eval_chunk_profiles_compare(
         searched = Chunk.objects.filter(collection=collection, chunk_profile=chunk_profile).count()
         if not searched or not questions:
             continue
-        results = run_retrieval(
-            questions, user=user, collection_ids=[collection.pk], k=k, chunk_profile_id=chunk_profile.pk
-        )
+        search = EvalSearch(collection_ids=[collection.pk], k=k, chunk_profile_id=chunk_profile.pk)
+        results = run_retrieval(questions, user=user, search=search)
         metrics = {**summarise(results, k=k), "chunks_searched": searched}
         runs.append(
             eval_run_record(
                 eval_set=eval_set,
                 metrics=metrics,
                 k=k,
-                collection=collection,
-                chunk_profile=chunk_profile,
+                scope=RunScope(collection=collection, chunk_profile=chunk_profile),
                 created_by=created_by,
             )
         )

@@ -28,8 +28,8 @@ from tqdm import tqdm
 from config.base.errors import KnowledgeError
 from knowledge.evaluation.answers import score_answers
 from knowledge.evaluation.questions import load_questions
-from knowledge.evaluation.runner import RECALL_CUTS, question_rows, run_retrieval, summarise
-from knowledge.evaluation.store import eval_run_record, eval_set_import
+from knowledge.evaluation.runner import RECALL_CUTS, EvalSearch, question_rows, run_retrieval, summarise
+from knowledge.evaluation.store import RunScope, eval_run_record, eval_set_import
 from knowledge.management.targets import parse_settings, resolve_target
 from knowledge.models import Collection
 from knowledge.parameters import ConfigError
@@ -128,10 +128,9 @@ class Command(BaseCommand):
         results = run_retrieval(
             questions,
             user=user,
-            profile=profile,
-            collection_ids=collection_ids,
-            k=options["k"],
-            overrides=overrides,
+            search=EvalSearch(
+                profile=profile, collection_ids=collection_ids, k=options["k"], overrides=overrides
+            ),
             on_question=lambda _: bar.update(),
         )
         bar.close()
@@ -195,9 +194,8 @@ def _store(options, summary, profile, collection_ids, user, overrides):
         eval_set=eval_set,
         metrics=summary,
         k=options["k"],
-        collection=collection,
-        profile=profile,
-        settings=overrides,
-        with_answers=options["answers"],
+        scope=RunScope(
+            collection=collection, profile=profile, settings=overrides, with_answers=options["answers"]
+        ),
         created_by=user,
     )
