@@ -22,7 +22,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db import transaction
 
-from accounts.audit import audit_changes, audit_record, audit_recorded, audit_recorded_fields
+from accounts.audit import AuditSubject, audit_changes, audit_record, audit_recorded, audit_recorded_fields
 
 # The verbs a service may record for what an admin calls added, changed or deleted: its record
 # of the same change stands in for the admin's.
@@ -78,7 +78,7 @@ class AuditedModelAdmin:
 def _record_deleted(action: str, label: str, doomed: list[tuple]) -> None:
     for pk, shown in doomed:
         if not audit_recorded(object_type=label, object_id=pk, verbs=SAME_CHANGE["deleted"]):
-            audit_record(action=action, object_type=label, object_id=pk, object_repr=shown)
+            audit_record(action=action, obj=AuditSubject(object_type=label, object_id=pk, object_repr=shown))
 
 
 def form_changes(form, *, change: bool) -> dict:

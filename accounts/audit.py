@@ -80,18 +80,25 @@ def command_audited(handle):
     return handle_audited
 
 
+@dataclass(frozen=True)
+class AuditSubject:
+    """What an event names when there is no instance to read it from: a row deleted already, a user
+    that does not exist (a failed log-in)."""
+
+    object_type: str = ""
+    object_id: Any = ""
+    object_repr: str = ""
+
+
 def audit_record(
     *,
     action: str,
-    obj: Model | None = None,
+    obj: Model | AuditSubject | None = None,
     changes: dict | None = None,
     actor=None,
     default_actor=None,
-    object_type: str = "",
-    object_id: Any = "",
-    object_repr: str = "",
 ) -> AuditEvent:
-    """Write one event; ``obj`` (or the three object_* arguments) names what it was done to.
+    """Write one event; ``obj`` (an instance, or an ``AuditSubject`` naming one) is what it was done to.
 
     The actor is ``actor``, else the context's (the request's signed-in user), else
     ``default_actor`` (who acts when nobody is signed in, e.g. the owner of a password reset).
@@ -99,20 +106,27 @@ def audit_record(
     Call it before deleting ``obj``: a deleted instance has no primary key left.
     """
     context = _current.get() or AuditContext(channel=AuditEvent.Channel.WORKER)
-    if obj is not None:
-        object_type, object_id, object_repr = obj._meta.label_lower, obj.pk, object_repr or str(obj)
+    subject = _subject(obj)
     event = _unsaved_event(
         context,
         action=action,
         actor=actor or _context_actor(context) or default_actor,
-        object_type=object_type,
-        object_id=object_id,
-        object_repr=object_repr,
+        object_type=subject.object_type,
+        object_id=subject.object_id,
+        object_repr=subject.object_repr,
         changes=changes,
     )
     event.save()
     _remember(context, event)
     return event
+
+
+def _subject(obj: Model | AuditSubject | None) -> AuditSubject:
+    if obj is None:
+        return AuditSubject()
+    if isinstance(obj, AuditSubject):
+        return obj
+    return AuditSubject(obj._meta.label_lower, obj.pk, str(obj))
 
 
 def audit_record_each(

@@ -13,7 +13,7 @@ from django.db import connection, transaction
 from django.db.models.signals import post_save
 from django.utils import timezone
 
-from accounts.audit import audit_record
+from accounts.audit import AuditSubject, audit_record
 from accounts.login_limits import address_locked, login_failures, pair_locked
 from accounts.models import AuditEvent
 
@@ -79,7 +79,8 @@ def _record_named(action: str, username: str, changes: dict | None = None) -> No
     if user is not None:
         audit_record(action=action, obj=user, changes=changes)
     else:
-        audit_record(action=action, object_type="auth.user", object_repr=username, changes=changes)
+        named = AuditSubject(object_type="auth.user", object_repr=username)
+        audit_record(action=action, obj=named, changes=changes)
 
 
 def _user_saved(sender, instance, created, **kwargs) -> None:

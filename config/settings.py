@@ -15,7 +15,7 @@ from pathlib import Path
 from csp.constants import NONE, SELF
 
 from config.api_settings import REST_FRAMEWORK, SPECTACULAR_SETTINGS  # noqa: F401
-from config.base.database import database_config, default_shared_buffers_mb
+from config.base.database import PoolSettings, database_config, default_shared_buffers_mb
 from config.base.env import (
     env_bool,
     env_choice,
@@ -119,18 +119,20 @@ TEMPLATES = [
 DATABASES = {
     "default": database_config(
         data_dir=DATA_DIR,
-        # The worker (django-q2's qcluster) forks its processes after the settings
-        # are loaded, and a pool's sockets and threads cannot cross a fork: two
-        # processes would talk over one connection. The worker connects plainly
-        # and closes its connection after every task; so does its supervisor (one thread).
-        pool_max_size=0
-        if sys.argv[1:2] in (["qcluster"], ["knowledge_worker"])
-        else env_int("DB_POOL_MAX_SIZE", 20, minimum=0),
-        # Every this many seconds in which pooled connections went unused, the pool closes one
-        # of them (psycopg_pool shrinks one at a time), so a burst's connections go away.
-        pool_max_idle=env_int("DB_POOL_MAX_IDLE", 5, minimum=1),
-        # Seconds more a request waits its turn while every pooled connection is busy.
-        pool_busy_timeout=env_int("DB_POOL_BUSY_TIMEOUT", 30, minimum=1),
+        pool=PoolSettings(
+            # The worker (django-q2's qcluster) forks its processes after the settings
+            # are loaded, and a pool's sockets and threads cannot cross a fork: two
+            # processes would talk over one connection. The worker connects plainly
+            # and closes its connection after every task; so does its supervisor (one thread).
+            max_size=0
+            if sys.argv[1:2] in (["qcluster"], ["knowledge_worker"])
+            else env_int("DB_POOL_MAX_SIZE", 20, minimum=0),
+            # Every this many seconds in which pooled connections went unused, the pool closes one
+            # of them (psycopg_pool shrinks one at a time), so a burst's connections go away.
+            max_idle=env_int("DB_POOL_MAX_IDLE", 5, minimum=1),
+            # Seconds more a request waits its turn while every pooled connection is busy.
+            busy_timeout=env_int("DB_POOL_BUSY_TIMEOUT", 30, minimum=1),
+        ),
         conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0),
         # A request's fixed statements are parsed and planned once per connection; off for a
         # pooler in front of PostgreSQL that cannot keep prepared statements (PgBouncer < 1.21).

@@ -14,6 +14,7 @@ import logging
 import os
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import dj_database_url
@@ -28,47 +29,55 @@ HNSW_EF_SEARCH = 400
 HNSW_ITERATIVE_SCAN = "relaxed_order"
 
 
+@dataclass(frozen=True)
+class PoolSettings:
+    """A process's connection pool: at most ``max_size`` connections (0: no pool), one unused for
+    ``max_idle`` seconds closed, and a request's turn waited for up to ``busy_timeout`` seconds
+    while every connection is busy."""
+
+    max_size: int
+    max_idle: int = 5
+    busy_timeout: int = 30
+
+
 def database_config(
     *,
     data_dir: Path,
-    pool_max_size: int,
+    pool: PoolSettings,
     conn_max_age: int,
-    pool_max_idle: int = 5,
-    pool_busy_timeout: int = 30,
     connect_timeout: int,
     shared_buffers_mb: int | None = None,
     prepared_statements: bool = True,
 ) -> dict:
-    """Connection settings; with ``pool_max_size`` > 0 every process keeps a psycopg pool.
+    """Connection settings; with ``pool.max_size`` > 0 every process keeps a psycopg pool.
 
     ``connect_timeout`` bounds both a new connection and the wait for a pooled one:
     with the server gone, a request waited the pool's 30 s before it failed, and
     then with a 500; now it fails within seconds and answers 503 (config.base.errors).
     Only while every pooled connection is open and busy does a request wait its turn
-    for up to ``pool_busy_timeout`` more (config/base/postgresql/base.py).
+    for up to ``pool.busy_timeout`` more (config/base/postgresql/base.py).
 
     A pool, not persistent per-thread connections: the web server runs each request
     in a thread of its own (ASGI and the development server alike), and a persistent
     connection lives as long as its thread-local wrapper, so dead request threads
     kept sockets open until PostgreSQL refused new clients. A pool bounds the
     connections of a process and hands them back at the end of every request.
-    After a burst it closes one unused connection every ``pool_max_idle`` seconds (psycopg_pool
+    After a burst it closes one unused connection every ``pool.max_idle`` seconds (psycopg_pool
     shrinks one at a time; its default, 600 s, kept a burst's 20 connections for over three hours),
     so the server's connections come back to their idle level instead of staying at the peak.
     """
     url = os.environ.get("DATABASE_URL", "").strip()
     if not url:
         url = embedded_database_url(data_dir, shared_buffers_mb=shared_buffers_mb)
-    if pool_max_size:
+    if pool.max_size:
         config = dj_database_url.parse(url, conn_max_age=0)
         # A URL without query parameters (an external server on TCP) parses without OPTIONS.
-        pool = {
+        config.setdefault("OPTIONS", {})["pool"] = {
             "min_size": 1,
-            "max_size": pool_max_size,
+            "max_size": pool.max_size,
             "timeout": connect_timeout,
-            "max_idle": pool_max_idle,
+            "max_idle": pool.max_idle,
         }
-        config.setdefault("OPTIONS", {})["pool"] = pool
     else:
         config = dj_database_url.parse(url, conn_max_age=conn_max_age, conn_health_checks=True)
     config.setdefault("OPTIONS", {}).setdefault("connect_timeout", connect_timeout)
@@ -81,8 +90,8 @@ def database_config(
     # Django's backend, with a pool that waits its turn while busy but not while the server
     # is unreachable, and a query log that shows server-bound statements (config/base/postgresql/base.py).
     config["ENGINE"] = "config.base.postgresql"
-    if pool_max_size:
-        config["POOL_BUSY_TIMEOUT"] = pool_busy_timeout
+    if pool.max_size:
+        config["POOL_BUSY_TIMEOUT"] = pool.busy_timeout
     return config
 
 

@@ -16,7 +16,14 @@ from knowledge.access import (
     source_for_reader,
 )
 from knowledge.models import Source, SourceSync
-from knowledge.services.sources import last_sync, source_add, source_delete, source_sync_queue, with_last_sync
+from knowledge.services.sources import (
+    SourceSpec,
+    last_sync,
+    source_add,
+    source_delete,
+    source_sync_queue,
+    with_last_sync,
+)
 
 RECENT_SYNCS = 10
 
@@ -100,10 +107,12 @@ class CollectionSourcesView(ApiView):
         user_throttle_charge(user=request.user, scope="writes")  # a source makes the server fetch
         data = validated(SourceCreateSerializer, request.data)
         options = {name: data[name] for name in _OPTION_FIELDS if data.get(name) not in (None, "", [])}
+        spec = SourceSpec(
+            location=data["location"], kind=data["kind"], options=options,
+            interval_hours=data.get("interval_hours"), cron=data["cron"], grace_hours=data["grace_hours"],
+        )  # fmt: skip
         source = source_add(
-            collection=collection, location=data["location"], kind=data["kind"], options=options,
-            interval_hours=data.get("interval_hours"), cron=data["cron"],
-            grace_hours=data["grace_hours"], user=request.user, operator=request.user.is_staff,
+            collection=collection, spec=spec, user=request.user, operator=request.user.is_staff,
             first_sync="api",  # over the owner's sync rate, the source is not added either
         )  # fmt: skip
         return Response(SourceSerializer(source).data, status=status.HTTP_201_CREATED)

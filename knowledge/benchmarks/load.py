@@ -73,37 +73,59 @@ class Results:
             self.samples.append(sample)
 
 
+@dataclass(frozen=True)
+class LoadPlan:
+    """How hard a load run presses: ``clients`` at once for ``seconds`` (a paired run's: per round and
+    server), ``query_share`` of their requests to /query/ (the rest to /retrieve/), spread over
+    ``users`` users."""
+
+    clients: int
+    seconds: float
+    query_share: float
+    users: int = 1
+
+
+@dataclass(frozen=True)
+class LoadWork:
+    """What the clients ask with: the users' ``tokens`` (shared out among the clients), the
+    collection, the questions, and the share of them asked through /query/."""
+
+    tokens: list[str]
+    collection_id: int
+    questions: list[str]
+    query_share: float
+
+
 def run(
     stdout,
     *,
     url: str,
-    clients: int,
-    seconds: float,
-    query_share: float,
+    plan: LoadPlan,
     sse: int,
     token: str | None,
     collection_id: int | None,
-    users: int = 1,
 ) -> dict:
+    """``plan`` against the server at ``url``; with ``token`` and ``collection_id``, on what they name
+    (a remote server) instead of the load users and collection made here."""
     if token is None or collection_id is None:
-        tokens, collection_id = _prepare(stdout, users=users)
+        tokens, collection_id = _prepare(stdout, users=plan.users)
     else:
         tokens = [token]
     token = tokens[0]
     questions = _questions()
     target = urlsplit(url)
+    clients, seconds = plan.clients, plan.seconds
     stdout.write(
         f"{clients} clients of {len(tokens)} users for {seconds:.0f} s against {url} "
-        f"({len(questions)} questions, {query_share:.0%} answered through /query/)\n"
+        f"({len(questions)} questions, {plan.query_share:.0%} answered through /query/)\n"
     )
     _warm_up(target, token, collection_id, questions[0])
     idle_before = _count_connections()
     results = Results()
     deadline = time.monotonic() + seconds
     started = time.monotonic()
-    workers = clients_started(
-        target, (tokens, collection_id, questions, query_share), clients, deadline, results
-    )
+    work = LoadWork(tokens, collection_id, questions, plan.query_share)
+    workers = clients_started(target, work, clients, deadline, results)
     _sample_connections(results, deadline, stdout)
     for worker in workers:
         worker.join(timeout=REQUEST_TIMEOUT)
@@ -118,23 +140,14 @@ def run(
     return figures
 
 
-def clients_started(target, work: tuple, clients: int, deadline: float, results: Results) -> list:
-    """``clients`` threads asking until ``deadline``, each with one connection; ``work`` is
-    (tokens, collection id, questions, query share), the tokens shared out among the clients."""
-    tokens, collection_id, questions, query_share = work
+def clients_started(target, work: LoadWork, clients: int, deadline: float, results: Results) -> list:
+    """``clients`` threads asking until ``deadline``, each with one connection and one of the work's
+    tokens in turn."""
+    tokens = work.tokens
     workers = [
         threading.Thread(
             target=_client,
-            args=(
-                target,
-                tokens[n % len(tokens)],
-                collection_id,
-                questions,
-                query_share,
-                deadline,
-                results,
-                random.Random(n),
-            ),
+            args=(target, work, tokens[n % len(tokens)], deadline, results, random.Random(n)),
             daemon=True,
         )
         for n in range(clients)
@@ -201,11 +214,11 @@ def _warm_up(target, token, collection_id, question: str) -> None:
         conn.close()
 
 
-def _client(target, token, collection_id, questions, query_share, deadline, results, rng) -> None:
+def _client(target, work: LoadWork, token: str, deadline: float, results: Results, rng) -> None:
     conn = None
     while time.monotonic() < deadline:
-        endpoint = "query" if rng.random() < query_share else "retrieve"
-        body = {"question": rng.choice(questions), "collections": [collection_id]}
+        endpoint = "query" if rng.random() < work.query_share else "retrieve"
+        body = {"question": rng.choice(work.questions), "collections": [work.collection_id]}
         conn = conn or http.client.HTTPConnection(target.hostname, target.port or 80, timeout=REQUEST_TIMEOUT)
         started = time.monotonic()
         failure = ""

@@ -26,14 +26,13 @@ def run(
     url: str,
     reference_url: str,
     rounds: int,
-    clients: int,
-    seconds: float,
-    query_share: float,
-    users: int = 1,
+    plan: load.LoadPlan,
     labels: tuple[str, str] = SERVERS,
     docs: Path | None = None,
 ) -> dict:
-    tokens, collection_id = load._prepare(stdout, users=users)
+    """``rounds`` of ``plan`` against each server in turn; ``plan.seconds`` is one round's time."""
+    clients, seconds = plan.clients, plan.seconds
+    tokens, collection_id = load._prepare(stdout, users=plan.users)
     others = _other_chunks(collection_id)
     questions = load._questions()
     targets = {"candidate": urlsplit(url), "reference": urlsplit(reference_url)}
@@ -48,7 +47,7 @@ def run(
     for round_number in range(rounds):
         order = SERVERS if round_number % 2 == 0 else SERVERS[::-1]
         for name in order:
-            work = (tokens, collection_id, questions, query_share)
+            work = load.LoadWork(tokens, collection_id, questions, plan.query_share)
             before = _retrieves(results[name])
             _round(targets[name], work, clients=clients, seconds=seconds, results=results[name])
             per_round[name].append(_retrieves(results[name]) - before)
@@ -119,7 +118,7 @@ def _served(endpoints: dict) -> str:
     return "; ".join(parts) or "-"
 
 
-def _round(target, work: tuple, *, clients: int, seconds: float, results: load.Results) -> None:
+def _round(target, work: load.LoadWork, *, clients: int, seconds: float, results: load.Results) -> None:
     workers = load.clients_started(target, work, clients, time.monotonic() + seconds, results)
     for worker in workers:
         worker.join(timeout=load.REQUEST_TIMEOUT)

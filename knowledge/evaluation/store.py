@@ -10,6 +10,7 @@ import csv
 import io
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import transaction
@@ -18,7 +19,7 @@ from knowledge.access import question_scope_checked
 from knowledge.evaluation.questions import EvalQuestion as LoadedQuestion
 from knowledge.evaluation.questions import load_questions, parse_question
 from knowledge.evaluation.runner import run_retrieval, summarise
-from knowledge.models import Chunk, EvalQuestion, EvalRun, EvalSet
+from knowledge.models import Chunk, ChunkProfile, Collection, EvalQuestion, EvalRun, EvalSet, Profile
 from knowledge.task_queues import long_work_queue, task_queue
 
 CHART_METRICS = ("recall@1", "recall@3", "recall@5", "recall@10", "mrr", "ndcg@10")
@@ -212,29 +213,35 @@ def eval_set_questions(*, eval_set: EvalSet) -> list[LoadedQuestion]:
     ]
 
 
+@dataclass(frozen=True)
+class RunScope:
+    """What a stored run searched, and how: the collection or the profile, the chunk profile (the
+    collection's active one at run time when None), the run's ``--set`` overrides, and whether the
+    questions were answered too."""
+
+    collection: Collection | None = None
+    profile: Profile | None = None
+    chunk_profile: ChunkProfile | None = None
+    settings: dict = field(default_factory=dict)
+    with_answers: bool = False
+
+
 def eval_run_record(
-    *,
-    eval_set: EvalSet,
-    metrics: dict,
-    k: int,
-    collection=None,
-    profile=None,
-    chunk_profile=None,
-    settings: dict | None = None,
-    with_answers: bool = False,
-    created_by=None,
+    *, eval_set: EvalSet, metrics: dict, k: int, scope: RunScope | None = None, created_by=None
 ) -> EvalRun:
-    """Store one run. ``chunk_profile`` defaults to the collection's active profile now."""
-    if chunk_profile is None and collection is not None:
-        chunk_profile = collection.chunk_profile
+    """Store one run. The chunk profile defaults to the scope's collection's active profile now."""
+    scope = scope or RunScope()
+    chunk_profile = scope.chunk_profile
+    if chunk_profile is None and scope.collection is not None:
+        chunk_profile = scope.collection.chunk_profile
     return EvalRun.objects.create(
         eval_set=eval_set,
-        collection=collection,
-        profile=profile,
+        collection=scope.collection,
+        profile=scope.profile,
         chunk_profile=chunk_profile,
         k=k,
-        settings=dict(settings or {}),
-        with_answers=with_answers,
+        settings=dict(scope.settings or {}),
+        with_answers=scope.with_answers,
         metrics=json.loads(json.dumps(metrics)),
         created_by=created_by if getattr(created_by, "pk", None) else None,
     )
@@ -299,7 +306,7 @@ def eval_run_collection(*, eval_set: EvalSet, collection, k: int, created_by=Non
         eval_set=eval_set,
         metrics=summarise(results, k=k),
         k=k,
-        collection=collection,
+        scope=RunScope(collection=collection),
         created_by=created_by,
     )
 
@@ -330,8 +337,7 @@ def eval_chunk_profiles_compare(
                 eval_set=eval_set,
                 metrics=metrics,
                 k=k,
-                collection=collection,
-                chunk_profile=chunk_profile,
+                scope=RunScope(collection=collection, chunk_profile=chunk_profile),
                 created_by=created_by,
             )
         )

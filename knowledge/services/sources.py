@@ -16,6 +16,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -76,28 +77,33 @@ def source_kind_guess(location: str) -> str:
     return Source.Kind.FOLDER
 
 
+@dataclass(frozen=True)
+class SourceSpec:
+    """What a new source follows and when: its ``location`` (a URL, a repository, a server folder),
+    its ``kind`` (guessed from the location when empty), its reader's ``options`` (a branch, globs),
+    its schedule (every ``interval_hours``, or on its ``cron``; neither: on demand only) and the
+    ``grace_hours`` an item stays after it is gone from the source."""
+
+    location: str
+    kind: str = ""
+    options: dict | None = None
+    interval_hours: int | None = None
+    cron: str = ""
+    grace_hours: int = 24
+
+
 def source_add(
-    *,
-    collection: Collection,
-    location: str,
-    kind: str = "",
-    options: dict | None = None,
-    interval_hours: int | None = None,
-    cron: str = "",
-    grace_hours: int = 24,
-    user=None,
-    operator: bool = False,
-    first_sync: str = "",
+    *, collection: Collection, spec: SourceSpec, user=None, operator: bool = False, first_sync: str = ""
 ) -> Source:
     """A new source for ``collection``; its location is checked now, not at its first sync.
 
     ``first_sync``: the trigger ("page", "api") of the sync that starts with it, queued in the same
     transaction and counted against the owner's sync rate: over that rate, nothing is added. The
     location's check looks its host up outside that transaction, holding no database connection."""
-    location = location.strip()
-    kind = kind or source_kind_guess(location)
+    location = spec.location.strip()
+    kind = spec.kind or source_kind_guess(location)
     source_location_check(kind, location, operator=operator)
-    cron = source_cron_checked(cron)
+    cron = source_cron_checked(spec.cron)
     if Source.objects.filter(collection=collection, kind=kind, location=location).exists():
         raise KnowledgeError(f"this collection follows {location} already")
     with transaction.atomic():
@@ -105,10 +111,10 @@ def source_add(
             collection=collection,
             kind=kind,
             location=location,
-            options=options or {},
-            interval_hours=interval_hours,
+            options=spec.options or {},
+            interval_hours=spec.interval_hours,
             cron=cron,
-            grace_hours=grace_hours,
+            grace_hours=spec.grace_hours,
             created_by=user,
         )
         changes = {"kind": [None, kind], "location": [None, location], "collection": [None, collection.pk]}

@@ -13,6 +13,7 @@ from config.base.errors import KnowledgeError
 from knowledge.access import collection_for_content_writer, source_for_content_writer
 from knowledge.models import Source, SourceSync
 from knowledge.services.sources import (
+    SourceSpec,
     last_sync,
     source_add,
     source_delete,
@@ -77,12 +78,15 @@ def _state_words(last: SourceSync | None) -> str:
 def source_add_view(request, collection_id: int):
     collection = collection_for_content_writer(user=request.user, collection_id=collection_id)
     user_throttle_charge(user=request.user, scope="writes")
-    source = source_add(
-        collection=collection,
+    spec = SourceSpec(
         location=request.POST.get("location", ""),
         kind=request.POST.get("kind", ""),
         options=_options(request.POST),
         interval_hours=_hours(request.POST.get("every", "")),
+    )
+    source = source_add(
+        collection=collection,
+        spec=spec,
         user=request.user,
         operator=request.user.is_staff,
         first_sync="page",  # over the owner's sync rate, the source is not added either

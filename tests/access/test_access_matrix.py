@@ -276,7 +276,7 @@ MANAGE = {READER: 403, WRITER: 403, FORMER: 404, OUTSIDER: 404, STAFF: 404}
 def teams(alices, alice, make_user, tmp_path, settings):
     from django.contrib.auth.models import Group
 
-    from knowledge.services.sources import source_add
+    from knowledge.services.sources import SourceSpec, source_add
     from knowledge.services.teams import collection_share_set
 
     users = {OWNER: alice, **{name: make_user(name) for name in (READER, WRITER, FORMER)}}
@@ -294,7 +294,10 @@ def teams(alices, alice, make_user, tmp_path, settings):
     settings.KNOWLEDGE_SOURCES_FOLDER_ROOTS = [tmp_path.resolve()]
     (tmp_path / "glossary.md").write_text("# Glossary\n\nA gravity hill is an optical illusion.\n")
     source = source_add(
-        collection=private, location=str(tmp_path), kind="folder", user=alice, operator=True, grace_hours=0
+        collection=private,
+        spec=SourceSpec(location=str(tmp_path), kind="folder", grace_hours=0),
+        user=alice,
+        operator=True,
     )
     return {**alices, "users": users, "groups": {"readers": readers, "writers": writers}, "source": source}
 

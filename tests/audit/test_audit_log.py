@@ -14,7 +14,7 @@ from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from accounts.audit import audit_events_purge, audit_record
+from accounts.audit import AuditSubject, audit_events_purge, audit_record
 from accounts.models import AuditEvent
 from accounts.tokens import token_create
 from knowledge.services.collections import collection_create
@@ -25,7 +25,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def event(alice):
-    return audit_record(action="collection.changed", actor=alice, object_repr="=HYPERLINK(evil)")
+    return audit_record(
+        action="collection.changed", actor=alice, obj=AuditSubject(object_repr="=HYPERLINK(evil)")
+    )
 
 
 def test_the_admin_shows_events_but_refuses_add_change_and_delete(admin_as, event):

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts.models import ApiToken
 from accounts.tokens import _ACTIVE_TOKEN, _hash, token_authenticate, token_create, token_revoke
-from config.base.database import database_config
+from config.base.database import PoolSettings, database_config
 from config.base.prepared import PreparedSelect, planned_once_cursor
 from knowledge.config import global_setting_set, global_settings
 from knowledge.models import Chunk, Document, KnowledgeSetting
@@ -113,7 +113,11 @@ def test_a_planned_once_statement_is_prepared_once_per_connection_and_logged_wit
 def test_with_prepared_statements_off_nothing_is_prepared(alice, monkeypatch, tmp_path):
     monkeypatch.setenv("DATABASE_URL", "postgres://knowledge@db.example:5432/knowledge")
     config = database_config(
-        data_dir=tmp_path, pool_max_size=2, conn_max_age=0, connect_timeout=3, prepared_statements=False
+        data_dir=tmp_path,
+        pool=PoolSettings(max_size=2),
+        conn_max_age=0,
+        connect_timeout=3,
+        prepared_statements=False,
     )
     assert config["OPTIONS"]["prepare_threshold"] is None  # what psycopg reads as "never prepare"
     connection.ensure_connection()

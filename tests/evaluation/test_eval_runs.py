@@ -16,6 +16,7 @@ from knowledge.access import question_scope_checked
 from knowledge.evaluation.questions import load_questions
 from knowledge.evaluation.runner import run_retrieval
 from knowledge.evaluation.store import (
+    RunScope,
     eval_run_record,
     eval_runs_chart_svg,
     eval_set_import,
@@ -146,7 +147,7 @@ def _runs():
     second = eval_run_record(
         eval_set=eval_set,
         k=5,
-        settings={"hybrid": False},
+        scope=RunScope(settings={"hybrid": False}),
         metrics={"recall@5": 0.75, "mrr": 0.625, "ndcg@10": 0.875, "composite": 0.5,
                  "by_kind": {"md": {"recall@5": 0.375}}},
     )  # fmt: skip

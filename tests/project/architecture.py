@@ -1,5 +1,5 @@
 """The shape of the code, measured: modules, import circles, imports that run back up a layer,
-imports hidden inside functions, long functions and long modules.
+imports hidden inside functions, long functions, functions of many parameters and long modules.
 
 ``python -m tests.project.architecture`` prints the counts; tests/project/test_architecture.py asserts them.
 The layer order is the import-linter contract in pyproject.toml (``[tool.importlinter]``),
@@ -18,6 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("knowledge", "accounts", "config")
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
+# Parameters a function takes, ``self`` or ``cls`` of a method not counted; positional and keyword-only
+# alike, and ``*args`` and ``**kwargs`` one each. Values that travel together go as one object.
+MAX_PARAMETERS = 7
 
 
 @dataclass
@@ -222,6 +225,26 @@ def long_functions(modules: dict[str, Module], limit: int = MAX_FUNCTION_LINES) 
     return sorted(rows, reverse=True)
 
 
+def parameter_count(function: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """What ``MAX_PARAMETERS`` counts: every named parameter but a leading ``self`` or ``cls``, and
+    ``*args`` and ``**kwargs`` one each."""
+    arguments = function.args
+    positional = [a.arg for a in arguments.posonlyargs + arguments.args]
+    bound = 1 if positional and positional[0] in ("self", "cls") else 0
+    starred = (arguments.vararg is not None) + (arguments.kwarg is not None)
+    return len(positional) - bound + len(arguments.kwonlyargs) + starred
+
+
+def many_parameters(modules: dict[str, Module], limit: int = MAX_PARAMETERS) -> list[tuple[int, str]]:
+    rows = []
+    for name, module in modules.items():
+        for function in _functions(module.tree):
+            count = parameter_count(function)
+            if count > limit:
+                rows.append((count, f"{name}.{function.name}"))
+    return sorted(rows, reverse=True)
+
+
 def long_modules(modules: dict[str, Module], limit: int = MAX_MODULE_LINES) -> list[tuple[int, str]]:
     return sorted(((m.lines, n) for n, m in modules.items() if m.lines > limit), reverse=True)
 
@@ -247,6 +270,8 @@ def report(root: Path = ROOT) -> str:
         f"functions over {MAX_FUNCTION_LINES} lines: {len(long_functions(modules))}",
         *(f"  {length} {name}" for length, name in long_functions(modules)),
         "longest functions: " + ", ".join(f"{n} {length}" for length, n in long_functions(modules, 0)[:5]),
+        f"functions of over {MAX_PARAMETERS} parameters: {len(many_parameters(modules))}",
+        *(f"  {count} {name}" for count, name in many_parameters(modules)),
         f"modules over {MAX_MODULE_LINES} lines: {len(long_modules(modules))}",
         *(f"  {length} {name}" for length, name in long_modules(modules)),
     ]

@@ -1,6 +1,6 @@
 """The layer order of docs/design.md#layers holds: no import back up a layer, no circle, no private
-name borrowed across packages, no module over 600 lines, no function over 60
-(see tests/project/architecture.py)."""
+name borrowed across packages, no module over 600 lines, no function over 60 nor of more than 7
+parameters (see tests/project/architecture.py)."""
 
 from __future__ import annotations
 
@@ -61,6 +61,11 @@ def test_no_function_is_over_60_lines(modules):
     assert architecture.long_functions(modules) == []
 
 
+def test_no_function_takes_more_than_7_parameters(modules):
+    """Values that travel together go as one object (a frozen dataclass such as SourceSpec or LoadPlan)."""
+    assert architecture.many_parameters(modules) == []
+
+
 def test_the_checks_see_a_circle_and_a_back_up_import(tmp_path):
     """The checks can fail: a two-module circle, an import from models up to retrieval and one from the
     shared base into an app are found."""
@@ -86,4 +91,24 @@ def test_the_checks_see_a_circle_and_a_back_up_import(tmp_path):
     assert architecture.back_up_imports(found, order) == [
         ("knowledge.models.a", "knowledge.retrieval"),  # the package's __init__ runs too
         ("knowledge.models.a", "knowledge.retrieval.b"),
+    ]
+
+
+def test_the_checks_see_a_function_of_8_parameters(tmp_path):
+    """The checks can fail: 8 parameters are found however they are passed (``*args`` and ``**kwargs``
+    one each); 7, or a method's 7 beside ``self``, are not."""
+    package = tmp_path / "knowledge"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "wide.py").write_text(
+        "def eight(a, b, /, c, d, *args, e, f=1, **kwargs):\n    pass\n\n\n"
+        "def seven(a, b, c, d, e, f, g):\n    pass\n\n\n"
+        "class Shape:\n"
+        "    def seven(self, a, b, c, d, e, f, g):\n        pass\n\n"
+        "    def eight_in_a_method(self, a, b, c, d, e, f, g, *, h):\n        pass\n"
+    )
+    found = architecture.project_modules(tmp_path)
+    assert architecture.many_parameters(found) == [
+        (8, "knowledge.wide.eight_in_a_method"),
+        (8, "knowledge.wide.eight"),
     ]

@@ -10,7 +10,7 @@ from knowledge.access import readable_documents
 from knowledge.models import Chunk, ChunkProfile, Document
 from knowledge.services.collections import collection_create, collection_reindex
 from knowledge.services.documents import DocumentUpload, document_upload
-from knowledge.services.sources import source_add, source_sync
+from knowledge.services.sources import SourceSpec, source_add, source_sync
 from knowledge.services.teams import collection_share_set
 from tests.api.conftest import bearer  # noqa: F401 (a fixture)
 from tests.quotas.conftest import limit, note
@@ -143,7 +143,9 @@ def test_a_source_sync_is_charged_to_the_collections_owner(alice, bob, shared, t
     folder.mkdir()
     name, data = note(0)
     (folder / name).write_bytes(data)
-    source = source_add(collection=shared, location=str(folder), kind="folder", user=bob, operator=True)
+    source = source_add(
+        collection=shared, spec=SourceSpec(location=str(folder), kind="folder"), user=bob, operator=True
+    )
     run = source_sync(source=source, trigger="test", wait=True)
     assert (run.status, run.added) == ("succeeded", 1), run.errors
     assert Document.objects.get(collection=shared).uploaded_by == alice

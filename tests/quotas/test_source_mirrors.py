@@ -12,7 +12,7 @@ import pytest
 from knowledge.models import Source
 from knowledge.quotas import quota_usage_for, quota_usage_report
 from knowledge.services.collections import collection_create
-from knowledge.services.sources import source_add, source_sync
+from knowledge.services.sources import SourceSpec, source_add, source_sync
 from tests.quotas.conftest import limit
 from tests.sources.test_git_and_folder_sync import git
 
@@ -43,9 +43,11 @@ def disk_bytes(path: Path) -> int:
 def follow(repo: Path, owner) -> Source:
     collection = collection_create(name="handbook", owner=owner)
     return source_add(
-        collection=collection, location=str(repo), kind="git", options={"globs": ["*.md"]},
-        user=owner, operator=True,
-    )  # fmt: skip
+        collection=collection,
+        spec=SourceSpec(location=str(repo), kind="git", options={"globs": ["*.md"]}),
+        user=owner,
+        operator=True,
+    )
 
 
 def test_a_mirror_counts_in_its_owners_storage(repo, alice, settings, no_default_quotas):

@@ -18,7 +18,7 @@ from config.base.errors import QuotaExceededError
 from knowledge.models import Chunk, Document
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_reindex, document_upload
-from knowledge.services.sources import source_add, source_sync, sync_report
+from knowledge.services.sources import SourceSpec, source_add, source_sync, sync_report
 from tests.api.conftest import bearer  # noqa: F401 (a fixture)
 from tests.quotas.conftest import limit, note
 
@@ -131,7 +131,9 @@ def test_a_source_sync_fails_the_item_over_the_quota_and_reports_why(alice, tmp_
     for index in range(3):
         name, data = note(index)
         (folder / name).write_bytes(data)
-    source = source_add(collection=mine, location=str(folder), kind="folder", user=alice, operator=True)
+    source = source_add(
+        collection=mine, spec=SourceSpec(location=str(folder), kind="folder"), user=alice, operator=True
+    )
     run = source_sync(source=source, trigger="test", wait=True)
     assert (run.status, run.added, run.failed) == ("succeeded", 2, 1), run.errors
     assert sync_report(run)["errors"] == [f"{note(2)[0]}: document quota reached: 2 of 2 documents used"]

@@ -10,7 +10,7 @@ import pytest
 from config.base.errors import KnowledgeError
 from knowledge.models import Document, SourceItem
 from knowledge.services.collections import collection_create
-from knowledge.services.sources import source_add, source_sync
+from knowledge.services.sources import SourceSpec, source_add, source_sync
 from tests.conftest import CORPUS
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -50,11 +50,13 @@ def repo(tmp_path, settings):
 def test_a_repository_syncs_by_its_commits_and_citations_carry_the_commit(repo, alice):
     collection = collection_create(name="handbook", owner=alice)
     source = source_add(
-        collection=collection, location=str(repo), kind="git",
-        options={"branch": "main", "globs": ["docs/**/*.md"]},
+        collection=collection,
+        spec=SourceSpec(
+            location=str(repo), kind="git", options={"branch": "main", "globs": ["docs/**/*.md"]}
+        ),
         user=alice,
         operator=True,
-    )  # fmt: skip
+    )
     first = source_sync(source=source, trigger="test", wait=True)
     assert first.status == "succeeded", first.error
     assert (first.added, first.failed) == (3, 0), first.errors
@@ -81,15 +83,27 @@ def test_local_repositories_and_folders_outside_the_allowed_roots_are_refused(tm
     settings.KNOWLEDGE_SOURCES_FOLDER_ROOTS = []
     collection = collection_create(name="refused", owner=alice)
     with pytest.raises(KnowledgeError, match="only operators may follow a local repository"):
-        source_add(collection=collection, location=str(tmp_path), kind="git", user=alice)
+        source_add(collection=collection, spec=SourceSpec(location=str(tmp_path), kind="git"), user=alice)
     with pytest.raises(KnowledgeError, match="KNOWLEDGE_SOURCES_FOLDER_ROOTS"):
-        source_add(collection=collection, location=str(tmp_path), kind="git", user=alice, operator=True)
+        source_add(
+            collection=collection,
+            spec=SourceSpec(location=str(tmp_path), kind="git"),
+            user=alice,
+            operator=True,
+        )
     with pytest.raises(KnowledgeError, match="KNOWLEDGE_SOURCES_FOLDER_ROOTS"):
-        source_add(collection=collection, location="file:///etc", kind="git", user=alice, operator=True)
+        source_add(
+            collection=collection,
+            spec=SourceSpec(location="file:///etc", kind="git"),
+            user=alice,
+            operator=True,
+        )
     with pytest.raises(KnowledgeError, match="only operators"):
-        source_add(collection=collection, location=str(tmp_path), kind="folder", user=alice)
+        source_add(collection=collection, spec=SourceSpec(location=str(tmp_path), kind="folder"), user=alice)
     with pytest.raises(KnowledgeError, match="KNOWLEDGE_SOURCES_FOLDER_ROOTS"):
-        source_add(collection=collection, location="/etc", kind="folder", user=alice, operator=True)
+        source_add(
+            collection=collection, spec=SourceSpec(location="/etc", kind="folder"), user=alice, operator=True
+        )
 
 
 def test_a_folder_syncs_by_modification_time_then_content(tmp_path, settings, alice):
@@ -100,9 +114,11 @@ def test_a_folder_syncs_by_modification_time_then_content(tmp_path, settings, al
     (folder / "glossary.md").write_bytes(DOCS["docs/glossary.md"])
     collection = collection_create(name="folder", owner=alice)
     source = source_add(
-        collection=collection, location=str(folder), kind="folder", options={"globs": ["**/*.md"]},
-        user=alice, operator=True, grace_hours=0,
-    )  # fmt: skip
+        collection=collection,
+        spec=SourceSpec(location=str(folder), kind="folder", options={"globs": ["**/*.md"]}, grace_hours=0),
+        user=alice,
+        operator=True,
+    )
     first = source_sync(source=source, trigger="test", wait=True)
     assert (first.added, first.failed) == (2, 0), first.errors
     (folder / "glossary.md").unlink()
@@ -114,9 +130,11 @@ def test_a_folder_syncs_by_modification_time_then_content(tmp_path, settings, al
 def test_a_file_gone_from_the_branch_stays_gone_through_its_grace_period(repo, alice):
     collection = collection_create(name="grace", owner=alice)
     source = source_add(
-        collection=collection, location=str(repo), kind="git", options={"globs": ["docs/**/*.md"]},
-        user=alice, operator=True, grace_hours=1,
-    )  # fmt: skip
+        collection=collection,
+        spec=SourceSpec(location=str(repo), kind="git", options={"globs": ["docs/**/*.md"]}, grace_hours=1),
+        user=alice,
+        operator=True,
+    )
     source_sync(source=source, trigger="test", wait=True)
     git(repo, "rm", "-q", "docs/glossary.md")
     git(repo, "commit", "-q", "-m", "drop the glossary")
@@ -145,7 +163,10 @@ def test_a_users_own_upload_of_the_same_bytes_is_never_removed_by_a_source(tmp_p
         upload=DocumentUpload(filename="glossary.md", data=DOCS["docs/glossary.md"]),
     )
     source = source_add(
-        collection=collection, location=str(folder), kind="folder", user=alice, operator=True, grace_hours=0
+        collection=collection,
+        spec=SourceSpec(location=str(folder), kind="folder", grace_hours=0),
+        user=alice,
+        operator=True,
     )
     assert (
         source_sync(source=source, trigger="test", wait=True).added == 1

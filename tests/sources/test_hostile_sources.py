@@ -10,7 +10,7 @@ import pytest
 from config.base.errors import KnowledgeError
 from knowledge.models import Source, SourceItem
 from knowledge.services.collections import collection_create
-from knowledge.services.sources import source_add, source_sync
+from knowledge.services.sources import SourceSpec, source_add, source_sync
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.security]
 
@@ -100,7 +100,9 @@ def hostile_site(settings):
 def test_every_trap_is_stopped_with_its_reason_and_the_rest_of_the_sync_goes_on(hostile_site, alice):
     collection = collection_create(name="hostile", owner=alice)
     source = source_add(
-        collection=collection, location=f"{hostile_site}/", options={"max_depth": 30}, user=alice
+        collection=collection,
+        spec=SourceSpec(location=f"{hostile_site}/", options={"max_depth": 30}),
+        user=alice,
     )
     run = source_sync(source=source, trigger="test", wait=True)
     assert run.status == "succeeded", run.error
@@ -123,7 +125,7 @@ def test_a_source_on_a_loopback_name_is_refused_when_loopback_is_not_allowed(hos
     port = hostile_site.rsplit(":", 1)[1]
     location = f"http://localhost:{port}/"
     with pytest.raises(KnowledgeError, match="the address 127.0.0.1 of localhost is a loopback address"):
-        source_add(collection=collection, location=location, user=alice)
+        source_add(collection=collection, spec=SourceSpec(location=location), user=alice)
     # Added while the name pointed elsewhere (DNS answers change): each sync checks it again.
     source = Source.objects.create(collection=collection, kind="web", location=location)
     run = source_sync(source=source, trigger="test", wait=True)
@@ -163,7 +165,9 @@ def test_a_page_that_fails_hides_the_pages_below_it_and_none_of_them_is_removed(
     try:
         base = f"http://127.0.0.1:{server.server_address[1]}"
         collection = collection_create(name="chain", owner=alice)
-        source = source_add(collection=collection, location=f"{base}/", user=alice, grace_hours=0)
+        source = source_add(
+            collection=collection, spec=SourceSpec(location=f"{base}/", grace_hours=0), user=alice
+        )
         assert source_sync(source=source, trigger="test", wait=True).added == 3
         ChainSite.broken = True
         run = source_sync(source=source, trigger="test", wait=True)

@@ -16,7 +16,7 @@ from knowledge.models import Document, Source, SourceItem
 from knowledge.services.collections import collection_create, collection_delete
 from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.services.source_readers import FolderReader, preview_items
-from knowledge.services.sources import source_add, source_delete, source_sync
+from knowledge.services.sources import SourceSpec, source_add, source_delete, source_sync
 from tests.conftest import CORPUS
 from tests.sources.test_git_and_folder_sync import git
 
@@ -39,7 +39,9 @@ def root(tmp_path, settings) -> Path:
 
 def folder_source(alice, folder: Path, name: str = "shared") -> Source:
     collection = collection_create(name=name, owner=alice)
-    return source_add(collection=collection, location=str(folder), kind="folder", user=alice, operator=True)
+    return source_add(
+        collection=collection, spec=SourceSpec(location=str(folder), kind="folder"), user=alice, operator=True
+    )
 
 
 def blocked_on(fifo: Path, work) -> tuple[bool, object]:
@@ -129,9 +131,11 @@ def test_git_file_names_lose_the_characters_an_upload_loses(root, alice):
     git(repo, "commit", "-q", "-m", "first")
     collection = collection_create(name="handbook", owner=alice)
     source = source_add(
-        collection=collection, location=str(repo), kind="git", options={"globs": ["*.md"]},
-        user=alice, operator=True,
-    )  # fmt: skip
+        collection=collection,
+        spec=SourceSpec(location=str(repo), kind="git", options={"globs": ["*.md"]}),
+        user=alice,
+        operator=True,
+    )
 
     run = source_sync(source=source, trigger="test")
 
@@ -153,7 +157,9 @@ def git_source(alice, root: Path, name: str = "handbook") -> Source:
     git(repo, "add", ".")
     git(repo, "commit", "-q", "-m", "first")
     collection = collection_create(name=name, owner=alice)
-    return source_add(collection=collection, location=str(repo), kind="git", user=alice, operator=True)
+    return source_add(
+        collection=collection, spec=SourceSpec(location=str(repo), kind="git"), user=alice, operator=True
+    )
 
 
 def test_removing_a_source_or_its_collection_removes_its_mirror(root, alice, settings):

@@ -16,7 +16,7 @@ from django_q.models import Schedule
 
 from knowledge.models import Document, SourceSync
 from knowledge.services.collections import collection_create
-from knowledge.services.sources import schedule_name, source_add, source_delete
+from knowledge.services.sources import SourceSpec, schedule_name, source_add, source_delete
 from tests.conftest import CORPUS, REPO_ROOT, test_database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -67,9 +67,7 @@ def test_a_source_on_a_cron_schedule_is_synced_by_the_workers_by_itself(folder_a
     minute = (timezone.localtime() + datetime.timedelta(minutes=2)).minute
     source = source_add(
         collection=collection,
-        location=str(folder),
-        kind="folder",
-        cron=f"{minute} * * * *",
+        spec=SourceSpec(location=str(folder), kind="folder", cron=f"{minute} * * * *"),
         user=alice,
         operator=True,
     )

@@ -7,7 +7,7 @@ from django.test import Client
 
 from knowledge.models import Source
 from knowledge.services.collections import collection_create
-from knowledge.services.sources import source_add
+from knowledge.services.sources import SourceSpec, source_add
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +25,9 @@ def test_the_admin_lists_sources_refuses_a_bad_location_and_queues_a_sync(
 ):
     collection = collection_create(name="docs", owner=alice)
     source = source_add(
-        collection=collection, location="https://docs.example.org/", interval_hours=6, user=alice
+        collection=collection,
+        spec=SourceSpec(location="https://docs.example.org/", interval_hours=6),
+        user=alice,
     )
     listing = operator_client.get("/admin/knowledge/source/").content.decode()
     assert "https://docs.example.org/" in listing and "every 6 h" in listing and "never" in listing

@@ -7,7 +7,7 @@ from rest_framework.test import APIClient
 
 from knowledge.models import Source
 from knowledge.services.collections import collection_create
-from knowledge.services.sources import source_add
+from knowledge.services.sources import SourceSpec, source_add
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +39,9 @@ def test_an_owner_adds_a_web_source_and_reads_it_with_its_syncs(alice, django_ca
 
 def test_another_users_source_is_invisible_and_untouchable(alice, bob):
     collection = collection_create(name="private", owner=alice)
-    source = source_add(collection=collection, location="https://docs.example.org/", user=alice)
+    source = source_add(
+        collection=collection, spec=SourceSpec(location="https://docs.example.org/"), user=alice
+    )
     api = client_for(bob)
     for response in (
         api.get(f"/api/v1/sources/{source.pk}/"),
@@ -83,7 +85,9 @@ def test_sync_now_is_queued_and_a_second_sync_while_one_runs_is_refused(
     alice, django_capture_on_commit_callbacks
 ):
     collection = collection_create(name="docs", owner=alice)
-    source = source_add(collection=collection, location="https://docs.example.org/", user=alice)
+    source = source_add(
+        collection=collection, spec=SourceSpec(location="https://docs.example.org/"), user=alice
+    )
     api = client_for(alice)
     with django_capture_on_commit_callbacks() as queued:
         assert api.post(f"/api/v1/sources/{source.pk}/sync/").status_code == 202
@@ -98,12 +102,12 @@ def test_mcp_list_collections_names_each_readable_collections_sources(alice, bob
     from knowledge.mcp.tools import list_collections
 
     mine = collection_create(name="mine", owner=alice)
-    source = source_add(collection=mine, location="https://docs.example.org/", user=alice)
+    source = source_add(collection=mine, spec=SourceSpec(location="https://docs.example.org/"), user=alice)
     source.syncs.create(trigger="test", status="succeeded", added=3)
     public = collection_create(name="bob public", owner=bob, visibility="public")
-    source_add(collection=public, location="https://bob.example.org/", user=bob)
+    source_add(collection=public, spec=SourceSpec(location="https://bob.example.org/"), user=bob)
     secret = collection_create(name="bob secret", owner=bob)
-    source_add(collection=secret, location="https://secret.example.org/", user=bob)
+    source_add(collection=secret, spec=SourceSpec(location="https://secret.example.org/"), user=bob)
 
     rows = {
         row["name"]: row for row in list_collections(user=alice, base_url="http://testserver")["collections"]

@@ -12,7 +12,7 @@ import pytest
 
 from knowledge.models import SourceItem
 from knowledge.services.collections import collection_create
-from knowledge.services.sources import source_add, source_sync
+from knowledge.services.sources import SourceSpec, source_add, source_sync
 from tests.served import LoopbackHandler
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.security]
@@ -106,7 +106,9 @@ def asked(server) -> list[str]:
 def site_source(server, alice, **options):
     collection = collection_create(name=f"sitemaps {server.mode}", owner=alice)
     location = f"http://127.0.0.1:{server.server_address[1]}/sitemap.xml"
-    return source_add(collection=collection, location=location, options=options, user=alice, grace_hours=0)
+    return source_add(
+        collection=collection, spec=SourceSpec(location=location, options=options, grace_hours=0), user=alice
+    )
 
 
 def test_nested_sitemap_indexes_cost_no_more_requests_than_the_syncs_budget(sitemap_site, alice):

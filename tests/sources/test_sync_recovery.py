@@ -21,7 +21,7 @@ from django_q.tasks import async_task
 from knowledge.models import SourceItem, SourceSync
 from knowledge.processing_jobs import worker_name
 from knowledge.services.collections import collection_create
-from knowledge.services.sources import SYNC_TASK, source_add, source_sync
+from knowledge.services.sources import SYNC_TASK, SourceSpec, source_add, source_sync
 from knowledge.services.sync_liveness import WORKER_STOPPED, syncs_fail_stale
 from knowledge.tasks import sync_source
 from tests.conftest import REPO_ROOT, test_database_url
@@ -116,8 +116,11 @@ def test_a_sync_whose_worker_is_killed_is_failed_by_the_sweep_and_the_next_sync_
     process, log = cluster
     settings.KNOWLEDGE_PROCESSING_STALE_SECONDS = 10  # as the cluster's: this process's syncs beat as often
     port = held_site.server_address[1]
-    source = source_add(collection=collection_create(name="held", owner=alice),
-                        location=f"http://127.0.0.1:{port}/", user=alice, grace_hours=0)  # fmt: skip
+    source = source_add(
+        collection=collection_create(name="held", owner=alice),
+        spec=SourceSpec(location=f"http://127.0.0.1:{port}/", grace_hours=0),
+        user=alice,
+    )
     async_task(SYNC_TASK, source.pk, "test", sync=False)  # for the cluster, not run here
     wait_for(held_site.asked.is_set, STARTED_WITHIN, "the worker's request for the page", log)
     running = SourceSync.objects.get(source=source)
@@ -153,8 +156,11 @@ def in_thread(finished: list, source) -> threading.Thread:
 
 def test_a_sync_taken_for_dead_that_was_only_late_stops_without_writing(held_site, alice):
     port = held_site.server_address[1]
-    source = source_add(collection=collection_create(name="late", owner=alice),
-                        location=f"http://127.0.0.1:{port}/", user=alice, grace_hours=0)  # fmt: skip
+    source = source_add(
+        collection=collection_create(name="late", owner=alice),
+        spec=SourceSpec(location=f"http://127.0.0.1:{port}/", grace_hours=0),
+        user=alice,
+    )
     finished = []
     late = in_thread(finished, source)
     late.start()
@@ -175,8 +181,11 @@ def test_a_sync_taken_for_dead_that_was_only_late_stops_without_writing(held_sit
 def test_a_task_delivered_twice_runs_its_sync_once(held_site, alice):
     held_site.answer.set()
     port = held_site.server_address[1]
-    source = source_add(collection=collection_create(name="twice", owner=alice),
-                        location=f"http://127.0.0.1:{port}/", user=alice)  # fmt: skip
+    source = source_add(
+        collection=collection_create(name="twice", owner=alice),
+        spec=SourceSpec(location=f"http://127.0.0.1:{port}/"),
+        user=alice,
+    )
     first = sync_source(source.pk, "api", "ticket-1")
     assert SourceSync.objects.get(pk=first).status == "succeeded"
     assert sync_source(source.pk, "api", "ticket-1") is None  # the same request, delivered again

@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 from config.base.errors import KnowledgeError
 from knowledge.models import Source, SourceSync
 from knowledge.services.collections import collection_create
-from knowledge.services.sources import source_add, source_schedule_save
+from knowledge.services.sources import SourceSpec, source_add, source_schedule_save
 from knowledge.tasks import sync_source
 
 pytestmark = [pytest.mark.django_db, pytest.mark.security]
@@ -33,7 +33,11 @@ HOURLY_OR_LESS = ["0 * * * *", "@hourly", "15 9-17 * * 1-5", "0 6 * * 1", "30 2 
 def test_a_cron_expression_that_fires_more_often_than_hourly_is_refused(alice, cron):
     collection = collection_create(name="often", owner=alice)
     with pytest.raises(KnowledgeError, match="at most once an hour"):
-        source_add(collection=collection, location="https://docs.example.org/", cron=cron, user=alice)
+        source_add(
+            collection=collection,
+            spec=SourceSpec(location="https://docs.example.org/", cron=cron),
+            user=alice,
+        )
     assert not Source.objects.exists()
 
 
@@ -45,7 +49,9 @@ def test_a_cron_expression_at_most_hourly_is_taken_and_first_runs_at_its_next_ti
 
     collection = collection_create(name="hourly", owner=alice)
     before = timezone.localtime()
-    source = source_add(collection=collection, location="https://docs.example.org/", cron=cron, user=alice)
+    source = source_add(
+        collection=collection, spec=SourceSpec(location="https://docs.example.org/", cron=cron), user=alice
+    )
     next_time = croniter(cron, before).get_next(type(before))
     # Not at once: the first sync of a new source is queued by whoever added it, and an edit (the
     # admin saves the schedule again) must not sync at once either, or edits would beat the gap.
@@ -93,9 +99,11 @@ def test_scheduled_syncs_count_against_the_owners_sync_rate_and_one_over_it_is_r
     settings.KNOWLEDGE_SOURCES_FOLDER_ROOTS = [tmp_path.resolve()]
     collection = collection_create(name="scheduled", owner=alice)
     source = source_add(
-        collection=collection, location=str(tmp_path), kind="folder", interval_hours=1, user=alice,
+        collection=collection,
+        spec=SourceSpec(location=str(tmp_path), kind="folder", interval_hours=1),
+        user=alice,
         operator=True,
-    )  # fmt: skip
+    )
     for _ in range(2):
         run = SourceSync.objects.get(pk=sync_source(source.pk, "schedule"))
         assert run.status == "succeeded", run.error

@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 from knowledge.models import Document, Source, SourceItem
 from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create
-from knowledge.services.sources import source_add, source_sync
+from knowledge.services.sources import SourceSpec, source_add, source_sync
 from knowledge.synthesis.citations import citation_for
 from tests.asking import request_for
 from tests.conftest import CORPUS
@@ -98,7 +98,9 @@ def touch_later(path: Path) -> None:
 def test_a_site_syncs_incrementally_and_respects_robots(site, alice, no_llm):
     root, base, names = site
     collection = collection_create(name="site", owner=alice)
-    source = source_add(collection=collection, location=f"{base}/sitemap.xml", user=alice, grace_hours=0)
+    source = source_add(
+        collection=collection, spec=SourceSpec(location=f"{base}/sitemap.xml", grace_hours=0), user=alice
+    )
     assert source.kind == Source.Kind.WEB
 
     first = source_sync(source=source, trigger="test", wait=True)

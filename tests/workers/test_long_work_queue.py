@@ -84,10 +84,10 @@ def product(tmp_path):
 FOLLOW_THE_SITE = """
 from django.contrib.auth import get_user_model
 from knowledge.services.collections import collection_create
-from knowledge.services.sources import source_add, source_sync_queue
+from knowledge.services.sources import SourceSpec, source_add, source_sync_queue
 alice = get_user_model().objects.create_user("alice", password="pw-alice")
 collection = collection_create(name="slow site", owner=alice)
-source = source_add(collection=collection, location="{url}", kind="web", user=alice)
+source = source_add(collection=collection, spec=SourceSpec(location="{url}", kind="web"), user=alice)
 source_sync_queue(source=source, trigger="page", first=True)
 """
 

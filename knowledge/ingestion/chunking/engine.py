@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # Gaps between pieces at each level (the pieces are what lies between matches).
 PARAGRAPH_GAP = re.compile(r"\n[^\S\n]*\n\s*")
@@ -175,66 +175,73 @@ def _token_tail(text: str, item: _Span, budget: float, m) -> _Span | None:
     return None
 
 
+@dataclass(frozen=True)
+class SplitRules:
+    """How ``split_recursive`` splits: at the gaps of ``levels``, coarsest first (characters the last
+    resort), into spans whose ``measure`` (``Tokens`` or ``CHARS``) is at most ``size``, consecutive
+    spans sharing up to ``overlap`` of it."""
+
+    levels: Sequence[re.Pattern]
+    size: float
+    overlap: float
+    measure: Tokens | _Chars
+
+
 def split_recursive(
     text: str,
     start: int,
     end: int,
-    levels: Sequence[re.Pattern],
-    size: float,
-    overlap: float,
-    m,
+    rules: SplitRules,
     known: int | None = None,
     ratio_hint: float | None = None,
 ) -> list[_Span]:
-    """Split the trimmed slice text[start:end] into spans whose measure is <= size.
+    """Split the trimmed slice text[start:end] into spans whose measure is <= ``rules.size``.
 
     The first level whose gap occurs splits the slice; fitting pieces are packed
-    with ``overlap``; oversize pieces recurse with the remaining levels, and
+    with the overlap; oversize pieces recurse with the remaining levels, and
     characters are the last resort. With the token measure, packed spans of more
     than one piece are estimates (sums) unless the pieces were tiny, in which
     case the packed span was counted.
     """
-    if known is not None and known <= size:
+    if known is not None and known <= rules.size:
         return [(start, end, known, True)]
     pieces: list[tuple[int, int]] = []
-    rest: Sequence[re.Pattern] = ()
-    for i, gap in enumerate(levels):
+    finer = rules
+    for i, gap in enumerate(rules.levels):
         pieces = gap_pieces(text, start, end, gap)
         if len(pieces) != 1:
-            rest = levels[i + 1 :]
+            finer = replace(rules, levels=rules.levels[i + 1 :])
             break
     else:
-        return _cut_chars(text, start, end, size, m, known)
+        return _cut_chars(text, start, end, rules.size, rules.measure, known)
     if not pieces:
         return []
-    if isinstance(m, Tokens) and (end - start) / len(pieces) < _ESTIMATE_BELOW_CHARS:
-        cut = _PieceSlice(text, start, end, pieces, rest, size, overlap, m)
+    if isinstance(rules.measure, Tokens) and (end - start) / len(pieces) < _ESTIMATE_BELOW_CHARS:
+        cut = _PieceSlice(text, start, end, pieces, finer)
         return _split_small_pieces(cut, known=known, ratio_hint=ratio_hint)
-    return _pack_pieces(text, pieces, rest, size, overlap, m)
+    return _pack_pieces(text, pieces, finer)
 
 
 @dataclass(frozen=True)
 class _PieceSlice:
-    """The slice text[start:end] cut into ``pieces`` at one gap level, with what packing them needs:
-    the finer levels left (``rest``), the span ``size`` and ``overlap``, and the measure."""
+    """The slice text[start:end] cut into ``pieces`` at one gap level, with the rules that pack them
+    (their ``levels`` the finer ones left, for a piece over the size)."""
 
     text: str
     start: int
     end: int
     pieces: list[tuple[int, int]]
-    rest: Sequence[re.Pattern]
-    size: int
-    overlap: int
-    measure: Tokens | _Chars
+    rules: SplitRules
 
 
 def _split_small_pieces(cut: _PieceSlice, *, known: int | None, ratio_hint: float | None) -> list[_Span]:
     """Small pieces (words, short lines) are not counted one by one: their tokens are estimated
     from a measured tokens-per-character ratio and only the packed spans are counted."""
     ratio = ratio_hint
+    measure = cut.rules.measure
     if known is None and ratio is None and cut.end - cut.start <= _SAMPLE_CHARS:
-        known = cut.measure.piece(cut.start, cut.end)
-        if known <= cut.size:
+        known = measure.piece(cut.start, cut.end)
+        if known <= cut.rules.size:
             return [(cut.start, cut.end, known, True)]
     if known is not None:
         ratio = known / (sum(b - a for a, b in cut.pieces) or 1)
@@ -244,12 +251,13 @@ def _split_small_pieces(cut: _PieceSlice, *, known: int | None, ratio_hint: floa
         while k < len(cut.pieces) - 1 and cut.pieces[k][1] - cut.start < _SAMPLE_CHARS:
             k += 1
         sample = cut.pieces[: k + 1]
-        ratio = cut.measure.piece(cut.start, sample[-1][1]) / (sum(b - a for a, b in sample) or 1)
-    return _split_estimated(cut.text, cut.pieces, cut.rest, cut.size, cut.overlap, cut.measure, ratio)
+        ratio = measure.piece(cut.start, sample[-1][1]) / (sum(b - a for a, b in sample) or 1)
+    return _split_estimated(cut.text, cut.pieces, cut.rules, ratio)
 
 
-def _pack_pieces(text, pieces, rest, size, overlap, m) -> list[_Span]:
+def _pack_pieces(text, pieces, rules: SplitRules) -> list[_Span]:
     """Measure each piece; pack those that fit, split the others with the remaining levels."""
+    size, overlap, m = rules.size, rules.overlap, rules.measure
     out: list[_Span] = []
     good: list[_Span] = []
 
@@ -263,20 +271,21 @@ def _pack_pieces(text, pieces, rest, size, overlap, m) -> list[_Span]:
     for a, b in pieces:
         if too_long is not None and b - a > too_long:
             flush()
-            out.extend(split_recursive(text, a, b, rest, size, overlap, m))
+            out.extend(split_recursive(text, a, b, rules))
             continue
         n = m.piece(a, b)
         if n <= size:
             good.append((a, b, n, True))
         else:
             flush()
-            out.extend(split_recursive(text, a, b, rest, size, overlap, m, known=n))
+            out.extend(split_recursive(text, a, b, rules, known=n))
     flush()
     return out
 
 
-def _split_estimated(text, pieces, rest, size, overlap, m, ratio) -> list[_Span]:
+def _split_estimated(text, pieces, rules: SplitRules, ratio) -> list[_Span]:
     """Pack tiny pieces by estimated token counts, counting each packed span."""
+    size, m = rules.size, rules.measure
     out: list[_Span] = []
     run: list[_Span] = []
     for a, b in pieces:
@@ -284,24 +293,25 @@ def _split_estimated(text, pieces, rest, size, overlap, m, ratio) -> list[_Span]
         if estimate > size / 2:
             n = m.piece(a, b)
             if n > size:
-                out.extend(_pack_counted(text, run, rest, size, overlap, m))
+                out.extend(_pack_counted(text, run, rules))
                 run = []
-                out.extend(split_recursive(text, a, b, rest, size, overlap, m, known=n))
+                out.extend(split_recursive(text, a, b, rules, known=n))
                 continue
             run.append((a, b, n, True))
         else:
             run.append((a, b, estimate, False))
-    out.extend(_pack_counted(text, run, rest, size, overlap, m))
+    out.extend(_pack_counted(text, run, rules))
     return out
 
 
-def _pack_counted(text, items, rest, size, overlap, m) -> list[_Span]:
+def _pack_counted(text, items, rules: SplitRules) -> list[_Span]:
     """Greedy packing of items by estimated size; every packed span is counted.
 
     When a count shows the estimate was low, the span loses items from its end
     (they go to the next span); estimates are rescaled by the last count. The
-    next span repeats trailing items of the previous one worth <= ``overlap``.
+    next span repeats trailing items of the previous one worth <= the overlap.
     """
+    size, m = rules.size, rules.measure
     out: list[_Span] = []
     prefix = [0.0]
     for item in items:
@@ -314,7 +324,7 @@ def _pack_counted(text, items, rest, size, overlap, m) -> list[_Span]:
     prev: tuple[int, int] | None = None
     i = 0
     while i < len(items):
-        k, tail = _counted_overlap(text, items, i, prev, overlap, est, scale, m)
+        k, tail = _counted_overlap(text, items, i, prev, est, scale, rules)
         j_cap = len(items)
         while True:
             while k < i and est(k, i + 1) > size:
@@ -345,22 +355,23 @@ def _pack_counted(text, items, rest, size, overlap, m) -> list[_Span]:
             out.append((first, items[j - 1][1], n, True))
             prev = (k, j)
         else:
-            out.extend(split_recursive(text, items[i][0], items[i][1], rest, size, overlap, m, known=n))
+            out.extend(split_recursive(text, items[i][0], items[i][1], rules, known=n))
             prev = None
         i = j
     return out
 
 
-def _counted_overlap(text, items, i, prev, overlap, est, scale, m) -> tuple[int, _Span | None]:
+def _counted_overlap(text, items, i, prev, est, scale, rules: SplitRules) -> tuple[int, _Span | None]:
     """Where the span after ``prev`` starts: (first repeated item, None) when trailing whole items
-    of ``prev`` fit ``overlap``, else (``i``, the tail of the previous span's last item or None)."""
+    of ``prev`` fit the overlap, else (``i``, the tail of the previous span's last item or None)."""
+    overlap = rules.overlap
     if prev is None or not overlap:
         return i, None
     for k0 in range(prev[0] + 1, prev[1]):
         if est(k0, prev[1]) <= overlap:
             return k0, None
     last = items[i - 1]
-    return i, _token_tail(text, (last[0], last[1], last[2] * scale, False), overlap, m)
+    return i, _token_tail(text, (last[0], last[1], last[2] * scale, False), overlap, rules.measure)
 
 
 def _cut_chars(text, start, end, size, m, known) -> list[_Span]:
@@ -387,9 +398,7 @@ def _cut_chars(text, start, end, size, m, known) -> list[_Span]:
 
 def _fit_tokens(text, start, end, limit, tokens, known=None, ratio_hint=None) -> list[_Span]:
     """Split a slice into spans of at most ``limit`` tokens, no overlap."""
-    return split_recursive(
-        text, start, end, TOKEN_LEVELS, limit, 0, tokens, known=known, ratio_hint=ratio_hint
-    )
+    return split_recursive(text, start, end, SplitRules(TOKEN_LEVELS, limit, 0, tokens), known, ratio_hint)
 
 
 def force_fit(text, start, end, limit, tokens, known=None, ratio_hint=None) -> list[_Span]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from knowledge.ingestion.chunking.engine import (
     CHAR_LEVELS,
@@ -15,6 +16,7 @@ from knowledge.ingestion.chunking.engine import (
     SENTENCE_UNIT_GAP,
     TOKEN_LEVELS,
     WHITESPACE,
+    SplitRules,
     Tokens,
     force_fit,
     gap_pieces,
@@ -67,7 +69,8 @@ def chunk_section(section, strategy, chunk_size, chunk_overlap, count, max_token
 
 def _char_units(text, start, end, size) -> list[tuple[int, int]]:
     """Split an oversize sentence into pieces of at most ``size`` characters."""
-    return [(a, b) for a, b, _n, _v in split_recursive(text, start, end, CHAR_LEVELS, size, 0, CHARS)]
+    spans = split_recursive(text, start, end, SplitRules(CHAR_LEVELS, size, 0, CHARS))
+    return [(a, b) for a, b, _n, _v in spans]
 
 
 def _paragraph(text, size, overlap, tokens, max_tokens) -> list[tuple[int, int, int | None]]:
@@ -81,14 +84,14 @@ def _paragraph(text, size, overlap, tokens, max_tokens) -> list[tuple[int, int, 
             continue
         for s, e in gap_pieces(text, a, b, SENTENCE_GAP):
             units.extend([(s, e)] if e - s <= size else _char_units(text, s, e, size))
-    return _pack_units(text, units, size, overlap, tokens, max_tokens, tail_overlap=True)
+    return _pack_units(text, units, _Packing(size, overlap, max_tokens, tokens, tail_overlap=True))
 
 
 def _sentence(text, size, overlap, tokens, max_tokens) -> list[tuple[int, int, int | None]]:
     units: list[tuple[int, int]] = []
     for a, b in gap_pieces(text, 0, len(text), SENTENCE_UNIT_GAP):
         units.extend([(a, b)] if b - a <= size else _char_units(text, a, b, size))
-    return _pack_units(text, units, size, overlap, tokens, max_tokens, tail_overlap=False)
+    return _pack_units(text, units, _Packing(size, overlap, max_tokens, tokens, tail_overlap=False))
 
 
 def _rows(text, size, overlap, tokens, max_tokens) -> list[tuple[int, int, int | None]]:
@@ -98,10 +101,22 @@ def _rows(text, size, overlap, tokens, max_tokens) -> list[tuple[int, int, int |
     for row in re.finditer(r"[^\n]+", text):
         a, b = row.span()
         units.extend([(a, b)] if b - a <= size else _char_units(text, a, b, size))
-    return _pack_units(text, units, size, overlap, tokens, max_tokens, tail_overlap=False)
+    return _pack_units(text, units, _Packing(size, overlap, max_tokens, tokens, tail_overlap=False))
 
 
-def _pack_units(text, units, size, overlap, tokens, max_tokens, *, tail_overlap):
+@dataclass(frozen=True)
+class _Packing:
+    """How ``_pack_units`` packs: chunks of at most ``size`` characters and ``max_tokens`` tokens
+    (measured by ``tokens``), sharing ``overlap`` characters as ``tail_overlap`` says."""
+
+    size: int
+    overlap: int
+    max_tokens: int
+    tokens: Tokens
+    tail_overlap: bool
+
+
+def _pack_units(text, units, packing: _Packing):
     """Pack consecutive units into chunks of <= size characters and <= max_tokens.
 
     ``tail_overlap`` (paragraph): the last ``overlap`` characters of the previous
@@ -112,17 +127,18 @@ def _pack_units(text, units, size, overlap, tokens, max_tokens, *, tail_overlap)
     per character and each chunk is counted once (again only when the estimate
     was too low); a single unit over ``max_tokens`` is split by tokens.
     """
+    size, max_tokens = packing.size, packing.max_tokens
     work: list[tuple[int, int, int | None]] = [(a, b, None) for a, b in units]
     out: list[tuple[int, int, int | None]] = []
     ratio: float | None = None  # tokens per character of the last counted chunk
     prev: tuple[int, int, int, int] | None = None  # start, end, first unit, stop unit
     i = 0
     while i < len(work):
-        ov_pos, ov_unit = _unit_overlap(text, work, i, prev, overlap, size, ratio, max_tokens, tail_overlap)
+        ov_pos, ov_unit = _unit_overlap(text, work, i, prev, ratio, packing)
         j_cap = len(work)
         while True:
             start = work[ov_unit][0] if ov_unit is not None else ov_pos if ov_pos is not None else work[i][0]
-            base = work[i][0] if tail_overlap else start
+            base = work[i][0] if packing.tail_overlap else start
             j = i + 1
             while (
                 j < j_cap
@@ -137,7 +153,7 @@ def _pack_units(text, units, size, overlap, tokens, max_tokens, *, tail_overlap)
             elif alone and ratio is not None and (end - start) * ratio > SURELY_OVER_FACTOR * max_tokens:
                 n = None  # surely over the limit: split it without counting it first
             else:
-                n = tokens.piece(start, end)
+                n = packing.tokens.piece(start, end)
                 ratio = n / max(1, end - start)
             if n is not None and n <= max_tokens:
                 break
@@ -149,7 +165,7 @@ def _pack_units(text, units, size, overlap, tokens, max_tokens, *, tail_overlap)
                 keep = int((prev[1] - ov_pos) - (n - max_tokens) / ratio * OVERLAP_TRIM_MARGIN) - 1
                 ov_pos = tail_start(text, ov_pos, prev[1], keep)
             else:
-                _unit_split(text, work, i, n, overlap, ratio, max_tokens, tokens)
+                _unit_split(text, work, i, n, ratio, packing)
                 j_cap = len(work)
         out.append((start, end, n))
         prev = (start, end, i if ov_unit is None else ov_unit, j)
@@ -157,15 +173,16 @@ def _pack_units(text, units, size, overlap, tokens, max_tokens, *, tail_overlap)
     return out
 
 
-def _unit_overlap(text, work, i, prev, overlap, size, ratio, max_tokens, tail_overlap):
+def _unit_overlap(text, work, i, prev, ratio, packing: _Packing):
     """(tail overlap start, first repeated unit) for the chunk starting at unit ``i``; None where none.
 
     Left out, or shortened, when it would not fit the tokens (by the last counted ratio).
     """
+    overlap, size, max_tokens = packing.overlap, packing.size, packing.max_tokens
     ov_pos: int | None = None  # tail overlap start
     ov_unit: int | None = None  # first repeated unit
     if prev is not None and overlap:
-        if tail_overlap:
+        if packing.tail_overlap:
             ov_pos = tail_start(text, prev[0], prev[1], overlap)
         else:
             last_end = work[prev[3] - 1][1]
@@ -185,13 +202,14 @@ def _unit_overlap(text, work, i, prev, overlap, size, ratio, max_tokens, tail_ov
     return ov_pos, ov_unit
 
 
-def _unit_split(text, work, i, n, overlap, ratio, max_tokens, tokens) -> None:
+def _unit_split(text, work, i, n, ratio, packing: _Packing) -> None:
     """Unit ``i`` alone is over the limit: split it in ``work`` by tokens, keeping room for the
     overlap that the next pieces will carry."""
+    overlap, max_tokens = packing.overlap, packing.max_tokens
     reserve = min(max_tokens // 2, int(overlap * ratio)) if overlap else 0
     s0, e0, _known = work[i]
     known = n if reserve == 0 else None
-    pieces = force_fit(text, s0, e0, max_tokens - reserve, tokens, known=known, ratio_hint=ratio)
+    pieces = force_fit(text, s0, e0, max_tokens - reserve, packing.tokens, known=known, ratio_hint=ratio)
     work[i : i + 1] = [(a, b, int(m) if v else None) for a, b, m, v in pieces]
 
 
@@ -261,14 +279,13 @@ def _semantic(text, size, overlap, tokens, max_tokens, prefix_tokens):
     body = min(size, max_tokens) - prefix_tokens
     if body < 1:
         body = max(1, min(size, max_tokens - prefix_tokens))
-    spans = split_recursive(text, 0, len(text), TOKEN_LEVELS, body, overlap, tokens)
+    spans = split_recursive(text, 0, len(text), SplitRules(TOKEN_LEVELS, body, overlap, tokens))
     char_cap = body * MAX_CHARS_PER_TOKEN
     out = []
     for a, b, n, verified in spans:
         if b - a > char_cap:
-            out.extend(
-                (x, y, None) for x, y, _n, _v in split_recursive(text, a, b, TOKEN_LEVELS, char_cap, 0, CHARS)
-            )
+            by_chars = split_recursive(text, a, b, SplitRules(TOKEN_LEVELS, char_cap, 0, CHARS))
+            out.extend((x, y, None) for x, y, _n, _v in by_chars)
         else:
             out.append((a, b, int(n) if verified else None))
     return out

@@ -213,22 +213,25 @@ class Command(BaseCommand):
             raise CommandError("--users must be >= 1, and 1 with --token")
         if options["docs"] and not options["reference_url"]:
             raise CommandError("--docs adds a paired run's row: it needs --reference-url")
+        plan = load.LoadPlan(
+            clients=options["clients"],
+            seconds=options["seconds"],
+            query_share=options["query_share"],
+            users=options["users"],
+        )
         if options["reference_url"]:
-            self._load_paired(options)
+            self._load_paired(options, plan)
             return
         load.run(
             self.stdout,
             url=options["url"],
-            clients=options["clients"],
-            seconds=options["seconds"],
-            query_share=options["query_share"],
+            plan=plan,
             sse=options["sse"],
             token=options["token"],
             collection_id=options["collection_id"],
-            users=options["users"],
         )
 
-    def _load_paired(self, options):
+    def _load_paired(self, options, plan):
         from urllib.parse import urlsplit
 
         from knowledge.benchmarks import load_paired
@@ -246,10 +249,7 @@ class Command(BaseCommand):
             url=options["url"],
             reference_url=options["reference_url"],
             rounds=options["rounds"],
-            clients=options["clients"],
-            seconds=options["seconds"],
-            query_share=options["query_share"],
-            users=options["users"],
+            plan=plan,
             labels=(options["label"], options["reference_label"]),
             docs=docs,
         )

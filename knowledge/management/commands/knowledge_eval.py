@@ -30,7 +30,7 @@ from knowledge.access import question_scope_checked
 from knowledge.evaluation.answers import score_answers
 from knowledge.evaluation.questions import load_questions
 from knowledge.evaluation.runner import RECALL_CUTS, question_rows, run_retrieval, summarise
-from knowledge.evaluation.store import eval_run_record, eval_set_import
+from knowledge.evaluation.store import RunScope, eval_run_record, eval_set_import
 from knowledge.management.targets import parse_settings, resolve_target
 from knowledge.models import Collection
 from knowledge.parameters import ConfigError
@@ -195,9 +195,8 @@ def _store(options, summary, profile, collection_ids, user, overrides):
         eval_set=eval_set,
         metrics=summary,
         k=options["k"],
-        collection=collection,
-        profile=profile,
-        settings=overrides,
-        with_answers=options["answers"],
+        scope=RunScope(
+            collection=collection, profile=profile, settings=overrides, with_answers=options["answers"]
+        ),
         created_by=user,
     )

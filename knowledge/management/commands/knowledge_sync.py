@@ -22,7 +22,7 @@ from accounts.selectors import user_find
 from config.base.errors import KnowledgeError
 from knowledge.models import Collection, Source, SourceSync
 from knowledge.services.collections import collection_create
-from knowledge.services.sources import source_add, source_kind_guess, source_sync, sync_report
+from knowledge.services.sources import SourceSpec, source_add, source_kind_guess, source_sync, sync_report
 
 
 class Command(BaseCommand):
@@ -100,7 +100,7 @@ def _source(collection: Collection, options: dict, owner) -> Source:
         settings["branch"] = options["branch"]
     if options["globs"]:
         settings["globs"] = options["globs"]
-    return source_add(
-        collection=collection, location=location, kind=kind, options=settings,
-        interval_hours=options["every"], cron=options["cron"], user=owner, operator=True,
-    )  # fmt: skip
+    spec = SourceSpec(
+        location=location, kind=kind, options=settings, interval_hours=options["every"], cron=options["cron"]
+    )
+    return source_add(collection=collection, spec=spec, user=owner, operator=True)
