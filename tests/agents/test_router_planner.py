@@ -115,13 +115,13 @@ def test_restricted_retrieval_filters_inside_the_search(kb, no_llm, make_user):
     flag = kb.documents["flag_day.html"].pk
     both = "On which day is Flag Day observed, and why does a gravity hill look uphill?"
 
-    def search(user, document_ids=None):
+    def search(user, document_ids=None, collection=kb.collection):
         return retrieve(
             user=user,
             request=request_for(
                 user,
                 question=both,
-                collection_ids=[kb.collection.pk],
+                collection_ids=[collection.pk],
                 document_ids=document_ids,
                 overrides={"maxDocs": 6},
             ),
@@ -130,8 +130,9 @@ def test_restricted_retrieval_filters_inside_the_search(kb, no_llm, make_user):
     assert "gravity_hill.md" in {c.chunk.document.filename for c in search(kb.user)}
     restricted = search(kb.user, [flag])
     assert restricted and {c.chunk.document_id for c in restricted} == {flag}
-    # A restriction narrows what access allows; it never widens it.
-    assert not search(make_user("outsider"), [flag])
+    # A restriction narrows the scope; naming another's document from one's own collection never widens it.
+    outsider = make_user("outsider")
+    assert not search(outsider, [flag], collection=collection_create(name="own", owner=outsider))
 
 
 def test_a_step_whose_documents_hold_nothing_searches_everything(kb, model):
