@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import urllib.error
 import urllib.request
 
@@ -14,6 +13,7 @@ from accounts.tokens import token_create
 from knowledge.models import Collection, LinkGrant, Subscription
 from knowledge.services.collections import collection_create, collection_update
 from tests.api.test_marketplace import QUESTION, ingest
+from tests.waiting import until
 
 ROUNDS = 5
 THREADS = 8
@@ -36,14 +36,6 @@ def call(base: str, secret: str, method: str, path: str, body: dict | None = Non
 def hammer(base: str, secret: str, path: str, stop: threading.Event, statuses: list[int]) -> None:
     while not stop.is_set():
         statuses.append(call(base, secret, "POST", path)[0])
-
-
-def until(condition, what: str, seconds: float = 60.0) -> None:
-    """Poll ``condition`` until it holds: the threads' own progress decides, never a fixed sleep."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"{what}: not within {seconds} s"
-        time.sleep(0.01)
 
 
 def while_hammered(statuses: list[int], change, refused: int, what: str):

@@ -87,7 +87,9 @@ def violations(page) -> list[str]:
     """Each violation as one line: rule, impact, and the first nodes' selectors and summaries."""
     found = []
     for only in ({"type": "tag", "values": WCAG_TAGS}, {"type": "rule", "values": REVIEW_RULES}):
-        found += Axe().run(page, options={"runOnly": only}).response["violations"]
+        response = Axe().run(page, options={"runOnly": only}).response
+        assert response["passes"] or response["violations"], f"axe checked nothing on {page.url}: {only}"
+        found += response["violations"]
     lines = []
     for violation in found:
         nodes = "; ".join(
@@ -113,6 +115,7 @@ def check_pages(chromium, base: str, username: str | None, pages: dict[str, str]
             for name, path in pages.items():
                 page.goto(f"{base}{path}")
                 page.wait_for_load_state("networkidle")
+                assert page.url == f"{base}{path}", f"{name}: {page.url}"  # not the log-in page instead
                 problems = violations(page)
                 if problems:
                     found[f"{name} ({scheme}) {path}"] = problems

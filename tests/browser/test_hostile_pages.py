@@ -17,6 +17,7 @@ from knowledge.models import Document
 from knowledge.services.collections import collection_create
 from tests.browser.test_journey import browser  # noqa: F401  (the Chromium fixture)
 from tests.conftest import CORPUS
+from tests.waiting import until
 
 pytestmark = [pytest.mark.browser, pytest.mark.security, pytest.mark.django_db(transaction=True)]
 pytest_plugins = ["tests.synthesis.openai_server"]
@@ -40,6 +41,9 @@ EXTENSIONLESS = f"<html><body><p>Release notes.</p>{PAYLOAD}</body></html>"
 
 # Any of these in the console means the policy blocked something a page needs.
 CSP_CONSOLE = re.compile(r"Content Security Policy|Content-Security-Policy", re.I)
+# Images of these origins are refused on purpose: their reports come after every earlier one.
+CANARY = "https://csp-canary-{}.invalid"
+CANARIES = re.compile(r"https://csp-canary-\d+\.invalid")
 RECORD_VIOLATIONS = """
 window.__violations = [];
 document.addEventListener("securitypolicyviolation", function (e) {
@@ -93,6 +97,8 @@ def test_uploaded_script_never_runs_in_another_users_session(browser, live_serve
     victim = browser.new_context(accept_downloads=True).new_page()
     dialogs: list[str] = []
     victim.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    requests: list[str] = []
+    victim.on("request", lambda request: requests.append(f"{request.method} {request.url}"))
     log_in(victim, base, "alice", "pw-alice")
     rendered = []
     for document in documents:
@@ -103,10 +109,16 @@ def test_uploaded_script_never_runs_in_another_users_session(browser, live_serve
         for url in (link, f"/documents/{document.pk}/file/?inline=1"):
             if not opens_as_download(victim, base + url):
                 rendered.append(url)
-    victim.wait_for_timeout(500)  # a script that had been rendered would have run by now
-    assert dialogs == []
-    assert not ApiToken.objects.filter(name="pwned").exists()
+    # The payload runs as its page loads: its script and the SVG's onload before the load event each
+    # goto waits for (a dialog holds that event until it is dismissed), its fetch a request issued
+    # then. Leaving for a page of ours not seen before ends whatever the last page did; its request
+    # in the log says every request and dialog before it has been reported.
+    victim.goto(f"{base}/accounts/tokens/")
+    assert f"GET {base}/accounts/tokens/" in requests
     assert rendered == []  # every original was a download, never a page of ours showing the upload
+    assert dialogs == []
+    assert [r for r in requests if "/api/v1/tokens/" in r] == []
+    assert not ApiToken.objects.filter(name="pwned").exists()
 
 
 def opens_as_download(page, url: str) -> bool:
@@ -127,6 +139,7 @@ class PolicyWatch:
         self.page = page
         self.policies: dict[str, str | None] = {}
         self.violations: list[str] = []
+        self.canaries, self.console_canaries = 0, []
         page.add_init_script(RECORD_VIOLATIONS)
         page.on("response", self._response)
         page.on("console", self._console)
@@ -136,7 +149,9 @@ class PolicyWatch:
             self.policies[response.url] = response.headers.get("content-security-policy")
 
     def _console(self, message) -> None:
-        if CSP_CONSOLE.search(message.text):
+        if CANARIES.search(message.text):
+            self.console_canaries.append(message.text)
+        elif CSP_CONSOLE.search(message.text):
             self.violations.append(f"{self.page.url}: {message.text}")
 
     def visit(self, url: str, ready: str = "body") -> None:
@@ -145,9 +160,26 @@ class PolicyWatch:
         self.collect()
 
     def collect(self) -> None:
-        self.page.wait_for_timeout(200)  # violation events are dispatched asynchronously
-        found = self.page.evaluate("window.__violations || []")
-        self.violations.extend(f"{self.page.url}: {v}" for v in found)
+        """The page's violations so far. They are reported asynchronously, so the page first asks for
+        an image the policy refuses: once that violation is reported, as an event and in the console,
+        every earlier one has been too."""
+        self.canaries += 1
+        canary = CANARY.format(self.canaries)  # an origin: all a report may give of a refused URL
+
+        def reported() -> list[str] | None:
+            found = self.page.evaluate("window.__violations || []")
+            heard = any(canary in text for text in self.console_canaries)
+            return found if heard and any(canary in v for v in found) else None
+
+        self.page.evaluate("url => { new Image().src = url; }", f"{canary}/refused.png")
+        found = until(
+            reported,
+            f"the report of the refused {canary} on {self.page.url}",
+            10,
+            every=0.05,
+            pause=lambda seconds: self.page.wait_for_timeout(seconds * 1000),
+        )
+        self.violations.extend(f"{self.page.url}: {v}" for v in found if not CANARIES.search(v))
 
     def assert_strict_and_clean(self) -> None:
         assert self.violations == [], "\n".join(self.violations)

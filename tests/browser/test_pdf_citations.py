@@ -27,6 +27,7 @@ pytest_plugins = ["tests.synthesis.openai_server"]
 chromium = test_pages_ux.chromium  # one Chromium for the module
 
 QUESTION = "How many query-paper pairs does the AutoScholarQuery training set have?"
+AFTER_THE_CLICK = "the test's own dialog, after the click"
 
 
 @pytest.fixture
@@ -247,11 +248,15 @@ def test_nothing_in_the_pdf_runs_in_the_viewer(chromium, live_server, pasa):
     errors = watched(page)
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    # Drawn: pdf.js has loaded the document (when its open action would run) and drawn the page.
     assert open_viewer(page, f"{live_server.url}/documents/{document.pk}/view/?chunk={chunk.pk}") == "passage"
-    page.click("#pdf-page", position={"x": 200, "y": 300})  # where the link lies on the page
-    page.wait_for_timeout(500)  # a script that had run would have shown its dialog by now
-    assert dialogs == []
     assert page.locator("#pdf-page a, #pdf-page iframe, #pdf-page form").count() == 0
+    page.click("#pdf-page", position={"x": 200, "y": 300})  # where the link lies on the page
+    # A dialog of our own, from a task queued after the click's: dialogs come one at a time, in order,
+    # so once it has come any dialog the PDF's scripts or the click opened has come before it.
+    with page.expect_event("dialog", lambda dialog: dialog.message == AFTER_THE_CLICK):
+        page.evaluate("message => { setTimeout(() => alert(message)); }", AFTER_THE_CLICK)
+    assert dialogs == [AFTER_THE_CLICK]
     assert page.url.startswith(f"{live_server.url}/documents/{document.pk}/view/")
     assert errors == []
     page.context.close()

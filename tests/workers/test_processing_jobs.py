@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import datetime
 import threading
-import time
 
 import pytest
 from django.db import connection, transaction
@@ -26,6 +25,7 @@ from knowledge.processing_jobs import (
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import PROCESSING_INTERRUPTED, DocumentUpload, document_upload
 from knowledge.tasks import process_document
+from tests.waiting import until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -166,14 +166,6 @@ def _lock_waits() -> int:
         return cursor.fetchone()[0]
 
 
-def _until(condition, seconds: float = 60) -> None:
-    """Until ``condition()`` holds (polled); the test fails if it never does."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the condition never held"
-        time.sleep(0.05)
-
-
 def test_two_requests_at_once_leave_one_queued_job(queued):
     document, job = queued
     job_claim(job_id=job.pk)  # its run started: the next request queues a job of its own
@@ -199,7 +191,7 @@ def test_two_requests_at_once_leave_one_queued_job(queued):
     first.start()
     second.start()
     # The second waits for the first to commit (its insert meets the first's in the unique index).
-    _until(lambda: _lock_waits() > 0 or not second.is_alive())
+    until(lambda: _lock_waits() > 0 or not second.is_alive(), "the second request waiting on the first")
     may_commit.set()
     first.join(60)
     second.join(60)
