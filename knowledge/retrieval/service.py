@@ -37,11 +37,11 @@ from knowledge.retrieval.models_in_scope import (
     question_vectors,
     unavailable,
 )
+from knowledge.retrieval.passages import RETRIEVED_FIELDS, source_fields
 from knowledge.retrieval.request import RetrievalRequest
 from knowledge.retrieval.rerank import rerank, reranker_of
 from knowledge.retrieval.scope import Scope, search_scope_cached
 from knowledge.retrieval.scoring import Candidate, same_source_runners_up, select
-from knowledge.retrieval.sources import RETRIEVED_FIELDS, source_fields
 from knowledge.retrieval.verdict import retrieval_verdict
 
 MAX_QUESTION_CHARS = 4000
@@ -57,7 +57,7 @@ class RetrievedChunk:
     source_number: int | None = None  # its [Source N] in the context, if it fit
 
     def as_dict(self) -> dict:
-        """The API's shape of a retrieved chunk (knowledge.retrieval.sources holds every shape's fields)."""
+        """The API's shape of a retrieved chunk (knowledge.retrieval.passages holds every shape's fields)."""
         return source_fields(self, RETRIEVED_FIELDS)
 
 

@@ -24,7 +24,7 @@ from knowledge.retrieval.answerability import (
     REASON_MISSING_TERM,
     Verdict,
 )
-from knowledge.retrieval.sources import source_label
+from knowledge.retrieval.passages import source_label
 
 NO_RESULTS_TEXT = (
     "The knowledge base has nothing on this: no passage in the searched collections is relevant "

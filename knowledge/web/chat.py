@@ -24,7 +24,7 @@ from knowledge.access import (
 from knowledge.chat import chat_stream, event_stream_response, sse_stream
 from knowledge.clients.llm import llm_config
 from knowledge.models import ChatSession, ChatTurn, Chunk, DocumentSummary
-from knowledge.retrieval.sources import match_words, source_place
+from knowledge.retrieval.passages import match_words, source_place
 from knowledge.services.documents import SERVED_CONTENT_TYPES
 from knowledge.synthesis.citations import saved_answer_html
 from knowledge.synthesis.quotes import quote_range_parse

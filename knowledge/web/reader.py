@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from knowledge.retrieval.sources import source_fragment, source_place
+from knowledge.retrieval.passages import source_fragment, source_place
 from knowledge.web.passages import section_parts
 from knowledge.web.snippets import mark_words, query_words
 
