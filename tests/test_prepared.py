@@ -10,8 +10,8 @@ from accounts.models import ApiToken
 from accounts.tokens import _ACTIVE_TOKEN, _hash, token_authenticate, token_create, token_revoke
 from config.base.database import database_config
 from config.base.prepared import PreparedSelect, planned_once_cursor
-from knowledge.config import global_setting_set, global_settings
 from knowledge.models import Chunk, Document, KnowledgeSetting
+from knowledge.parameter_values import global_setting_set, global_settings
 from knowledge.retrieval.service import _CHUNKS_WITH_DOCUMENTS
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload

@@ -31,8 +31,8 @@ from knowledge.agents.queries import DIRECT, MULTI_HOP, STANDARD, StepResult, cl
 from knowledge.agents.router import route
 from knowledge.agents.settings import AgenticSettings
 from knowledge.clients.embedding import embed_query
-from knowledge.config import resolved_config
 from knowledge.models import ChatTurn, Document, DocumentSummary
+from knowledge.parameter_values import resolved_config
 from knowledge.retrieval.rerank import rerank, reranker_of
 from knowledge.retrieval.scope import search_scope
 from knowledge.retrieval.service import (

@@ -46,8 +46,8 @@ from knowledge.chat.sessions import (
 )
 from knowledge.clients.llm import LLMConfig, LLMError, llm_config, stream_chat
 from knowledge.clients.tokens import llm_token_count
-from knowledge.config import resolved_config
 from knowledge.models import ChatSession, ChatTurn, Profile
+from knowledge.parameter_values import resolved_config
 from knowledge.parameters import validate_overrides
 from knowledge.quotas import quota_question_take, quota_tokens_record
 from knowledge.retrieval.continuation import with_continuations

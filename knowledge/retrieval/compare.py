@@ -20,7 +20,7 @@ from statistics import mean
 
 from config.base.errors import KnowledgeError
 from knowledge.access import QuestionScope
-from knowledge.config import resolved_config
+from knowledge.parameter_values import resolved_config
 from knowledge.retrieval.passages import source_fields
 from knowledge.retrieval.service import KnowledgeContext, RetrievalRequest, question_clean, retrieve
 

@@ -20,8 +20,8 @@ from config.base.errors import KnowledgeError
 from config.base.prepared import PreparedSelect, planned_once_cursor
 from config.base.validation import text_clean
 from knowledge.access import question_scope_of
-from knowledge.config import resolved_config
 from knowledge.models import Chunk
+from knowledge.parameter_values import resolved_config
 from knowledge.retrieval import dense, lexical
 from knowledge.retrieval.answerability import Verdict
 from knowledge.retrieval.context import ContextBlock, assemble
