@@ -26,10 +26,10 @@ from knowledge.access import QuestionScope, readable_documents
 from knowledge.agents.budget import Budget, BudgetExhausted, ask
 from knowledge.agents.grading import grade
 from knowledge.agents.grounding import check, supported_only
+from knowledge.agents.loop_options import AgenticSettings
 from knowledge.agents.planner import Plan, PlanStep, plan
 from knowledge.agents.queries import DIRECT, MULTI_HOP, STANDARD, StepResult, classify, expand, rewrite
 from knowledge.agents.router import route
-from knowledge.agents.settings import AgenticSettings
 from knowledge.clients.embedding import embed_query
 from knowledge.models import ChatTurn, Document, DocumentSummary
 from knowledge.parameter_values import resolved_config
