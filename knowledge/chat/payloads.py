@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 
 from knowledge.access import QuestionScope
 from knowledge.clients.llm import TOKEN_SOURCE_ESTIMATE, LLMConfig
-from knowledge.clients.tokens import llm_token_count
 from knowledge.models import ChatSession, ChatTurn, Profile
 from knowledge.retrieval.passages import source_fields, source_label, source_place
 from knowledge.retrieval.service import KnowledgeContext
 from knowledge.synthesis.citations import answer_html
+from knowledge.text.token_counts import llm_token_count
 
 
 @dataclass

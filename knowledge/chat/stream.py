@@ -45,7 +45,6 @@ from knowledge.chat.sessions import (
     chat_turn_save,
 )
 from knowledge.clients.llm import LLMConfig, LLMError, llm_config, stream_chat
-from knowledge.clients.tokens import llm_token_count
 from knowledge.models import ChatSession, ChatTurn, Profile
 from knowledge.parameter_values import resolved_config
 from knowledge.parameters import validate_overrides
@@ -65,6 +64,7 @@ from knowledge.synthesis.extractive import LABEL_LLM_FAILED, LABEL_NO_LLM, extra
 from knowledge.synthesis.followup import Resolution, resolve_question
 from knowledge.synthesis.prompts import prompt_equivalent_tokens, synthesis_messages
 from knowledge.synthesis.refusal import MAX_CLOSEST, refusal_text
+from knowledge.text.token_counts import llm_token_count
 
 logger = logging.getLogger(__name__)
 
