@@ -6,8 +6,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts.api_tokens import _ACTIVE_TOKEN, _hash, token_authenticate, token_create, token_revoke
 from accounts.models import ApiToken
-from accounts.tokens import _ACTIVE_TOKEN, _hash, token_authenticate, token_create, token_revoke
 from config.base.database import database_config
 from config.base.prepared import PreparedSelect, planned_once_cursor
 from knowledge.models import Chunk, Document, KnowledgeSetting
