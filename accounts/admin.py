@@ -8,8 +8,8 @@ from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import AdminPasswordChangeForm
 
 from accounts import audit_admin  # noqa: F401 (registers the audit log's admin)
+from accounts.api_tokens import token_revoke, tokens_revoke_all
 from accounts.models import ApiToken
-from accounts.tokens import token_revoke, tokens_revoke_all
 
 
 @admin.register(ApiToken)

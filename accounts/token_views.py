@@ -9,7 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts.tokens import token_create, token_revoke, tokens_for_user
+from accounts.api_tokens import token_create, token_revoke, tokens_for_user
 from config.base.errors import KnowledgeError, NotFoundError
 
 

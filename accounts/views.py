@@ -6,10 +6,10 @@ from django.db import transaction
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from accounts.api_tokens import tokens_revoke_all
 from accounts.client_address import client_address
 from accounts.forms import PasswordChangeWithTokensForm, SignUpForm, ThrottledPasswordResetForm
 from accounts.throttles import throttle_charge
-from accounts.tokens import tokens_revoke_all
 from config.base.errors import RateLimitedError
 
 

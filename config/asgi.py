@@ -22,8 +22,8 @@ django_application = SyncChainASGIHandler()
 from django.urls import get_resolver  # noqa: E402
 
 from knowledge.clients.embedding import embed_query  # noqa: E402
-from knowledge.clients.tokens import llm_token_count  # noqa: E402
 from knowledge.mcp.http import with_mcp  # noqa: E402
+from knowledge.text.token_counts import llm_token_count  # noqa: E402
 
 application = with_mcp(django_application)
 

@@ -13,7 +13,7 @@ class KnowledgeConfig(AppConfig):
         from django_q.signals import post_execute_in_worker, post_spawn, pre_execute
 
         from knowledge.models import Source
-        from knowledge.services.source_readers import mirror_remove_on_commit
+        from knowledge.source_fetch.readers import mirror_remove_on_commit
         from knowledge.worker_housekeeping import mark_busy, mark_idle, start_housekeeping
         from knowledge.worker_probes import QuietProbes
 

@@ -2,7 +2,7 @@
 
 Pure (no database, no Django models), so models, forms and every layer may
 import it. Resolving the value in force for a request (admin lock > per-call
-override > profile > global) is knowledge.config's job.
+override > profile > global) is knowledge.parameter_values's job.
 """
 
 from __future__ import annotations

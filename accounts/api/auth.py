@@ -1,4 +1,4 @@
-"""`Authorization: Bearer <token>` authentication for the API, backed by accounts.tokens."""
+"""`Authorization: Bearer <token>` authentication for the API, backed by accounts.api_tokens."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 from rest_framework.exceptions import AuthenticationFailed
 
-from accounts.tokens import token_authenticate
+from accounts.api_tokens import token_authenticate
 
 
 class BearerTokenAuthentication(BaseAuthentication):

@@ -10,8 +10,8 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
+from accounts.api_tokens import token_create, token_revoke, tokens_for_user
 from accounts.models import ApiToken
-from accounts.tokens import token_create, token_revoke, tokens_for_user
 from config.base.errors import KnowledgeError
 
 

@@ -2,12 +2,11 @@
 modules here registers every ModelAdmin: content (settings, collections, documents,
 profiles, sharing, chat sessions), llm (the LLM settings row), evaluation (sets, questions, runs) and
 feedback (rated answers and their export to an evaluation set), sources (what collections follow) and
-quotas (per-user and per-group limits, the usage ledger) and releases (each index release with its
-gate report), chunk_profiles (how documents are cut), model_registry (the operator's embedding
-endpoints)."""
+quotas (per-user and per-group limits, the usage ledger), releases (each index release with its
+gate report, and the chunk profiles that say how documents are cut) and model_registry (the
+operator's embedding endpoints)."""
 
 from knowledge.admin import (
-    chunk_profiles,
     content,
     evaluation,
     feedback,
@@ -19,7 +18,6 @@ from knowledge.admin import (
 )
 
 __all__ = [
-    "chunk_profiles",
     "content",
     "evaluation",
     "feedback",

@@ -12,7 +12,6 @@ from accounts.throttles import user_throttle_charge
 from config.base.errors import KnowledgeError, RateLimitedError
 from knowledge.admin.releases import releases_table, rollback
 from knowledge.clients.embedding_registry import MINILM, embedding_model_choices
-from knowledge.config import global_setting_set
 from knowledge.forms import ProfileCollectionForm
 from knowledge.models import (
     ChatSession,
@@ -28,6 +27,7 @@ from knowledge.models import (
     ProfileCollection,
     Subscription,
 )
+from knowledge.parameter_values import global_setting_set
 from knowledge.parameters import (
     ConfigError,
     parameter,

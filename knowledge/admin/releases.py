@@ -1,5 +1,9 @@
-"""Releases in the admin: each with its gate report; promote or discard a candidate or held one,
-roll a collection back (docs/design.md#releases). The services do the work, in one transaction each."""
+"""Releases and chunk profiles in the admin: what an index is cut with and how it is released.
+
+A release shows its gate report; promote or discard a candidate or held one, roll a collection back
+(docs/design.md#releases). The services do the work, in one transaction each. A chunk profile says how
+documents are cut, fixed once a collection or a release uses it (ChunkProfile.CUTTING_FIELDS says why):
+cutting differently is a new profile and a re-index, measured by the gate as a new release."""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from config.base.errors import KnowledgeError
-from knowledge.models import Release
+from knowledge.models import ChunkProfile, Release
 from knowledge.services.releases import release_discard, release_promote, release_rollback
 from knowledge.services.releases_report import gate_metrics, release_summary_lines
 
@@ -139,3 +143,29 @@ def rollback(model_admin, request, queryset):
             else ""
         )
         model_admin.message_user(request, f"{collection}: release {done.serving.pk} serves again{queued}.")
+
+
+@admin.register(ChunkProfile)
+class ChunkProfileAdmin(admin.ModelAdmin):
+    list_display = ["name", "strategy", "chunk_size", "chunk_overlap", "is_active", "created_at"]
+    list_filter = ["strategy", "is_active"]
+    search_fields = ["name"]
+    audit_name = "chunk_profile"
+
+    def get_readonly_fields(self, request, obj=None):
+        """How a profile in use cuts is shown, not edited (ChunkProfile.CUTTING_FIELDS says why)."""
+        readonly = list(super().get_readonly_fields(request, obj))
+        if obj is not None and obj.in_use():
+            readonly += ChunkProfile.CUTTING_FIELDS
+        return readonly
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        profile = self.get_object(request, object_id)
+        if request.method == "GET" and profile is not None and profile.in_use():
+            messages.info(
+                request,
+                "Collections' chunks were cut with this profile, so its strategy, size and overlap are "
+                "fixed. To cut differently, add a profile and re-index under it: the gate measures the "
+                "new release before it serves.",
+            )
+        return super().change_view(request, object_id, form_url, extra_context)

@@ -14,12 +14,12 @@ from __future__ import annotations
 import time
 
 from knowledge.agents.grading import grade
+from knowledge.agents.loop_options import AgenticSettings
 from knowledge.agents.planner import Plan, plan
 from knowledge.agents.queries import MULTI_HOP, StepResult, expand, rewrite
 from knowledge.agents.request import AgenticRequest
 from knowledge.agents.router import route
 from knowledge.agents.search import ScopedSearch
-from knowledge.agents.settings import AgenticSettings
 from knowledge.agents.trace import StepLog
 from knowledge.clients.embedding import embed_query
 from knowledge.models import DocumentSummary

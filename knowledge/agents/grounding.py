@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from knowledge.clients.json_reply import json_object, text_field
 from knowledge.clients.llm import LLMError
-from knowledge.clients.text import content_terms
 from knowledge.synthesis.extractive import normalise
+from knowledge.text.json_reply import json_object, text_field
+from knowledge.text.words import content_terms
 
 SOURCE_CHARS = 1500
 STRICT = (

@@ -20,14 +20,14 @@ from dataclasses import replace
 from knowledge.agents.budget import Budget, BudgetExhausted
 from knowledge.agents.gather import Gathering
 from knowledge.agents.grounding import check, supported_only
+from knowledge.agents.loop_options import AgenticSettings
 from knowledge.agents.queries import DIRECT, STANDARD, StepResult, classify
 from knowledge.agents.request import AgenticRequest
 from knowledge.agents.search import ScopedSearch
-from knowledge.agents.settings import AgenticSettings
 from knowledge.agents.trace import StepLog
 from knowledge.clients.llm import LLMConfig
-from knowledge.config import resolved_config
 from knowledge.models import ChatTurn
+from knowledge.parameter_values import resolved_config
 from knowledge.synthesis.answer import Answer, Synthesis
 from knowledge.synthesis.citations import resolve_citations
 from knowledge.synthesis.events import ContextReady

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 
 from config.base.validation import ascii_digits
 from knowledge.agents.queries import MAX_QUERY_CHARS
-from knowledge.clients.json_reply import json_object, text_field
 from knowledge.clients.llm import LLMError
+from knowledge.text.json_reply import json_object, text_field
 
 PLAN_PROMPT = (
     "Plan the searches that answer the question from the listed documents. Use one step for a "

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from knowledge.clients.json_reply import json_object, text_field, text_list
 from knowledge.clients.llm import LLMError
-from knowledge.clients.text import content_terms
+from knowledge.text.json_reply import json_object, text_field, text_list
+from knowledge.text.words import content_terms
 
 DIRECT, STANDARD, MULTI_HOP = "direct", "standard", "multi_hop"
 KINDS = (DIRECT, STANDARD, MULTI_HOP)

@@ -17,9 +17,9 @@ from pgvector.django import CosineDistance
 
 from config.base.validation import id_or_none
 from knowledge.access import readable_documents
-from knowledge.clients.json_reply import json_object
 from knowledge.clients.llm import LLMError
 from knowledge.models import DocumentSummary
+from knowledge.text.json_reply import json_object
 
 # The LLM sees at most this many summaries: the closest by embedding.
 LLM_CANDIDATES = 40

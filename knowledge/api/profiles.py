@@ -16,8 +16,8 @@ from knowledge.access import (
     readable_collections,
 )
 from knowledge.api.retrieve import overrides_field_validate
-from knowledge.config import effective_config
 from knowledge.models import Profile
+from knowledge.parameter_values import effective_config
 from knowledge.parameters import PARAMETERS
 from knowledge.services.profiles import ignored_overrides, profile_create, profile_delete, profile_update
 

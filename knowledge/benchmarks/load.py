@@ -32,8 +32,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 from django.db import connection
 
+from accounts.api_tokens import token_create
 from accounts.models import ApiToken
-from accounts.tokens import token_create
 from knowledge.benchmarks.common import median, percentile
 from knowledge.evaluation.questions import load_questions
 from knowledge.models import Collection, Document

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass, field
 
 from knowledge.clients.llm import LLMConfig, LLMError, LLMResult, complete
-from knowledge.clients.sentences import split_sentences
 from knowledge.synthesis.citations import MARKER, marker_numbers
 from knowledge.synthesis.prompts import Exchange, rewrite_messages
+from knowledge.text.sentences import split_sentences
 
 RESOLUTION_NONE = "none"
 RESOLUTION_RULES = "rules"

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from knowledge.access import QuestionScope
 from knowledge.models import ChatSession, ChatTurn, Profile
+from knowledge.retrieval.passages import source_fields, source_label, source_place
 from knowledge.retrieval.service import KnowledgeContext
-from knowledge.retrieval.sources import source_fields, source_label, source_place
 from knowledge.synthesis.answer import Answer
 from knowledge.synthesis.citations import answer_html
 

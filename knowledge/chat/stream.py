@@ -44,8 +44,8 @@ from knowledge.chat.sessions import (
     chat_turn_save,
 )
 from knowledge.clients.llm import LLMConfig, call_record, llm_config
-from knowledge.config import resolved_config
 from knowledge.models import ChatTurn
+from knowledge.parameter_values import resolved_config
 from knowledge.parameters import validate_overrides
 from knowledge.quotas import quota_question_take, quota_tokens_record
 from knowledge.retrieval.service import MAX_QUESTION_CHARS, RetrievalRequest, question_clean, retrieve

@@ -40,7 +40,7 @@ from knowledge.clients.embedding_registry import (
     embedding_model_info,
 )
 from knowledge.clients.mpnet import load_mpnet
-from knowledge.clients.word_pieces import MAX_SEQUENCE_TOKENS, model_source
+from knowledge.text.word_pieces import MAX_SEQUENCE_TOKENS, model_source
 
 logger = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from knowledge.clients.tokens import llm_tokens_cut
 from knowledge.models import EmbeddingEndpoint
+from knowledge.text.token_counts import llm_tokens_cut
 
 # A question is asked once per retrieval: it is not retried while a user waits (the search falls
 # back to the lexical ranking instead and says so); ingestion retries as the endpoint says.

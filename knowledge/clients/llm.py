@@ -30,8 +30,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.base.connections import release_connections
 from config.base.env import env_bool, env_int, env_str
-from knowledge.clients.tokens import llm_token_count
 from knowledge.models import LLMSettings
+from knowledge.text.token_counts import llm_token_count
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,6 @@ from django.conf import settings
 from django.db.models import Func, TextField
 from django.db.models.functions import Cast
 
-from knowledge.clients.json_reply import json_object, text_field
 from knowledge.clients.llm import LLMError, complete, llm_config
 from knowledge.evaluation.questions import EvalQuestion, normalise, parse_question
 from knowledge.evaluation.release_request import release_request
@@ -26,6 +25,7 @@ from knowledge.evaluation.store import eval_set_questions
 from knowledge.models import ChatTurn, Chunk, Document, Release
 from knowledge.retrieval.service import retrieve
 from knowledge.services.feedback import feedback_question, rated_turns
+from knowledge.text.json_reply import json_object, text_field
 
 logger = logging.getLogger(__name__)
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from knowledge.clients.word_pieces import MAX_CONTENT_TOKENS, count_tokens
 from knowledge.ingestion.chunking import chunk_sections
 from knowledge.ingestion.extract import iter_sections
 from knowledge.ingestion.headers import section_header
 from knowledge.ingestion.limits import IngestLimits, LimitExceeded
 from knowledge.ingestion.types import ChunkDraft, Section
+from knowledge.text.word_pieces import MAX_CONTENT_TOKENS, count_tokens
 
 # A header never takes a chunk's budget below this many tokens (headers are capped well under it).
 MIN_CONTENT_TOKENS = 128

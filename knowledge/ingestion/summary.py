@@ -22,13 +22,13 @@ import numpy as np
 from django.core.exceptions import ImproperlyConfigured
 
 from knowledge.clients.embedding import embed_for_ranking
-from knowledge.clients.json_reply import json_object, text_field, text_list
 from knowledge.clients.llm import LLMConfig, LLMError, complete, llm_config
-from knowledge.clients.sentences import split_sentences
-from knowledge.clients.text import STOPWORDS, WORD, stem
 from knowledge.ingestion.headers import title_from_filename
 from knowledge.ingestion.types import ChunkDraft
 from knowledge.models.documents import summary_router_text
+from knowledge.text.json_reply import json_object, text_field, text_list
+from knowledge.text.sentences import split_sentences
+from knowledge.text.words import STOPWORDS, WORD, stem
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The MCP server over Streamable HTTP at /mcp/, next to Django in one ASGI application.
 
 Requests are authenticated like the REST API's: ``Authorization: Bearer
-<API token>``, checked by accounts.tokens on every request, so a revoked
+<API token>``, checked by accounts.api_tokens on every request, so a revoked
 token stops working at once. The SDK runs stateless (every POST stands alone,
 authenticated by its own token): there is no server-side session another token
 could reuse, and any number of server processes can share the load. Answers are
@@ -27,7 +27,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from accounts.api.errors import error_body
-from accounts.tokens import token_authenticate
+from accounts.api_tokens import token_authenticate
 from config.base.errors import DATABASE_UNAVAILABLE, database_retry_after_header, database_unavailable
 from knowledge.mcp.identity import SCOPE_USER, TokenIdentity
 from knowledge.mcp.server import build_server

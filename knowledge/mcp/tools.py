@@ -33,8 +33,8 @@ from knowledge.api.retrieve import (
 from knowledge.chat import chat_stream
 from knowledge.models import Release, Source, Subscription
 from knowledge.retrieval.compare import MAX_QUERIES, search_compare
+from knowledge.retrieval.passages import place_url
 from knowledge.retrieval.service import MAX_QUESTION_CHARS
-from knowledge.retrieval.sources import place_url
 from knowledge.services.collections import chunk_profile_get, collection_reindex_asked
 from knowledge.services.passages import MAX_NEIGHBOURS, passage_get
 from knowledge.services.releases import release_newest

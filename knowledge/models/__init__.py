@@ -1,8 +1,8 @@
 from knowledge.models.chat import ChatSession, ChatTurn, RatedAnswer
 from knowledge.models.collections import ChunkProfile, Collection, CollectionShare, LinkGrant, Subscription
 from knowledge.models.documents import Chunk, Document, DocumentSummary
+from knowledge.models.parameter_rows import KnowledgeSetting
 from knowledge.models.profiles import Profile, ProfileCollection
-from knowledge.models.settings import KnowledgeSetting
 
 __all__ = [
     "ChatSession",

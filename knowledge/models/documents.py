@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models.functions import Cast
 from pgvector.django import HnswIndex, VectorField
 
+from config.base.errors import KnowledgeError
 from knowledge.models.collections import ChunkProfile, Collection
 
 # The text-search configuration of the full-text column's words (inside
@@ -122,6 +123,30 @@ class Document(models.Model):
     @property
     def display_title(self) -> str:
         return self.title or self.filename
+
+
+# Document.filename's column; the stored original has a name of our own (document_upload_path).
+MAX_FILENAME_CHARS = Document._meta.get_field("filename").max_length
+
+
+# What no document name keeps: the C0 and C1 controls (an escape sequence rewrites the terminal
+# that shows a log line; NUL cannot be stored), line separators, and the bidirectional controls
+# that make "report\u202etxt.exe" show as "reportexe.txt" wherever the name is displayed.
+_HIDDEN_IN_NAMES = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def document_filename_clean(filename: str) -> str:
+    """The uploader's file name without folders nor characters that disguise it (controls,
+    bidirectional overrides), cut to the column's length with its extension kept (the extension
+    chooses between the text formats). Every document's name goes through here, a source's too."""
+    name = PurePath(_HIDDEN_IN_NAMES.sub("", filename or "").replace("\\", "/")).name.strip()
+    if not name:
+        raise KnowledgeError("the upload has no file name")
+    if len(name) <= MAX_FILENAME_CHARS:
+        return name
+    suffix = PurePath(name).suffix
+    suffix = suffix if len(suffix) <= 16 else ""
+    return name[: MAX_FILENAME_CHARS - len(suffix)] + suffix
 
 
 # One partial HNSW index per embedding model, so a dense search over one model's chunks walks a

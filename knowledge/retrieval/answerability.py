@@ -43,8 +43,8 @@ import math
 from dataclasses import asdict, dataclass
 
 from knowledge.clients.embedding_registry import EMBEDDING_MODELS, endpoint_reads_english_only
-from knowledge.clients.language import foreign_language
-from knowledge.clients.text import mostly_without_spaces
+from knowledge.text.language import foreign_language
+from knowledge.text.words import mostly_without_spaces
 
 # Fitted weights of the logistic score (see the module docstring).
 WEIGHTS = {"best_similarity": 0.56, "margin": 0.44, "coverage": 2.26, "agreement": 0.74}
@@ -261,7 +261,7 @@ def holds_question(*, used: set[str], held: set[str], similarity: float) -> bool
 
 def question_language(question: str, *, models: tuple[str, ...]) -> tuple[str | None, bool]:
     """The question's language when German, French or Spanish (else None), and whether every model
-    in scope reads English only (knowledge.clients.language; no model: the default's)."""
+    in scope reads English only (knowledge.text.language; no model: the default's)."""
     english_only = bool(models) and all(reads_english_only(model) for model in models)
     return foreign_language(question), english_only
 

@@ -20,9 +20,9 @@ from statistics import mean
 
 from config.base.errors import KnowledgeError
 from knowledge.access import QuestionScope
-from knowledge.config import resolved_config
+from knowledge.parameter_values import resolved_config
+from knowledge.retrieval.passages import source_fields
 from knowledge.retrieval.service import KnowledgeContext, RetrievalRequest, question_clean, retrieve
-from knowledge.retrieval.sources import source_fields
 
 MAX_QUERIES = 10
 

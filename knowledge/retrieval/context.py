@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from knowledge.clients.tokens import llm_token_count
+from knowledge.text.token_counts import llm_token_count
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 from django.db import connection
 
 from config.base.prepared import planned_once_cursor
-from knowledge.clients.text import is_grammatical_bigram
 from knowledge.models.documents import SEARCH_VECTOR_FUNCTION
+from knowledge.text.words import is_grammatical_bigram
 
 K1 = 1.2
 B = 0.75

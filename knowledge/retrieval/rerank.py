@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 
-from knowledge.clients.json_reply import json_object
 from knowledge.clients.llm import LLMError, complete, llm_config
 from knowledge.clients.rerank_endpoints import RerankError, RerankSpec, rerank_scores
 from knowledge.models import RerankEndpoint
 from knowledge.quotas import quota_tokens_record, quota_tokens_refusal
+from knowledge.text.json_reply import json_object
 
 logger = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ from django.utils import timezone
 from config.base.errors import KnowledgeError
 from config.base.prepared import PreparedSelect, planned_once_cursor
 from config.base.validation import text_clean
-from knowledge.config import resolved_config
 from knowledge.models import Chunk
+from knowledge.parameter_values import resolved_config
 from knowledge.retrieval import dense, lexical
 from knowledge.retrieval.answerability import Verdict
 from knowledge.retrieval.context import ContextBlock, assemble
@@ -36,11 +36,11 @@ from knowledge.retrieval.models_in_scope import (
     question_vectors,
     unavailable,
 )
+from knowledge.retrieval.passages import RETRIEVED_FIELDS, source_fields
 from knowledge.retrieval.request import RetrievalRequest
 from knowledge.retrieval.rerank import rerank, reranker_of
 from knowledge.retrieval.scope import Scope
 from knowledge.retrieval.scoring import Candidate, same_source_runners_up, select
-from knowledge.retrieval.sources import RETRIEVED_FIELDS, source_fields
 from knowledge.retrieval.verdict import retrieval_verdict
 
 MAX_QUESTION_CHARS = 4000
@@ -56,7 +56,7 @@ class RetrievedChunk:
     source_number: int | None = None  # its [Source N] in the context, if it fit
 
     def as_dict(self) -> dict:
-        """The API's shape of a retrieved chunk (knowledge.retrieval.sources holds every shape's fields)."""
+        """The API's shape of a retrieved chunk (knowledge.retrieval.passages holds every shape's fields)."""
         return source_fields(self, RETRIEVED_FIELDS)
 
 

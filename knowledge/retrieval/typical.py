@@ -31,8 +31,8 @@ from django.db import connection
 from knowledge.clients.embedding import embed_questions
 from knowledge.clients.embedding_endpoints import EndpointError
 from knowledge.clients.embedding_registry import embedding_model_info
-from knowledge.clients.sentences import split_sentences
 from knowledge.retrieval.scope import Scope
+from knowledge.text.sentences import split_sentences
 
 logger = logging.getLogger(__name__)
 

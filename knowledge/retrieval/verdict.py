@@ -12,7 +12,6 @@ from dataclasses import replace
 
 from django.conf import settings
 
-from knowledge.clients.text import is_grammatical_bigram, mostly_without_spaces
 from knowledge.retrieval import lexical
 from knowledge.retrieval.answer_type import asked_kind, holds_kind
 from knowledge.retrieval.answerability import (
@@ -34,6 +33,7 @@ from knowledge.retrieval.named_terms import missing_named_terms
 from knowledge.retrieval.scope import Scope
 from knowledge.retrieval.scoring import Candidate
 from knowledge.retrieval.typical import typical_similarity
+from knowledge.text.words import is_grammatical_bigram, mostly_without_spaces
 
 
 def retrieval_verdict(

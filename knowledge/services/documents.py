@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -23,6 +22,7 @@ from knowledge.ingestion.formats.image import image_kind
 from knowledge.ingestion.reindex import pending_reindex_check
 from knowledge.ingestion.types import ExtractionError, UnsupportedFormat
 from knowledge.models import Collection, Document
+from knowledge.models.documents import document_filename_clean
 from knowledge.processing_jobs import PROCESSING_INTERRUPTED, job_enqueue, jobs_recover_stale
 from knowledge.quotas import quota_storage_check
 
@@ -113,30 +113,6 @@ def document_upload(
         # The same bytes arrived concurrently; the other upload won.
         return UploadResult(Document.objects.get(collection=collection, content_hash=content_hash), False)
     return UploadResult(document, created=True)
-
-
-# Document.filename's column; the stored original has a name of our own (document_upload_path).
-MAX_FILENAME_CHARS = Document._meta.get_field("filename").max_length
-
-
-# What no document name keeps: the C0 and C1 controls (an escape sequence rewrites the terminal
-# that shows a log line; NUL cannot be stored), line separators, and the bidirectional controls
-# that make "report\u202etxt.exe" show as "reportexe.txt" wherever the name is displayed.
-_HIDDEN_IN_NAMES = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")
-
-
-def document_filename_clean(filename: str) -> str:
-    """The uploader's file name without folders nor characters that disguise it (controls,
-    bidirectional overrides), cut to the column's length with its extension kept (the extension
-    chooses between the text formats). Every document's name goes through here, a source's too."""
-    name = PurePath(_HIDDEN_IN_NAMES.sub("", filename or "").replace("\\", "/")).name.strip()
-    if not name:
-        raise KnowledgeError("the upload has no file name")
-    if len(name) <= MAX_FILENAME_CHARS:
-        return name
-    suffix = PurePath(name).suffix
-    suffix = suffix if len(suffix) <= 16 else ""
-    return name[: MAX_FILENAME_CHARS - len(suffix)] + suffix
 
 
 def upload_size_check(*, filename: str, size: int) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from config.base.errors import KnowledgeError, NotFoundError
 from knowledge.access import chunk_for_reader, document_for_reader
 from knowledge.models import Chunk, Document
-from knowledge.retrieval.sources import source_url
+from knowledge.retrieval.passages import source_url
 
 MAX_NEIGHBOURS = 3
 MAX_PLACE_CHUNKS = 20  # a very long section is cut here (and says so)

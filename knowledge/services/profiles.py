@@ -8,8 +8,8 @@ from django.db import IntegrityError, transaction
 
 from config.base.errors import KnowledgeError, NotFoundError
 from config.base.validation import id_or_none, text_clean
-from knowledge.config import SOURCE_LOCKED
 from knowledge.models import Profile, ProfileCollection, RerankEndpoint
+from knowledge.parameter_values import SOURCE_LOCKED
 
 
 def profile_find(ref: str) -> Profile:

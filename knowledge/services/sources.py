@@ -1,6 +1,6 @@
 """Sources: a collection follows a web site, a Git repository or a server folder and stays current.
 
-A sync lists what the source holds now (knowledge.services.source_readers), uploads what is new or
+A sync lists what the source holds now (knowledge.source_fetch.readers), uploads what is new or
 changed exactly as an upload is (same limits, same type detection; a new version replaces the old
 document only once it is ready), leaves the unchanged alone (nothing fetched twice, nothing embedded
 again), and removes an item gone from the source once it has been gone for the source's grace
@@ -32,10 +32,10 @@ from config.base.errors import KnowledgeError, RateLimitedError
 from knowledge.models import Chunk, Collection, Document, Source, SourceItem, SourceSync
 from knowledge.processing_jobs import worker_name
 from knowledge.services.documents import DocumentUpload, document_delete, document_upload
-from knowledge.services.source_items import Listed, SourceReadError
-from knowledge.services.source_readers import folder_root_checked, git_url_checked, preview_items, reader_for
 from knowledge.services.sync_liveness import SyncBeat, SyncLost, sync_held, syncs_fail_stale
-from knowledge.services.web_reader import web_url_checked
+from knowledge.source_fetch.items import Listed, SourceReadError
+from knowledge.source_fetch.readers import folder_root_checked, git_url_checked, preview_items, reader_for
+from knowledge.source_fetch.web_reader import web_url_checked
 from knowledge.task_queues import long_work_queue, task_queue
 
 logger = logging.getLogger(__name__)
@@ -234,7 +234,7 @@ def source_preview(
     *, collection: Collection, location: str, kind: str = "", options: dict | None = None, user
 ) -> tuple[Source, list[str], str]:
     """What a first sync of the source would read: the unsaved source, up to PREVIEW_ITEMS items and a
-    note (knowledge.services.source_readers.preview_items). Nothing is stored.
+    note (knowledge.source_fetch.readers.preview_items). Nothing is stored.
 
     A preview waits on a site the user chose. So it holds no database connection while it does (a
     few dozen previews of a site that drips would otherwise take every pooled connection), ends within

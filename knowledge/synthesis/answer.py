@@ -23,7 +23,6 @@ from collections.abc import Generator
 from dataclasses import dataclass, field, replace
 
 from knowledge.clients.llm import TOKEN_SOURCE_ESTIMATE, LLMConfig, LLMError, call_record, stream_chat
-from knowledge.clients.tokens import llm_token_count
 from knowledge.models import ChatTurn
 from knowledge.retrieval.continuation import with_continuations
 from knowledge.retrieval.service import KnowledgeContext
@@ -33,6 +32,7 @@ from knowledge.synthesis.events import ContextReady, Emitted
 from knowledge.synthesis.extractive import LABEL_LLM_FAILED, LABEL_NO_LLM, extractive_answer, says_nothing
 from knowledge.synthesis.prompts import Exchange, prompt_equivalent_tokens, synthesis_messages
 from knowledge.synthesis.refusal import MAX_CLOSEST, refusal_text
+from knowledge.text.token_counts import llm_token_count
 
 DIRECT_TEXT = (
     "That message does not ask about your documents, so nothing was searched. Ask a question about "

@@ -28,7 +28,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from knowledge.clients.text import snowball_terms
+from knowledge.text.words import snowball_terms
 
 QUANTITY = re.compile(r"(?<![\w@])\d[\d,.]*(?:\s?(?:k|m|bn|%|percent|million|billion|thousand))?(?![\w@])")
 # A stretch of time: an amount (a number, a range, a number word, "a few") and a unit of time, or "a"

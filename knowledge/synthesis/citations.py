@@ -11,7 +11,7 @@ import html
 import re
 from dataclasses import asdict, dataclass, fields
 
-from knowledge.retrieval.sources import source_fields
+from knowledge.retrieval.passages import source_fields
 from knowledge.synthesis.quotes import quote_range_format, quote_span
 
 # [Source 1]  [Source 1, 3]  [Sources 1-2]  [source: 4]  [Source 1 and Source 2]  [Source #2]

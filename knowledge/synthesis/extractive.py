@@ -33,13 +33,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from knowledge.clients.embedding import embed_sentences
-from knowledge.clients.sentences import (
-    MIN_CHARS,
-    NOT_ANSWER,
-    list_after,
-    paragraph_units,
-    split_sentences,
-)
 from knowledge.retrieval.answerability import QUOTE_FLOOR
 from knowledge.synthesis.answer_cues import (
     ELSEWHERE,
@@ -50,6 +43,13 @@ from knowledge.synthesis.answer_cues import (
     table_row_cue,
 )
 from knowledge.synthesis.citations import Citation, citation_for
+from knowledge.text.sentences import (
+    MIN_CHARS,
+    NOT_ANSWER,
+    list_after,
+    paragraph_units,
+    split_sentences,
+)
 
 __all__ = [
     "answer_type_match",

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from knowledge.clients.llm import messages_token_count
-from knowledge.clients.tokens import llm_token_count
+from knowledge.text.token_counts import llm_token_count
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are a knowledge assistant. Answer the user's question using ONLY the documents \

@@ -15,7 +15,6 @@ embedding model does not read and how to change that.
 from __future__ import annotations
 
 from knowledge.clients.embedding_registry import EMBEDDING_MODELS
-from knowledge.clients.language import LANGUAGE_NAMES
 from knowledge.retrieval.answer_type import KIND_WORDS
 from knowledge.retrieval.answerability import (
     MAX_CLOSEST,
@@ -24,7 +23,8 @@ from knowledge.retrieval.answerability import (
     REASON_MISSING_TERM,
     Verdict,
 )
-from knowledge.retrieval.sources import source_label
+from knowledge.retrieval.passages import source_label
+from knowledge.text.language import LANGUAGE_NAMES
 
 NO_RESULTS_TEXT = (
     "The knowledge base has nothing on this: no passage in the searched collections is relevant "

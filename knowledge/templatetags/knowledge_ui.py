@@ -2,7 +2,7 @@
 
 from django import template
 
-from knowledge.retrieval.sources import source_label, source_place
+from knowledge.retrieval.passages import source_label, source_place
 
 register = template.Library()
 

@@ -23,8 +23,8 @@ from knowledge.access import (
     question_scope_checked,
 )
 from knowledge.models import ChunkProfile, Collection, Document
+from knowledge.retrieval.passages import source_place, source_url
 from knowledge.retrieval.service import RetrievalRequest, retrieve
-from knowledge.retrieval.sources import source_place, source_url
 from knowledge.services.collections import (
     collection_create,
     collection_delete,

@@ -13,8 +13,8 @@ from knowledge.access import (
     profiles_for_user,
     readable_collection_ids_checked,
 )
-from knowledge.config import global_settings
 from knowledge.models import RerankEndpoint
+from knowledge.parameter_values import global_settings
 from knowledge.parameters import (
     OTHER_GROUP,
     PARAMETER_GROUPS,

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from knowledge.web import chat, collections, marketplace, profiles, releases, sources, teams, usage
+from knowledge.web import chat, collections, marketplace, profiles, reader, releases, sources, teams, usage
 
 app_name = "knowledge"
 
@@ -30,9 +30,9 @@ urlpatterns = [
     path("sources/<int:source_id>/delete/", sources.source_delete_view, name="source_delete"),
     path("documents/<int:document_id>/retry/", collections.document_retry_view, name="document_retry"),
     path("documents/<int:document_id>/delete/", collections.document_delete_view, name="document_delete"),
-    path("documents/<int:document_id>/view/", chat.document_view, name="document_view"),
-    path("documents/<int:document_id>/passage/", chat.document_passage, name="document_passage"),
-    path("documents/<int:document_id>/file/", chat.document_file, name="document_file"),
+    path("documents/<int:document_id>/view/", reader.document_view, name="document_view"),
+    path("documents/<int:document_id>/passage/", reader.document_passage, name="document_passage"),
+    path("documents/<int:document_id>/file/", reader.document_file, name="document_file"),
     path("chat/", chat.chat_page, name="chat"),
     path("profiles/", profiles.profiles_page, name="profiles"),
     path("profiles/<int:profile_id>/", profiles.profiles_page, name="profile"),

@@ -10,8 +10,8 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from accounts.api_tokens import token_authenticate, token_create, token_revoke
 from accounts.models import ApiToken
-from accounts.tokens import token_authenticate, token_create, token_revoke
 from tests.api.conftest import assert_error
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ import threading
 import pytest
 from django.db import connection
 
+from accounts.api_tokens import MAX_ACTIVE_TOKENS, token_create
 from accounts.models import ApiToken
-from accounts.tokens import MAX_ACTIVE_TOKENS, token_create
 from config.base.errors import KnowledgeError
 
 pytestmark = [pytest.mark.security]

@@ -44,7 +44,7 @@ def test_the_admin_action_stores_the_helpful_ones_as_an_evaluation_set(operator,
 
 
 def test_locked_settings_carry_a_badge_and_can_be_filtered(operator):
-    from knowledge.config import global_settings_ensure
+    from knowledge.parameter_values import global_settings_ensure
 
     global_settings_ensure()
     KnowledgeSetting.objects.filter(key="rrfK").update(is_locked=True)

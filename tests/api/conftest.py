@@ -9,7 +9,7 @@ from django.core.cache import cache
 from django.test import Client
 from rest_framework.test import APIClient
 
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 from config.api_settings import REST_FRAMEWORK
 from knowledge.services.collections import collection_create
 

@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 from knowledge.models import Collection, LinkGrant, Subscription
 from knowledge.services.collections import collection_create, collection_update
 from tests.api.test_marketplace import QUESTION, ingest

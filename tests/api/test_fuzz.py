@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 from knowledge.parameters import PARAMETERS
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload

@@ -56,7 +56,7 @@ def test_a_name_of_a_hundred_cjk_characters_uploads_through_the_page(page, world
 
 
 def test_an_over_long_name_keeps_its_extension():
-    from knowledge.services.documents import document_filename_clean
+    from knowledge.models.documents import document_filename_clean
 
     name = document_filename_clean("a" * 400 + ".yaml")
     assert len(name) == 255 and name.endswith(".yaml")

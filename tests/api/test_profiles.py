@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.config import global_setting_set
 from knowledge.models import Profile
+from knowledge.parameter_values import global_setting_set
 from knowledge.parameters import PARAMETERS
 from tests.api.conftest import assert_error
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 from tests.ingested import ingested_collection
 
 pytest_plugins = ["tests.synthesis.openai_server"]

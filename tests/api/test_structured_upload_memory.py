@@ -21,7 +21,7 @@ import pytest
 import requests
 import yaml
 
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 from knowledge.models import Document
 from knowledge.services.collections import collection_create
 from tests.ingestion import hostile_files as hostile

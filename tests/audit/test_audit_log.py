@@ -14,9 +14,9 @@ from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from accounts.api_tokens import token_create
 from accounts.audit import AuditSubject, audit_events_purge, audit_record
 from accounts.models import AuditEvent
-from accounts.tokens import token_create
 from knowledge.services.collections import collection_create
 from tests.audit.conftest import only_event
 

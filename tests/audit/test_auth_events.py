@@ -116,7 +116,7 @@ def test_tokens_created_and_revoked_on_the_page_and_the_api(alice, bearer, anon)
 
 
 def test_operator_revoking_in_the_admin_is_the_actor(admin_as, operator, alice):
-    from accounts.tokens import token_create
+    from accounts.api_tokens import token_create
 
     token, _ = token_create(user=alice, name="old")
     admin_as.post("/admin/accounts/apitoken/", {"action": "revoke_tokens", "_selected_action": [token.pk]})

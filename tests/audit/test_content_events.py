@@ -8,8 +8,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from accounts.models import AuditEvent
-from knowledge.config import global_setting_set
 from knowledge.models import Collection, Document, KnowledgeSetting, LLMSettings, Subscription
+from knowledge.parameter_values import global_setting_set
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
 from tests.audit.conftest import only_event

@@ -13,8 +13,8 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from django.contrib.auth.models import Group
 
-from knowledge.config import global_settings_ensure
 from knowledge.models import Collection, EvalRun, KnowledgeSetting
+from knowledge.parameter_values import global_settings_ensure
 from knowledge.services.collections import collection_create
 from knowledge.services.teams import collection_share_set
 from tests.asking import chat_ask

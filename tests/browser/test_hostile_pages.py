@@ -11,8 +11,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from playwright.sync_api import Error as PlaywrightError
 from rest_framework.test import APIClient
 
+from accounts.api_tokens import token_create
 from accounts.models import ApiToken
-from accounts.tokens import token_create
 from knowledge.models import Document
 from knowledge.services.collections import collection_create
 from tests.browser.test_journey import browser  # noqa: F401  (the Chromium fixture)

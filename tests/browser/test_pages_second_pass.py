@@ -13,8 +13,8 @@ import re
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from knowledge.config import global_settings_ensure
 from knowledge.models import ChatSession, Collection, KnowledgeSetting
+from knowledge.parameter_values import global_settings_ensure
 from knowledge.services.collections import collection_create
 from knowledge.services.profiles import profile_create
 from tests.asking import chat_ask

@@ -13,8 +13,8 @@ import re
 
 import pytest
 
-from knowledge.config import PARAMETERS, global_settings_ensure
 from knowledge.models import ChatSession, ChatTurn, Collection, Document, KnowledgeSetting
+from knowledge.parameter_values import PARAMETERS, global_settings_ensure
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
 from tests.browser.test_journey import CHROMIUM, CHROMIUM_ARGS

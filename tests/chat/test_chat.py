@@ -20,7 +20,6 @@ from django.core.management import CommandError, call_command
 
 from config.base.errors import KnowledgeError, NotFoundError
 from knowledge.chat import NO_RESULTS_TEXT, sse_replay, sse_stream
-from knowledge.clients.tokens import llm_token_count
 from knowledge.models import ChatSession, ChatTurn, Chunk, Document, Profile, ProfileCollection
 from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create
@@ -34,6 +33,7 @@ from knowledge.synthesis.prompts import (
     prompt_equivalent_tokens,
 )
 from knowledge.synthesis.refusal import CLOSEST_HEADING
+from knowledge.text.token_counts import llm_token_count
 from tests.asking import chat_ask, chat_stream, request_for
 from tests.conftest import CORPUS
 from tests.synthesis.openai_server import Reply

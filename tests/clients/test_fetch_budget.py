@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.clients.fetch_budget import BudgetExhausted, FetchBudget
-from knowledge.clients.web_fetch import FetchPolicy, FetchRefused, WebFetcher
+from knowledge.source_fetch.budget import BudgetExhausted, FetchBudget
+from knowledge.source_fetch.web import FetchPolicy, FetchRefused, WebFetcher
 from tests.clients.test_web_fetch import LOOPBACK, site, slow_drip_body  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.security

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from knowledge.clients.git_source import (
+from knowledge.source_fetch.git import (
     Changes,
     GitFailed,
     GitMirror,

@@ -12,8 +12,8 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from knowledge.clients.llm import LLMError, complete, llm_config, stream_chat
-from knowledge.clients.tokens import llm_token_count
 from knowledge.models import LLMSettings
+from knowledge.text.token_counts import llm_token_count
 from tests.synthesis.openai_server import Reply
 
 # The loopback LLM server's fixtures: llm_server, llm_env, no_llm.

@@ -3,7 +3,7 @@
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from knowledge.clients.text import snowball_terms
+from knowledge.text.words import snowball_terms
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 

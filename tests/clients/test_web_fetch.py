@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from knowledge.clients.fetch_budget import BudgetExhausted, FetchBudget
-from knowledge.clients.pacing import HostPacer
-from knowledge.clients.robots import RobotsRules
-from knowledge.clients.web_fetch import (
+from knowledge.source_fetch.budget import BudgetExhausted, FetchBudget
+from knowledge.source_fetch.pacing import HostPacer
+from knowledge.source_fetch.robots import RobotsRules
+from knowledge.source_fetch.web import (
     FetchFailed,
     FetchPolicy,
     FetchRefused,

@@ -29,7 +29,7 @@ import sys
 import config.asgi as asgi
 asgi.embedding_warm_up.join(600)
 print("== warmed up", file=sys.stderr, flush=True)
-from knowledge.clients.tokens import _encoding
+from knowledge.text.token_counts import _encoding
 print("== token table loaded:", _encoding.cache_info().currsize, file=sys.stderr, flush=True)
 from knowledge.clients.embedding import embed_query
 embed_query("a question this process was never asked")

@@ -31,7 +31,7 @@ ANSWERED_WITHIN = 5.0
 RECOVERED_WITHIN = 60
 TOKEN = """
 from django.contrib.auth import get_user_model
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 user = get_user_model().objects.create_user("outage", password="pw-outage-12345")
 print("SECRET " + token_create(user=user, name="outage")[1])
 """

@@ -90,7 +90,7 @@ def tcp_postgres(directory: Path) -> Iterator[ExternalServer]:
 FLOW = """
 import json
 from django.test import Client
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 from django.contrib.auth import get_user_model
 from django.db import connection
 

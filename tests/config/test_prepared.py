@@ -6,12 +6,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from accounts.api_tokens import _ACTIVE_TOKEN, _hash, token_authenticate, token_create, token_revoke
 from accounts.models import ApiToken
-from accounts.tokens import _ACTIVE_TOKEN, _hash, token_authenticate, token_create, token_revoke
 from config.base.database import PoolSettings, database_config
 from config.base.prepared import PreparedSelect, planned_once_cursor
-from knowledge.config import global_setting_set, global_settings
 from knowledge.models import Chunk, Document, KnowledgeSetting
+from knowledge.parameter_values import global_setting_set, global_settings
 from knowledge.retrieval.service import _CHUNKS_WITH_DOCUMENTS
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload

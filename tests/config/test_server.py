@@ -20,7 +20,7 @@ import time
 import pytest
 from django.db import connection
 
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
 from tests.served import served_application

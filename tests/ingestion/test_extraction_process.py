@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from knowledge.clients.embedding import get_model
-from knowledge.clients.word_pieces import count_tokens, model_source
 from knowledge.ingestion import extraction_process
 from knowledge.ingestion.drafts import ChunkingOptions
 from knowledge.ingestion.extraction_process import ExtractionProcessDied, extraction_run
@@ -26,6 +25,7 @@ from knowledge.ingestion.limits import DEFAULT_LIMITS
 from knowledge.models import Chunk, Document, DocumentSummary
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
+from knowledge.text.word_pieces import count_tokens, model_source
 from tests.conftest import REPO_ROOT
 from tests.waiting import until
 

@@ -26,7 +26,6 @@ from pypdf import PdfReader, PdfWriter
 
 from config.base.errors import KnowledgeError, UnsupportedMediaError, UploadTooLargeError
 from knowledge.clients.embedding_registry import E5_SMALL
-from knowledge.clients.word_pieces import MAX_CONTENT_TOKENS, count_tokens
 from knowledge.ingestion.reindex import release_build_start
 from knowledge.models import Chunk, ChunkProfile, Document, Release
 from knowledge.services.collections import collection_create, collection_reindex
@@ -38,6 +37,7 @@ from knowledge.services.documents import (
     document_upload,
 )
 from knowledge.tasks import process_document
+from knowledge.text.word_pieces import MAX_CONTENT_TOKENS, count_tokens
 from tests.conftest import REPO_ROOT, test_database_url
 from tests.releases.helpers import held_promoted
 from tests.retrieval.test_lexical import assert_lexical_copy_is_exact

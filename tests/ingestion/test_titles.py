@@ -9,7 +9,7 @@ import pytest
 
 from knowledge.ingestion.summary import extractive_summary
 from knowledge.ingestion.titles import document_title, title_clean
-from knowledge.retrieval.sources import source_label
+from knowledge.retrieval.passages import source_label
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from django.db import connections
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
 from tests.conftest import CORPUS, REPO_ROOT, test_database_url

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from mcp import MCPError
 
-from accounts.tokens import token_revoke
+from accounts.api_tokens import token_revoke
 from knowledge.models import ChatSession, Chunk, Collection, Profile, ProfileCollection
 from knowledge.services.collections import collection_create
 from tests.asking import chat_ask

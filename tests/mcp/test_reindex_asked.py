@@ -17,7 +17,7 @@ import requests
 from django.db.models import Count
 from django.test import Client
 
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 from knowledge.models import ChunkProfile, Document, ProcessingJob, Release
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload

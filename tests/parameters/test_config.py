@@ -8,8 +8,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 
-from knowledge.config import effective_config, global_setting_set
 from knowledge.models import KnowledgeSetting, Profile
+from knowledge.parameter_values import effective_config, global_setting_set
 from knowledge.parameters import PARAMETERS, ConfigError, validate_value
 
 SEED_DEFAULTS = {

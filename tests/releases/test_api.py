@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 from knowledge.models import Chunk, Release
 from knowledge.services.collections import collection_create
 from tests.api.conftest import assert_error

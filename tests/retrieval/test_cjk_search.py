@@ -15,13 +15,13 @@ import openpyxl
 import pytest
 from django.db import connection
 
-from knowledge.clients.text import CJK_RUN, cjk_bigrams
 from knowledge.ingestion.extract import extract_sections
 from knowledge.models import Chunk, ChunkProfile, Document
 from knowledge.retrieval.lexical import query_terms
 from knowledge.retrieval.service import retrieve
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
+from knowledge.text.words import CJK_RUN, cjk_bigrams
 from tests.asking import request_for
 from tests.retrieval.test_lexical import (
     IN_SCOPE_FILES,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.clients.tokens import llm_token_count
 from knowledge.ingestion.extract import extract_sections
 from knowledge.retrieval.context import assemble, block_tokens, format_block
+from knowledge.text.token_counts import llm_token_count
 from tests.conftest import CORPUS
 
 DOCUMENTS = [

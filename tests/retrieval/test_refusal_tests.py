@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from knowledge.clients.language import foreign_language
 from knowledge.retrieval.answer_type import AMOUNT, DATE, DURATION, asked_kind, holds_kind
 from knowledge.retrieval.answerability import (
     MAX_ABSENT,
@@ -22,6 +21,7 @@ from knowledge.retrieval.answerability import (
     verdict_for,
 )
 from knowledge.retrieval.named_terms import named_terms
+from knowledge.text.language import foreign_language
 
 STRONG = dict(best_similarity=0.7, margin=0.3, coverage=0.9, agreement=1.0)
 

@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 from knowledge.models import LinkGrant
 from knowledge.services.collections import collection_create
 

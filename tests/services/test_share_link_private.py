@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 from knowledge.models import Collection, Document, LinkGrant
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload

@@ -15,8 +15,8 @@ from django.db import connections
 from knowledge.models import Document, Source, SourceItem
 from knowledge.services.collections import collection_create, collection_delete
 from knowledge.services.documents import DocumentUpload, document_upload
-from knowledge.services.source_readers import FolderReader, preview_items
 from knowledge.services.sources import SourceSpec, source_add, source_delete, source_sync
+from knowledge.source_fetch.readers import FolderReader, preview_items
 from tests.conftest import CORPUS
 from tests.sources.test_git_and_folder_sync import git
 

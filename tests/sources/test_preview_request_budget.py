@@ -13,9 +13,9 @@ import threading
 import pytest
 
 from knowledge.models import Source
-from knowledge.services.source_items import SourceReadError
-from knowledge.services.source_readers import preview_items
-from knowledge.services.web_reader import PREVIEW_REQUESTS
+from knowledge.source_fetch.items import SourceReadError
+from knowledge.source_fetch.readers import preview_items
+from knowledge.source_fetch.web_reader import PREVIEW_REQUESTS
 from tests.served import LoopbackHandler
 
 pytestmark = [pytest.mark.django_db, pytest.mark.security]

@@ -21,7 +21,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 from knowledge.services.collections import collection_create
 from tests.served import served_application
 from tests.sources.loopback_sites import DripSite, serving

@@ -204,7 +204,7 @@ def test_a_preview_that_fails_gives_its_slot_back(sites, settings, monkeypatch, 
         raise RuntimeError("a bug in the reader")
 
     with monkeypatch.context() as patched:
-        patched.setattr("knowledge.services.web_reader.WebReader.preview", broken)
+        patched.setattr("knowledge.source_fetch.web_reader.WebReader.preview", broken)
         with pytest.raises(RuntimeError):
             preview(client, collection.pk, f"{site.url}/docs/")
     assert preview(client, collection.pk, f"{site.url}/missing/").status_code == 400  # the site's 404

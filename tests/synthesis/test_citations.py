@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from knowledge.retrieval.sources import source_url
+from knowledge.retrieval.passages import source_url
 from knowledge.synthesis.citations import answer_html, marker_numbers, resolve_citations, saved_answer_html
 
 

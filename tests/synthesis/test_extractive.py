@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from knowledge.clients.sentences import MAX_LIST_CHARS, MAX_LIST_ITEMS, list_after
 from knowledge.models import Chunk, Document
 from knowledge.retrieval.service import RetrievedChunk
 from knowledge.synthesis.answer_cues import (
@@ -21,6 +20,7 @@ from knowledge.synthesis.extractive import (
     normalise,
     split_sentences,
 )
+from knowledge.text.sentences import MAX_LIST_CHARS, MAX_LIST_ITEMS, list_after
 
 
 def test_sentences_are_verbatim_runs_of_the_text():

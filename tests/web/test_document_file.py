@@ -12,7 +12,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from accounts.tokens import token_create
+from accounts.api_tokens import token_create
 from knowledge.models import Document
 from knowledge.services.collections import collection_create
 from tests.conftest import CORPUS

@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from knowledge.clients.sentences import split_sentences
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.synthesis.quotes import quote_range_format, quote_span
+from knowledge.text.sentences import split_sentences
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

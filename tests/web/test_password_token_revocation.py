@@ -7,8 +7,8 @@ import re
 import pytest
 from rest_framework.test import APIClient
 
+from accounts.api_tokens import token_create
 from accounts.models import ApiToken
-from accounts.tokens import token_create
 
 pytestmark = [pytest.mark.security, pytest.mark.django_db]
 

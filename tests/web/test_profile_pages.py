@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from knowledge.config import global_setting_set
 from knowledge.models import Profile, RerankEndpoint
+from knowledge.parameter_values import global_setting_set
 from knowledge.services.collections import collection_create
 
 pytestmark = pytest.mark.django_db

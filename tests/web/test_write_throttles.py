@@ -12,8 +12,8 @@ from django.db import connections
 from mcp import Client
 from rest_framework.test import APIClient
 
+from accounts.api_tokens import token_create
 from accounts.models import AuditEvent
-from accounts.tokens import token_create
 from knowledge.mcp.identity import NamedUserIdentity
 from knowledge.mcp.server import build_server
 from knowledge.models import Collection, Document, Subscription

@@ -189,7 +189,7 @@ variable, instead of falling back to the default.
 PARAMETERS_INTRO = """## Knowledge parameters
 
 Resolved for every request in three tiers, **admin lock > profile override > global default**
-(`knowledge/config.py`). None is locked until an operator locks it, in the admin or with
+(`knowledge/parameter_values.py`). None is locked until an operator locks it, in the admin or with
 `manage.py knowledge_config --set KEY=VALUE --lock`; a locked value wins over every profile's.
 """
 

@@ -13,8 +13,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from accounts.audit import command_audited
 from config.base.errors import KnowledgeError
-from knowledge.config import effective_config, global_setting_set
 from knowledge.models import Profile
+from knowledge.parameter_values import effective_config, global_setting_set
 from knowledge.parameters import ConfigError, parameter, validate_value
 from knowledge.services.profiles import profile_find
 

@@ -17,8 +17,8 @@ from django.core.management.base import BaseCommand, CommandError
 from config.base.errors import KnowledgeError
 from knowledge.access import question_scope_checked
 from knowledge.management.targets import resolve_target
+from knowledge.retrieval.passages import source_fields
 from knowledge.retrieval.service import RetrievalRequest, retrieve
-from knowledge.retrieval.sources import source_fields
 
 
 class Command(BaseCommand):

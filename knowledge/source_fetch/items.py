@@ -1,7 +1,7 @@
 """What every reader of a source lists, and how it names the documents it makes.
 
-Shared by the readers of web sites (knowledge.services.web_reader) and of Git repositories and
-folders (knowledge.services.source_readers).
+Shared by the readers of web sites (knowledge.source_fetch.web_reader) and of Git repositories and
+folders (knowledge.source_fetch.readers).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import hashlib
 from dataclasses import dataclass
 
 from config.base.errors import KnowledgeError
-from knowledge.services.documents import document_filename_clean
+from knowledge.models.documents import document_filename_clean
 
 
 @dataclass

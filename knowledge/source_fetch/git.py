@@ -85,7 +85,7 @@ class GitFailed(Exception):
 @dataclass(frozen=True)
 class GitPolicy:
     allowed_roots: tuple[Path, ...] = ()
-    # Networks a repository's host may resolve into although internal (web_fetch.address_refusal);
+    # Networks a repository's host may resolve into although internal (web.address_refusal);
     # check_hosts False only for a caller that checks addresses itself.
     allowed_networks: tuple = ()
     check_hosts: bool = True
@@ -163,7 +163,7 @@ def _checked_url_with_scheme(url: str, policy: GitPolicy) -> tuple[str, bool]:
 def host_address(host: str, port: int, policy: GitPolicy) -> str:
     """The address ``host`` resolves to, if every address it resolves to is a public internet address
     (or in the policy's allowed networks): a repository URL must not reach the server's own network."""
-    from knowledge.clients.web_fetch import FetchFailed, FetchRefused, host_checked
+    from knowledge.source_fetch.web import FetchFailed, FetchRefused, host_checked
 
     if not policy.check_hosts:
         return ""

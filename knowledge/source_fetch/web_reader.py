@@ -1,7 +1,7 @@
 """A web source's reader: the pages of a site from its start URL or its sitemap, within one budget.
 
 A page is asked for with its ETag and Last-Modified (a 304 is unchanged); every request a sync or a
-preview makes comes from one ``FetchBudget`` with a deadline (knowledge.clients.fetch_budget).
+preview makes comes from one ``FetchBudget`` with a deadline (knowledge.source_fetch.budget).
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 from django.conf import settings
 
-from knowledge.clients.fetch_budget import BudgetExhausted, FetchBudget
-from knowledge.clients.robots import RobotsRules
-from knowledge.clients.web_fetch import (
+from knowledge.models import Source, SourceItem
+from knowledge.source_fetch.budget import BudgetExhausted, FetchBudget
+from knowledge.source_fetch.items import Listed, SourceReadError, item_filename
+from knowledge.source_fetch.robots import RobotsRules
+from knowledge.source_fetch.web import (
     FetchFailed,
     FetchPolicy,
     FetchRefused,
@@ -24,8 +26,6 @@ from knowledge.clients.web_fetch import (
     parse_networks,
     url_checked,
 )
-from knowledge.models import Source, SourceItem
-from knowledge.services.source_items import Listed, SourceReadError, item_filename
 
 # A page's links are followed to this depth from the start URL unless the source says otherwise.
 DEFAULT_MAX_DEPTH = 3

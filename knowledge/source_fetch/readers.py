@@ -21,7 +21,9 @@ from django.conf import settings
 from django.db import transaction
 
 from config.base.errors import QuotaExceededError
-from knowledge.clients.git_source import (
+from knowledge.models import Source, SourceItem
+from knowledge.quotas import quota_source_disk
+from knowledge.source_fetch.git import (
     GitFailed,
     GitMirror,
     GitPolicy,
@@ -32,10 +34,8 @@ from knowledge.clients.git_source import (
     file_url,
     glob_match,
 )
-from knowledge.models import Source, SourceItem
-from knowledge.quotas import quota_source_disk
-from knowledge.services.source_items import Listed, SourceReadError, item_filename
-from knowledge.services.web_reader import PREVIEW_ITEMS, WebReader, fetch_policy, preview_budget
+from knowledge.source_fetch.items import Listed, SourceReadError, item_filename
+from knowledge.source_fetch.web_reader import PREVIEW_ITEMS, WebReader, fetch_policy, preview_budget
 
 
 def reader_for(source: Source, known: dict[str, SourceItem]):

@@ -1,11 +1,11 @@
-"""What a site's robots.txt lets the fetcher read (knowledge.clients.web_fetch fetches it)."""
+"""What a site's robots.txt lets the fetcher read (knowledge.source_fetch.web fetches it)."""
 
 from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 from urllib.robotparser import RobotFileParser
 
-from knowledge.clients.web_fetch import FetchFailed, WebFetcher
+from knowledge.source_fetch.web import FetchFailed, WebFetcher
 
 
 class RobotsRules:

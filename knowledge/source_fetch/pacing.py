@@ -1,4 +1,4 @@
-"""Spacing the requests to each host (knowledge.clients.web_fetch): a site is asked politely."""
+"""Spacing the requests to each host (knowledge.source_fetch.web): a site is asked politely."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from knowledge.clients.text import CJK_RUN
+from knowledge.text.words import CJK_RUN
 
 MIN_CHARS, MAX_CHARS, MIN_WORDS = 25, 600, 5
 

@@ -15,10 +15,10 @@ Threat model: the URL, the DNS answers for its host and the server behind it are
   server answering one byte at a time is cut off after ``total_timeout_s`` for the whole response,
   headers included, which per-operation socket timeouts alone cannot do; every socket operation has
   ``timeout_s``. A whole job's requests and time (a sync's crawl, a preview: robots.txt, pages,
-  sitemaps) come from one ``FetchBudget`` (knowledge.clients.fetch_budget): one deadline for all of
+  sitemaps) come from one ``FetchBudget`` (knowledge.source_fetch.budget): one deadline for all of
   them, not 60 s for each, and a response under way is cut at it too.
 - Politeness: requests to one host are paced (``HostPacer``); robots.txt is read by
-  ``knowledge.clients.robots``.
+  ``knowledge.source_fetch.robots``.
 Residual risks the caller owns: the DNS lookup itself has no timeout of its own (the system resolver's
 applies), and the content (HTML, documents) is as hostile as the rest and must be parsed defensively.
 
@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from email.message import Message
 from urllib.parse import quote, urljoin, urlsplit
 
-from knowledge.clients.pacing import HostPacer
+from knowledge.source_fetch.pacing import HostPacer
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -322,7 +322,7 @@ class WebFetcher:
         self.policy = policy
         # A pacer of its own paces only this fetcher's requests; pass a shared one to pace them all.
         self.pacer = pacer or HostPacer(policy.requests_per_second_per_host)
-        # A knowledge.clients.fetch_budget.FetchBudget: every request (each hop) is taken from it.
+        # A knowledge.source_fetch.budget.FetchBudget: every request (each hop) is taken from it.
         self.budget = budget
 
     def get(self, url: str, *, etag: str = "", last_modified: str = "") -> FetchResult:

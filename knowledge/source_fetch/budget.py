@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from knowledge.clients.web_fetch import FetchRefused
+from knowledge.source_fetch.web import FetchRefused
 
 
 class BudgetExhausted(FetchRefused):

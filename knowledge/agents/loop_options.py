@@ -1,4 +1,5 @@
-"""The agentic parameters of one answer, read from the three-tier configuration (knowledge.config)."""
+"""The agentic parameters of one answer, read from the three-tier configuration
+(knowledge.parameter_values)."""
 
 from __future__ import annotations
 
