@@ -9,7 +9,6 @@ import contextlib
 import gzip
 import http.server
 import ipaddress
-import shutil
 import socket
 import ssl
 import subprocess
@@ -259,7 +258,6 @@ def resolve_test_names_to_loopback(monkeypatch):
 
 
 @pytest.mark.security
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command to make a certificate")
 def test_https_checks_the_certificate_against_the_host_name_not_the_address(
     tmp_path, monkeypatch, resolve_test_names_to_loopback
 ):
