@@ -78,7 +78,8 @@ class ChatStream:
         self._seq = 0
         self._errors: list[str] = []
         self._durations: dict = {}
-        self._calls: list[dict] = []  # the follow-up rewrite's and the agentic steps' LLM calls
+        self._calls: list[dict] = []  # the follow-up rewrite's LLM call
+        self._calls_of_steps: list[dict] = []  # the agentic loop's budget's calls, as they are made
         self._completed = False
         self._tokens_counted = False
         quota_question_take(user=user)
@@ -246,7 +247,7 @@ class ChatStream:
     def _all_calls(self) -> list[dict]:
         """Every LLM call of the turn: the rewrite's, the answers', then the agentic steps'."""
         answers = self.synthesis.calls if self.synthesis is not None else []
-        return self._calls + answers + getattr(self, "_calls_of_steps", [])
+        return self._calls + answers + self._calls_of_steps
 
     def _all_errors(self) -> list[str]:
         return self._errors + (self.synthesis.errors if self.synthesis is not None else [])
