@@ -21,6 +21,8 @@ if [ -z "$python_bin" ]; then
 fi
 
 [ -x .venv/bin/python ] || "$python_bin" -m venv .venv
+# python-ldap compiles during the install below: its C headers come from apt first.
+scripts/ensure_build_packages.sh
 pip_quiet=(--quiet --disable-pip-version-check)
 # --require-hashes: every file must match a hash in the lock; --no-deps: nothing outside the lock.
 .venv/bin/python -m pip install "${pip_quiet[@]}" --require-hashes --no-deps -r requirements.lock

@@ -5,4 +5,5 @@ cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 scripts/ensure_chromium.sh
 scripts/ensure_redis.sh
+scripts/ensure_identity_servers.sh
 exec .venv/bin/python -m pytest "$@"
