@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.forms import AdminPasswordChangeForm
 
-from accounts import audit_admin  # noqa: F401 (registers the audit log's admin)
+from accounts import audit_admin, identity_admin  # noqa: F401 (register their admins)
 from accounts.api_tokens import token_revoke, tokens_revoke_all
 from accounts.models import ApiToken
 

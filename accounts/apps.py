@@ -7,6 +7,9 @@ class AccountsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from accounts import audit_signals, checks  # noqa: F401 (checks register themselves)
+        from accounts import audit_signals, checks, policy  # noqa: F401 (checks register themselves)
+        from accounts.sso import signals as sso_signals
 
         audit_signals.connect()
+        policy.connect()
+        sso_signals.connect()

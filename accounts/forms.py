@@ -4,12 +4,31 @@ from urllib.parse import urlsplit
 from django import forms
 from django.conf import settings
 from django.contrib.auth import authenticate
-from django.contrib.auth.forms import PasswordChangeForm, PasswordResetForm, UserCreationForm
+from django.contrib.auth.forms import (
+    AuthenticationForm,
+    PasswordChangeForm,
+    PasswordResetForm,
+    UserCreationForm,
+)
 
 from accounts.throttles import throttle_charge
 from config.base.errors import RateLimitedError
 
 logger = logging.getLogger(__name__)
+
+
+class LoginForm(AuthenticationForm):
+    """Django's log-in form; with local log-in off every failure says so, the same words whether or
+    not the password was right, so the page is no oracle for the passwords of refused accounts."""
+
+    def get_invalid_login_error(self):
+        if not settings.LOCAL_LOGIN_ENABLED:
+            return forms.ValidationError(
+                "Password log-in is off, except for operator accounts: "
+                "sign in with your organisation's provider.",
+                code="local_login_off",
+            )
+        return super().get_invalid_login_error()
 
 
 class SignUpForm(UserCreationForm):

@@ -1,9 +1,15 @@
-"""Sets the audit context (accounts.audit) for every page, API and admin request."""
+"""Sets the audit context (accounts.audit) for every page, API and admin request, and holds an
+operator on the default password at the password change form (accounts/policy.py)."""
 
 from __future__ import annotations
 
+from django.contrib import messages
+from django.http import JsonResponse
+from django.shortcuts import redirect
+
 from accounts.audit import audit_context
 from accounts.models import AuditEvent
+from accounts.policy import must_change_password
 
 ADMIN_PREFIX = "/admin/"  # config.urls mounts the admin here
 
@@ -26,3 +32,35 @@ def request_channel(path: str) -> str:
     if path.startswith(ADMIN_PREFIX):
         return AuditEvent.Channel.ADMIN
     return AuditEvent.Channel.PAGE
+
+
+# What an account that must change its password may still reach (prefixes of the path).
+_PASSWORD_CHANGE_EXEMPT = ("/accounts/password/change/", "/accounts/logout/", "/static/", "/healthz")
+
+
+class AccountPolicyMiddleware:
+    """An operator still on the default password reaches only the password change form (and log-out):
+    pages redirect there, the API answers 403 saying so."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        user = request.user
+        if (
+            user.is_authenticated
+            and not request.path.startswith(_PASSWORD_CHANGE_EXEMPT)
+            and must_change_password(user)
+        ):
+            return _password_change_required(request)
+        return self.get_response(request)
+
+
+_CHANGE_FIRST = "This account still has the default password: change it first, on the password change page."
+
+
+def _password_change_required(request):
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": _CHANGE_FIRST}, status=403)
+    messages.warning(request, "Choose a new password: the default one is known to everyone.")
+    return redirect("accounts:password_change")

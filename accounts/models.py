@@ -103,3 +103,60 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name or '-'} {self.action} {self.object_repr}"
+
+
+class AccountPolicy(models.Model):
+    """Rules for one account beyond Django's fields; a row only for an account that needs one."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="account_policy"
+    )
+    must_change_password = models.BooleanField(
+        default=False,
+        help_text="Every page sends the account to the password change form until the password changes "
+        "(set for the operator account made with the default password).",
+    )
+
+    class Meta:
+        verbose_name = "account policy"
+        verbose_name_plural = "account policies"
+
+    def __str__(self) -> str:
+        return f"policy of user {self.user_id}"
+
+
+class TeamMapping(models.Model):
+    """One of an identity source's groups, and the team (auth group) its members join at sign-in."""
+
+    source = models.CharField(
+        max_length=100,
+        help_text='Where the groups come from: "oidc:<provider id>" (e.g. oidc:keycloak), '
+        '"saml:<slug>", "ldap".',
+    )
+    external_group = models.CharField(
+        max_length=500, help_text="The group's name as the source sends it (compared without regard to case)."
+    )
+    team = models.ForeignKey("auth.Group", on_delete=models.CASCADE, related_name="identity_mappings")
+
+    class Meta:
+        ordering = ["source", "external_group"]
+        constraints = [
+            models.UniqueConstraint(fields=["source", "external_group", "team"], name="team_mapping_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.external_group} → {self.team_id}"
+
+
+class TeamGrant(models.Model):
+    """That an identity source put a user in a team, so the source's next sync removes only its own."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_grants")
+    team = models.ForeignKey("auth.Group", on_delete=models.CASCADE, related_name="identity_grants")
+    source = models.CharField(max_length=100)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "team", "source"], name="team_grant_once")]
+
+    def __str__(self) -> str:
+        return f"{self.source} → user {self.user_id} in team {self.team_id}"

@@ -1,4 +1,5 @@
 from axes.utils import reset as axes_reset
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
@@ -8,13 +9,37 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.api_tokens import tokens_revoke_all
 from accounts.client_address import client_address
-from accounts.forms import PasswordChangeWithTokensForm, SignUpForm, ThrottledPasswordResetForm
+from accounts.forms import LoginForm, PasswordChangeWithTokensForm, SignUpForm, ThrottledPasswordResetForm
+from accounts.sso.providers import allow_provider_forms, provider_buttons
 from accounts.throttles import throttle_charge
 from config.base.errors import RateLimitedError
 
 
+class LoginView(auth_views.LoginView):
+    """Django's log-in (so django-axes and accounts/login_limits.py guard it as before), with a
+    "Sign in with ..." button per identity provider; with local log-in off, the password form is
+    shown only on request (?local=1), for the break-glass accounts."""
+
+    template_name = "accounts/login.html"
+    form_class = LoginForm
+
+    def get_context_data(self, **kwargs):
+        local_login = settings.LOCAL_LOGIN_ENABLED
+        return {
+            **super().get_context_data(**kwargs),
+            "providers": provider_buttons(self.request),
+            "local_login": local_login,
+            "show_password_form": local_login or "local" in self.request.GET or self.request.method == "POST",
+        }
+
+    def render_to_response(self, context, **response_kwargs):
+        return allow_provider_forms(self.request, super().render_to_response(context, **response_kwargs))
+
+
 @require_http_methods(["GET", "POST"])
 def signup(request):
+    if not settings.LOCAL_LOGIN_ENABLED:
+        return _closed(request, "Sign-up is closed: accounts come from your organisation's sign-in.")
     form = SignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:  # accounts created, per client address
@@ -22,7 +47,7 @@ def signup(request):
         except RateLimitedError as exc:
             return _refused(request, "accounts/signup.html", form, exc)
         user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        login(request, user, backend="accounts.backends.LocalPasswordBackend")
         messages.success(request, f"Welcome, {user.username}.")
         return redirect("knowledge:collections")
     return render(request, "accounts/signup.html", {"form": form})
@@ -45,7 +70,16 @@ class PasswordChangeView(auth_views.PasswordChangeView):
         return response
 
 
-class PasswordResetView(auth_views.PasswordResetView):
+class LocalLoginOnly:
+    """A password reset view, closed while local log-in is off (it would set a password nobody may use)."""
+
+    def dispatch(self, request, *args, **kwargs):
+        if not settings.LOCAL_LOGIN_ENABLED:
+            return _closed(request, "Password reset is off: sign in with your organisation's provider.")
+        return super().dispatch(request, *args, **kwargs)
+
+
+class PasswordResetView(LocalLoginOnly, auth_views.PasswordResetView):
     """Django's reset by e-mail, rate-limited per client address (here) and per account (in the form)."""
 
     form_class = ThrottledPasswordResetForm
@@ -58,7 +92,7 @@ class PasswordResetView(auth_views.PasswordResetView):
         return super().form_valid(form)
 
 
-class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
+class PasswordResetConfirmView(LocalLoginOnly, auth_views.PasswordResetConfirmView):
     """Django's password reset; always revokes the API tokens, since the account may have been taken over.
 
     Whoever reset it owns the mailbox, so the username's failed log-ins are cleared too.
@@ -70,6 +104,11 @@ class PasswordResetConfirmView(auth_views.PasswordResetConfirmView):
         _report_revoked(self.request, tokens_revoke_all(user=form.user))
         axes_reset(username=form.user.get_username())
         return response
+
+
+def _closed(request, message: str):
+    """A page refused while local log-in is off: 403, with the reason, inside the site's layout."""
+    return render(request, "accounts/closed.html", {"message": message}, status=403)
 
 
 def _report_revoked(request, count: int) -> None:

@@ -29,6 +29,7 @@ from config.base.env import (
     env_str,
     served_origin,
 )
+from config.base.identity import oidc_apps_from_env
 from config.base.ingest_limits import ingest_limits_from_env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -78,6 +79,12 @@ INSTALLED_APPS = [
     "django_q",
     "csp",
     "axes",
+    # Sign-in with an identity provider (docs/operator-guide/identity/). The OpenID Connect app's
+    # provider class is replaced by ours (SOCIALACCOUNT_PROVIDERS below), which verifies every ID token.
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "allauth.socialaccount.providers.openid_connect",
     "accounts",
     "knowledge",
 ]
@@ -91,7 +98,10 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "accounts.middleware.AuditContextMiddleware",  # who and where for the audit log; no query
+    "allauth.account.middleware.AccountMiddleware",  # allauth refuses to start without it
     "django.contrib.messages.middleware.MessageMiddleware",
+    # After messages: a default password sends the operator to the change form, with a message.
+    "accounts.middleware.AccountPolicyMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "knowledge.middleware.RejectNulMiddleware",
     # Last, so it sees the whole response: turns a locked-out log-in into a 429.
@@ -160,7 +170,9 @@ AUTH_PASSWORD_VALIDATORS = [
 # database, so every server process sees the same ones.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out client before any password check
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's username and password check, plus the LOCAL_LOGIN rule; allauth signs SSO users in
+    # with it too (it picks the first backend of its class), so their sessions stay valid.
+    "accounts.backends.LocalPasswordBackend",
 ]
 AXES_HANDLER = "accounts.login_limits.LoginLimitsHandler"
 # Failed log-ins for one username from one address before that pair is locked.
@@ -213,6 +225,35 @@ else:
             "OPTIONS": {"MAX_ENTRIES": 10_000},
         }
     }
+
+# Enterprise identity (docs/operator-guide/identity/).
+# Password log-in for local accounts. Off, only the break-glass accounts (LOCAL_LOGIN_BREAK_GLASS,
+# comma-separated usernames, by default the operator's) may sign in with a password, on the log-in
+# page, the admin and the API alike; sign-up and password reset are closed.
+LOCAL_LOGIN_ENABLED = env_bool("LOCAL_LOGIN", True)
+LOCAL_LOGIN_BREAK_GLASS = env_list("LOCAL_LOGIN_BREAK_GLASS", [env_str("OPERATOR_USERNAME", "admin")])
+# Whether a first sign-in through an identity provider creates the account (just in time); a
+# provider's "jit" setting overrides it. Off, the operator links accounts before people sign in.
+SSO_JIT = env_bool("SSO_JIT", True)
+ACCOUNT_ADAPTER = "accounts.sso.adapters.AccountAdapter"
+SOCIALACCOUNT_ADAPTER = "accounts.sso.adapters.SocialAccountAdapter"
+ACCOUNT_LOGIN_METHODS = {"username"}
+# An e-mail address is not required: a provider may send none. Sign-up itself is our own form.
+ACCOUNT_SIGNUP_FIELDS = ["username*", "email", "password1*", "password2*"]
+ACCOUNT_EMAIL_VERIFICATION = "none"
+SOCIALACCOUNT_AUTO_SIGNUP = True
+# Linking a provider's user to an existing account by e-mail only where a provider opts in, and
+# then only under accounts/sso/linking.py's rules; never globally.
+SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
+SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = True
+SOCIALACCOUNT_STORE_TOKENS = False
+SOCIALACCOUNT_PROVIDERS = {
+    "openid_connect": {
+        "provider_class": "accounts.sso.oidc.provider.VerifiedOIDCProvider",
+        "OAUTH_PKCE_ENABLED": True,
+        "APPS": oidc_apps_from_env(),  # OIDC_PROVIDERS (config/base/identity.py); the admin adds more
+    }
+}
 
 LOGIN_URL = "accounts:login"
 LOGIN_REDIRECT_URL = "knowledge:collections"

@@ -9,6 +9,8 @@ urlpatterns = [
     path("admin/insight/", include(insight.urlpatterns)),
     path("admin/", admin.site.urls),
     path("accounts/", include("accounts.urls")),
+    # allauth's identity-provider sign-in; after ours, so our log-in and password pages win.
+    path("accounts/", include("accounts.sso.urls")),
     path("api/v1/", include("knowledge.api.urls")),
     path("", include("knowledge.web.urls")),
 ]

@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from accounts.audit import command_audited
+from accounts.policy import DEFAULT_OPERATOR_PASSWORD, policy_require_password_change
 from config.base.env import env_str
 
 
@@ -17,8 +18,12 @@ class Command(BaseCommand):
             self.stdout.write("Operator account already exists.")
             return
         username = env_str("OPERATOR_USERNAME", "admin")
-        password = env_str("OPERATOR_PASSWORD", "admin")
-        User.objects.create_superuser(username=username, email="", password=password)
+        password = env_str("OPERATOR_PASSWORD", DEFAULT_OPERATOR_PASSWORD)
+        user = User.objects.create_superuser(username=username, email="", password=password)
+        if password == DEFAULT_OPERATOR_PASSWORD:
+            # Everyone knows it: the first sign-in must replace it (accounts/policy.py).
+            policy_require_password_change(user=user)
         self.stdout.write(
-            f"Created operator account {username!r} (password from OPERATOR_PASSWORD, default 'admin')."
+            f"Created operator account {username!r} (password from OPERATOR_PASSWORD, default 'admin';"
+            " the default must be changed at the first sign-in)."
         )

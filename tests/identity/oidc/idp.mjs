@@ -3,18 +3,21 @@
 //   PORT            the port to listen on (the issuer is http://127.0.0.1:PORT)
 //   OIDC_USERS      {"alice": {"email": "...", "email_verified": true, "groups": ["engineering"]}}
 //                   (any claim given here overrides the defaults, preferred_username included)
+//   OIDC_USERS_FILE the same JSON in a file, read at every sign-in (a test changes a user's groups)
 //   OIDC_CLIENTS    [{"client_id": "...", "client_secret": "...", "redirect_uris": ["..."]}]
 //   OIDC_TAMPER     an attack on the ID token the token endpoint returns, re-signed after the change:
 //                   audience (aud of another client), expired (exp an hour ago), foreign-key (signed by a
 //                   key that is not in the JWKS, same kid), nonce (another nonce). Empty: an honest provider.
 //
 // Its dev login page (/interaction/<uid>) accepts any login name; the password is ignored.
+import { readFileSync } from 'node:fs';
 import Provider from 'oidc-provider';
 import * as jose from 'jose';
 
 const port = Number(process.env.PORT);
 const issuer = `http://127.0.0.1:${port}`;
-const users = JSON.parse(process.env.OIDC_USERS || '{}');
+const users = () => JSON.parse(process.env.OIDC_USERS_FILE
+  ? readFileSync(process.env.OIDC_USERS_FILE, 'utf8') : (process.env.OIDC_USERS || '{}'));
 const clients = JSON.parse(process.env.OIDC_CLIENTS || '[]');
 const tamper = process.env.OIDC_TAMPER || '';
 
@@ -35,9 +38,9 @@ const provider = new Provider(issuer, {
     profile: ['name', 'preferred_username'], groups: ['groups'],
   },
   scopes: ['openid', 'email', 'profile', 'groups'],
-  findAccount: async (ctx, sub) => users[sub] && {
+  findAccount: async (ctx, sub) => users()[sub] && {
     accountId: sub,
-    claims: async () => ({ sub, preferred_username: sub, ...users[sub] }),
+    claims: async () => ({ sub, preferred_username: sub, ...users()[sub] }),
   },
   features: { devInteractions: { enabled: true } },
 });
