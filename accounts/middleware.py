@@ -7,9 +7,10 @@ from django.contrib import messages
 from django.http import JsonResponse
 from django.shortcuts import redirect
 
+from accounts.api.errors import error_body
 from accounts.audit import audit_context
 from accounts.models import AuditEvent
-from accounts.policy import must_change_password
+from accounts.policy import DEFAULT_PASSWORD_MESSAGE, must_change_password
 
 ADMIN_PREFIX = "/admin/"  # config.urls mounts the admin here
 
@@ -56,11 +57,8 @@ class AccountPolicyMiddleware:
         return self.get_response(request)
 
 
-_CHANGE_FIRST = "This account still has the default password: change it first, on the password change page."
-
-
 def _password_change_required(request):
     if request.path.startswith("/api/"):
-        return JsonResponse({"detail": _CHANGE_FIRST}, status=403)
+        return JsonResponse(error_body(403, "permission_denied", DEFAULT_PASSWORD_MESSAGE), status=403)
     messages.warning(request, "Choose a new password: the default one is known to everyone.")
     return redirect("accounts:password_change")

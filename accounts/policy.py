@@ -14,6 +14,9 @@ from django.db.models.signals import post_save
 from accounts.models import AccountPolicy
 
 DEFAULT_OPERATOR_PASSWORD = "admin"
+DEFAULT_PASSWORD_MESSAGE = (
+    "This account still has the default password: change it first, on the password change page."
+)
 
 
 def connect() -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
-from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 
 from accounts.api_tokens import token_authenticate
+from accounts.policy import DEFAULT_PASSWORD_MESSAGE, must_change_password
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -27,6 +28,8 @@ class BearerTokenAuthentication(BaseAuthentication):
         user = token_authenticate(secret)
         if user is None:
             raise AuthenticationFailed("invalid or revoked token")
+        if must_change_password(user):  # a token made before the upgrade flagged the default password
+            raise PermissionDenied(DEFAULT_PASSWORD_MESSAGE)
         return user, None
 
     def authenticate_header(self, request) -> str:

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.api_tokens import token_create, token_revoke, tokens_for_user
 from accounts.models import ApiToken
-from accounts.policy import must_change_password
+from accounts.policy import DEFAULT_PASSWORD_MESSAGE, must_change_password
 from config.base.errors import ForbiddenError, KnowledgeError
 
 
@@ -69,7 +69,7 @@ class PasswordTokenView(ApiView):
         if user is None:
             raise KnowledgeError("wrong username or password")
         if must_change_password(user):  # a token would outlive the default password everyone knows
-            raise ForbiddenError("this account still has the default password: change it on the web first")
+            raise ForbiddenError(DEFAULT_PASSWORD_MESSAGE)
         name = data.get("name") or f"API token {timezone.now():%Y-%m-%d %H:%M}"
         token, secret = token_create(user=user, name=name)
         return Response({"token": secret, "name": token.name}, status=status.HTTP_201_CREATED)

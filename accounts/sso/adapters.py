@@ -30,6 +30,13 @@ class AccountAdapter(DefaultAccountAdapter):
     def is_open_for_signup(self, request):
         return settings.LOCAL_LOGIN_ENABLED
 
+    def respond_user_inactive(self, request, user):
+        """A deactivated account's sign-in through a provider: refused (allauth's page) and recorded."""
+        audit_record(
+            action="sso.login_refused", obj=user, changes={"reason": [None, "the account is inactive"]}
+        )
+        return super().respond_user_inactive(request, user)
+
 
 class SocialAccountAdapter(DefaultSocialAccountAdapter):
     def is_auto_signup_allowed(self, request, sociallogin):

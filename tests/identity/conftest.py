@@ -7,7 +7,6 @@ import contextlib
 
 import pytest
 
-from tests.api.conftest import generous_throttles  # noqa: F401 (fixture)
 from tests.identity.oidc_provider import oidc_provider
 
 ALICE = {

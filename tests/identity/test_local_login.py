@@ -12,6 +12,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from accounts.models import AccountPolicy, AuditEvent
+from tests.api.conftest import generous_throttles  # noqa: F401 (fixture, used by every test here)
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +20,7 @@ TOKEN_URL = "/api/v1/auth/token/"
 
 
 @pytest.fixture
-def local_login_off(settings, generous_throttles):
+def local_login_off(settings):
     settings.LOCAL_LOGIN_ENABLED = False
     settings.LOCAL_LOGIN_BREAK_GLASS = ["root"]
 
@@ -82,7 +83,8 @@ def test_with_local_log_in_off_sign_up_and_password_reset_are_closed(client, loc
 
 
 def test_the_log_in_page_offers_the_operator_form_only_on_request(client, local_login_off):
-    assert b'name="password"' not in client.get("/accounts/login/").content
+    page = client.get("/accounts/login/").content
+    assert b'name="password"' not in page and b"Sign up" not in page
     assert b'name="password"' in client.get("/accounts/login/?local=1").content
 
 
@@ -94,15 +96,13 @@ def default_operator(monkeypatch):
     return User.objects.get(username="admin")
 
 
-def test_the_default_operator_password_must_be_changed_before_anything_else(
-    client, default_operator, generous_throttles
-):
+def test_the_default_operator_password_must_be_changed_before_anything_else(client, default_operator):
     assert client.post("/accounts/login/", {"username": "admin", "password": "admin"}).status_code == 302
     page = client.get("/collections/")
     assert page.status_code == 302 and page["Location"] == "/accounts/password/change/"
     assert client.get("/admin/").status_code == 302
     api = client.get("/api/v1/collections/")
-    assert api.status_code == 403 and "default password" in api.json()["detail"]
+    assert api.status_code == 403 and "default password" in api.json()["error"]["message"]
     assert client.get("/accounts/password/change/").status_code == 200
     change = {"old_password": "admin", "new_password1": "a-New-secret-93", "new_password2": "a-New-secret-93"}
     assert client.post("/accounts/password/change/", change).status_code == 302
@@ -110,9 +110,21 @@ def test_the_default_operator_password_must_be_changed_before_anything_else(
     assert not AccountPolicy.objects.get(user=default_operator).must_change_password
 
 
-def test_no_api_token_for_the_default_operator_password(default_operator, generous_throttles):
+def test_no_api_token_for_the_default_operator_password(default_operator):
     answer = APIClient().post(TOKEN_URL, {"username": "admin", "password": "admin"}, format="json")
-    assert answer.status_code == 403 and "default password" in str(answer.json())
+    assert answer.status_code == 403 and "default password" in answer.json()["error"]["message"]
+
+
+def test_an_api_token_made_before_the_flag_is_refused_until_the_password_changes(default_operator):
+    from accounts.api_tokens import token_create
+
+    _, secret = token_create(user=default_operator, name="old script")
+    client = APIClient(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    refused = client.get("/api/v1/collections/")
+    assert refused.status_code == 403 and "default password" in refused.json()["error"]["message"]
+    default_operator.set_password("a-New-secret-93")
+    default_operator.save()
+    assert client.get("/api/v1/collections/").status_code == 200
 
 
 def test_the_admin_warns_while_an_operator_has_the_default_password(client, default_operator, root):

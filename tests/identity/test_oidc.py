@@ -238,3 +238,14 @@ def test_an_account_made_for_single_sign_on_links_by_verified_address_where_allo
     assert signed_in_user(client) == carol
     assert SocialAccount.objects.get(user=carol).uid == "carol-at-corp"
     assert AuditEvent.objects.filter(action="sso.account_linked", object_id=str(carol.pk)).exists()
+
+
+def test_a_deactivated_account_is_refused_at_its_next_provider_sign_in(client, start_provider):
+    start_provider("corp", {"alice": ALICE})
+    sign_in(client, "corp", "alice")
+    user = signed_in_user(client)
+    client.logout()
+    User.objects.filter(pk=user.pk).update(is_active=False)
+    answer = sign_in(client, "corp", "alice")
+    assert answer.status_code == 302 and answer["Location"] == "/accounts/inactive/"
+    assert signed_in_user(client) is None and "the account is inactive" in refusals()
