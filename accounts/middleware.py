@@ -47,11 +47,11 @@ class AccountPolicyMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        user = request.user
+        # The path first: the health check and static files never load the session's user.
         if (
-            user.is_authenticated
-            and not request.path.startswith(_PASSWORD_CHANGE_EXEMPT)
-            and must_change_password(user)
+            not request.path.startswith(_PASSWORD_CHANGE_EXEMPT)
+            and request.user.is_authenticated
+            and must_change_password(request.user)
         ):
             return _password_change_required(request)
         return self.get_response(request)

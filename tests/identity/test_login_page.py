@@ -32,6 +32,22 @@ def test_each_provider_has_a_button_and_its_origin_is_allowed_as_a_form_target(c
     assert form_action(answer).split()[1:] == ["'self'", *sorted([first.issuer, second.issuer])]
 
 
+def test_the_providers_confirmation_page_allows_its_form_to_go_on_to_the_provider(client, start_provider):
+    provider = start_provider("corp", {"alice": ALICE})
+    answer = client.get("/accounts/oidc/corp/login/")
+    assert answer.status_code == 200 and provider.issuer in form_action(answer)
+
+
+def test_allauths_own_failed_password_limit_is_off(client, alice):
+    """allauth counts failures per username alone (5 in 5 minutes) and would refuse even the right
+    password after them: anyone could lock an account's owner out. The log-in limits
+    (accounts/login_limits.py) count by username and address instead."""
+    client.force_login(alice)
+    for _ in range(6):
+        assert client.post("/accounts/reauthenticate/", {"password": "wrong"}).status_code == 200
+    assert client.post("/accounts/reauthenticate/", {"password": "pw-alice"}).status_code == 302
+
+
 def test_a_new_account_stays_signed_in_after_sign_up(client):
     """The session names the backend it signed in with; one not in AUTHENTICATION_BACKENDS logs out."""
     form = {
