@@ -41,3 +41,25 @@ def test_the_locked_oidc_provider_is_installed():
     if not installed.exists():
         pytest.fail("oidc-provider is missing: scripts/ensure_identity_servers.sh runs npm ci")
     assert '"version": "9.13.3"' in installed.read_text()
+
+
+ROOT = OIDC_DIR.parents[2]
+
+
+def commands(script: str) -> list[str]:
+    text = (ROOT / "scripts" / script).read_text()
+    return [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_install_gets_python_ldaps_headers_before_the_first_pip_install():
+    lines = commands("install.sh")
+    headers = lines.index("scripts/ensure_build_packages.sh")
+    first_pip = next(number for number, line in enumerate(lines) if "pip install" in line)
+    assert headers < first_pip
+
+
+def test_the_test_command_installs_the_identity_providers_before_pytest():
+    lines = commands("test.sh")
+    assert lines.index("scripts/ensure_identity_servers.sh") < next(
+        number for number, line in enumerate(lines) if "pytest" in line
+    )
