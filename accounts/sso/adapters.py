@@ -5,6 +5,8 @@
 * An existing account is reached only through its link (SocialAccount), or by e-mail under
   accounts/sso/linking.py's rules; a new user whose address belongs to an account that may not be
   linked is refused, rather than given a second account with the same address.
+* A provider's preferred_username is only a suggestion for a new account's name: allauth makes it
+  unique, so it never names an existing account.
 * Every refusal and every sign-in is audited (sso.*).
 * allauth's own failed-password limit (per username alone) is off: django-axes and
   accounts/login_limits.py are the one limit on password guessing.
@@ -69,11 +71,13 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
                 reason = link_refusal(
                     app_settings=sociallogin.provider.app.settings, address=address, users=users
                 )
-                refuse(request, sociallogin.provider, f"link refused: {reason}", uid=sociallogin.account.uid)
-
-    def populate_user(self, request, sociallogin, data):
-        """The provider's username is only a suggestion: allauth makes it unique before saving."""
-        return super().populate_user(request, sociallogin, data)
+                refuse(
+                    request,
+                    sociallogin.provider,
+                    f"link refused: {reason}",
+                    uid=sociallogin.account.uid,
+                    shown="an account with your e-mail address exists already",
+                )
 
     def on_authentication_error(self, request, provider, error=None, exception=None, extra_context=None):
         reason = getattr(exception, "reason", None) or _error_reason(error, exception, extra_context)
@@ -97,15 +101,17 @@ def provider_setting(app, key: str, default):
     return default if value is None else value
 
 
-def refuse(request, provider, reason: str, *, uid: str = ""):
-    """Ends the sign-in on the log-in page with a message, and records why."""
+def refuse(request, provider, reason: str, *, uid: str = "", shown: str = ""):
+    """Ends the sign-in on the log-in page with a message (``shown``, else the reason), and records
+    the reason: a link refusal's details (staff, a password) are for the audit log, not the visitor."""
     audit_record(
         action="sso.login_refused",
         obj=AuditSubject(object_type="socialaccount.socialapp", object_repr=provider.sub_id),
         changes={"reason": [None, reason], "uid": [None, uid]},
     )
     messages.error(
-        request, f"Signing in with {provider.name} was refused: {reason}. Ask an operator for access."
+        request,
+        f"Signing in with {provider.name} was refused: {shown or reason}. Ask an operator for access.",
     )
     raise ImmediateHttpResponse(redirect("accounts:login"))
 

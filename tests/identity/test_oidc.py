@@ -168,7 +168,14 @@ def test_a_callback_with_another_state_is_refused(client, start_provider):
 @pytest.mark.security
 @pytest.mark.parametrize(
     "tamper, reason",
-    [("audience", "audience"), ("expired", "expired"), ("foreign-key", "signature"), ("nonce", "nonce")],
+    [
+        ("audience", "audience"),
+        ("expired", "expired"),
+        ("foreign-key", "signature"),
+        ("none", "signature"),
+        ("hmac", "signature"),
+        ("nonce", "nonce"),
+    ],
 )
 def test_a_forged_or_misdirected_id_token_is_refused(client, start_provider, tamper, reason):
     start_provider("corp", {"alice": ALICE}, tamper=tamper)

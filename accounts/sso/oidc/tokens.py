@@ -39,7 +39,8 @@ def sign_in_nonce(state_id: str) -> str:
 
 
 def check_nonce(claims: dict, state_id: str) -> None:
-    if not hmac.compare_digest(str(claims.get("nonce", "")), sign_in_nonce(state_id)):
+    sent = sign_in_nonce(state_id).encode()
+    if not hmac.compare_digest(str(claims.get("nonce", "")).encode(), sent):
         raise IdTokenRefused("nonce", "the ID token's nonce is not this sign-in's")
 
 

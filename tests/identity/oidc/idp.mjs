@@ -7,7 +7,8 @@
 //   OIDC_CLIENTS    [{"client_id": "...", "client_secret": "...", "redirect_uris": ["..."]}]
 //   OIDC_TAMPER     an attack on the ID token the token endpoint returns, re-signed after the change:
 //                   audience (aud of another client), expired (exp an hour ago), foreign-key (signed by a
-//                   key that is not in the JWKS, same kid), nonce (another nonce). Empty: an honest provider.
+//                   key that is not in the JWKS, same kid), nonce (another nonce), none (unsigned,
+//                   alg "none"), hmac (HS256 keyed with the client's secret). Empty: an honest provider.
 //
 // Its dev login page (/interaction/<uid>) accepts any login name; the password is ignored.
 import { readFileSync } from 'node:fs';
@@ -48,6 +49,11 @@ const provider = new Provider(issuer, {
 // Rewrites the ID token after the provider made it: what a forger or a confused provider would send.
 async function tampered(idToken) {
   const claims = jose.decodeJwt(idToken);
+  if (tamper === 'none') return new jose.UnsecuredJWT(claims).encode();
+  if (tamper === 'hmac') {
+    const secret = new TextEncoder().encode(clients[0].client_secret);
+    return new jose.SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).sign(secret);
+  }
   let key = privateKey;
   if (tamper === 'audience') claims.aud = 'someone-else';
   if (tamper === 'expired') { claims.iat -= 7200; claims.exp = claims.iat + 60; }
