@@ -52,17 +52,20 @@ class TestProvider:
 
 
 @contextlib.contextmanager
-def oidc_provider(log_dir: Path, provider_id: str, users: dict, tamper: str = "") -> Iterator[TestProvider]:
+def oidc_provider(
+    log_dir: Path, provider_id: str, users: dict, tamper: str = "", our_origin: str = OUR_ORIGIN
+) -> Iterator[TestProvider]:
     """Starts idp.mjs with ``users`` ({login: claims}) and one client for ``provider_id``; fails
     (never skips) when Node or the locked packages are missing. The users are read from a file at
-    every sign-in: ``TestProvider.set_users`` changes them."""
+    every sign-in: ``TestProvider.set_users`` changes them. ``our_origin`` is where the product is
+    served (the test client's by default), for the redirect URI the provider accepts."""
     node = shutil.which("node")
     if node is None or not (OIDC_DIR / "node_modules" / "oidc-provider").is_dir():
         pytest.fail("node or oidc-provider is missing: scripts/ensure_identity_servers.sh installs them")
     port = free_port()
     users_file = log_dir / f"users-{provider_id}-{port}.json"
     users_file.write_text(json.dumps(users))
-    callback = f"{OUR_ORIGIN}/accounts/oidc/{provider_id}/login/callback/"
+    callback = f"{our_origin}/accounts/oidc/{provider_id}/login/callback/"
     client = {
         "client_id": f"knowledge-{provider_id}",
         "client_secret": CLIENT_SECRET,
