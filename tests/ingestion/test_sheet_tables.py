@@ -85,3 +85,36 @@ def test_cell_kinds():
         cell_kind(v) for v in (None, " ", 3, 2.5, True, "1,234.5", "12%", "2026-11-29", "liver", "T-01", "++")
     ]
     assert kinds == ["", "", "number", "number", "bool", "number", "number", "date", "word", "code", "symbol"]
+
+
+def test_a_workbook_with_two_tables_quotes_each_row_under_its_own_header_or_none():
+    import io
+
+    import openpyxl
+
+    from knowledge.ingestion.extract import extract_sections
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.title = "Samples"
+    for row in (
+        ["Case # (aka tissue code)", "Tissue", "Stain intensity"],
+        ["T-01", "liver", 2],
+        ["T-02", "kidney", 3],
+        [],
+        ["+", "very light"],
+        ["++", "light"],
+    ):
+        sheet.append(row)
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    sections = extract_sections("samples.xlsx", buffer.getvalue())
+    assert [(s.source_ref, s.text) for s in sections] == [
+        (
+            "sheet=Samples",
+            "Case # (aka tissue code): T-01; Tissue: liver; Stain intensity: 2\n"
+            "Case # (aka tissue code): T-02; Tissue: kidney; Stain intensity: 3",
+        ),
+        ("sheet=Samples", "+; very light\n++; light"),
+    ]
+    assert sections[0].metadata["grid"]["header_row"] == 1 and sections[1].metadata["grid"]["header"] is None

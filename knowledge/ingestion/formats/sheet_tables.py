@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 MAX_TABLES = 50  # per sheet; the rest is one table without a header
 HEADER_EVIDENCE_ROWS = 20  # rows under a candidate header its test looks at
+MIN_LENGTH_EVIDENCE = 2  # values of one fixed length it takes to tell a name of another length
 
 _NUMBER = re.compile(r"^[-+]?(?:\d{1,3}(?:[,\s]\d{3})+|\d+)(?:[.,]\d+)?%?$")
 _DATE = re.compile(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}$")
@@ -121,8 +122,8 @@ def _add(tables: list[SheetTable], columns: tuple[int, int], part: list[tuple[in
 
 def _is_header(cells: tuple, below: list[tuple[int, tuple]]) -> bool:
     names = [_text(cell) for cell in cells if cell_kind(cell)]
-    if len(names) < 2 or any(cell_kind(cell) not in ("", "word", "code", "symbol") for cell in cells):
-        return False
+    if len(names) < 2 or any(cell_kind(cell) not in ("", "word", "code") for cell in cells):
+        return False  # a header names its columns: text with letters, no values and no bare marks
     if len({name.casefold() for name in names}) != len(names):
         return False
     values = [row for _, row in below[:HEADER_EVIDENCE_ROWS]]
@@ -136,7 +137,9 @@ def _is_header(cells: tuple, below: list[tuple[int, tuple]]) -> bool:
         if any(cell_kind(value) in ("number", "date", "bool") for value in under):
             return True
         lengths = {len(_text(value)) for value in under}
-        if len(lengths) == 1:  # fixed-length values ("T-01", "A"): a name of another length is a header
+        if (
+            len(lengths) == 1 and len(under) >= MIN_LENGTH_EVIDENCE
+        ):  # fixed-length values ("T-01", "A"): a name of another length is a header
             vote += 1 if len(_text(cell)) not in lengths else -1
     return vote > 0
 
