@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.api_tokens import token_create, token_revoke, tokens_for_user
 from accounts.models import ApiToken
-from config.base.errors import KnowledgeError
+from config.base.errors import NotAuthenticatedError
 
 
 class TokenSerializer(serializers.ModelSerializer):
@@ -59,14 +59,14 @@ class PasswordTokenView(ApiView):
     @extend_schema(
         summary="Exchange a username and password for a new API token",
         request=PasswordLoginSerializer,
-        responses={201: PasswordTokenSerializer, **errors(400, 429, authenticated=False)},
+        responses={201: PasswordTokenSerializer, **errors(400, 401, 429, authenticated=False)},
         auth=[],
     )
     def post(self, request):
         data = validated(PasswordLoginSerializer, request.data)
         user = authenticate(request._request, username=data["username"], password=data["password"])
         if user is None:
-            raise KnowledgeError("wrong username or password")
+            raise NotAuthenticatedError("wrong username or password")
         name = data.get("name") or f"API token {timezone.now():%Y-%m-%d %H:%M}"
         token, secret = token_create(user=user, name=name)
         return Response({"token": secret, "name": token.name}, status=status.HTTP_201_CREATED)
