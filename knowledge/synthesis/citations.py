@@ -123,6 +123,24 @@ def saved_answer_html(text: str, cited_sources: list[dict]) -> str:
 Places = dict[int, tuple[str, str]]
 
 
+def cited_urls(text: str, cited_sources: list[dict]) -> dict[int, str]:
+    """Each cited source's link as the answer's HTML gives it: with ``quote=`` where the answer quotes
+    the passage (its first quoted marker), else its place. The API, MCP and the pages link alike."""
+    places = {c["n"]: (c["url"], c.get("text") or "") for c in cited_sources if "n" in c and "url" in c}
+    urls: dict[int, str] = {}
+    for line in _lines(text):
+        for marker in _SOURCE_MARKER.finditer(line):
+            n, url = int(marker.group(1)), _marker_url(line, marker, places)
+            if url is not None and (n not in urls or ("quote=" in url and "quote=" not in urls[n])):
+                urls[n] = url
+    return urls
+
+
+def _lines(text: str) -> list[str]:
+    """The answer's lines as its HTML reads them (bullets without their marks)."""
+    return [_BULLET.sub("", line.strip()) for line in text.splitlines() if line.strip()]
+
+
 def _answer_html(text: str, places: Places) -> str:
     blocks = [b for b in re.split(r"\n\s*\n", text.strip()) if b.strip()]
     return "\n".join(_block_html(block, places) for block in blocks)
