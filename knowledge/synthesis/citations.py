@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, fields
 
 from knowledge.retrieval.passages import source_fields
 from knowledge.synthesis.quotes import quote_range_format, quote_span
+from knowledge.text.inline_markdown import inline_segments, styled_html
 
 # [Source 1]  [Source 1, 3]  [Sources 1-2]  [source: 4]  [Source 1 and Source 2]  [Source #2]
 MARKER = re.compile(
@@ -96,13 +97,12 @@ def citation_for(retrieved) -> Citation:
 # extractive answer writes `- "sentence" [Source N]`): when it does, its link says where.
 _QUOTED_BEFORE = re.compile(r'"([^"\n]{1,1000})"\s*$')
 _SOURCE_MARKER = re.compile(r"\[Source (\d+)\]")
-_LINK = re.compile(r"\[([^\]\n]{1,300})\]\((https?://[^\s)]{1,2000})\)")
-_BOLD = re.compile(r"\*\*(.+?)\*\*")
 _BULLET = re.compile(r"^[-*•]\s+")
 
 
 def answer_html(text: str, citations: list[Citation]) -> str:
-    """The answer as safe HTML: paragraphs, bullet lists, bold, linked [Source N].
+    """The answer as safe HTML: paragraphs, bullet lists, inline Markdown (code, emphasis,
+    strikethrough), linked [Source N].
 
     The only links are the [Source N] markers, to our own citation viewer. A
     Markdown link in the answer is shown as its text with the URL after it:
@@ -155,21 +155,28 @@ def _block_html(block: str, places: Places) -> str:
 
 
 def _inline_html(line: str, places: Places) -> str:
-    # Escaping leaves the markers as they are, so the i-th marker of the line is the i-th of its HTML.
+    """The line's inline Markdown as styled text (knowledge.text.inline_markdown: a link shows its
+    address, never becomes one), its [Source N] markers as links to the cited places."""
+    # The markers keep their text through the parse, so the i-th marker of the line is the i-th of
+    # its pieces; a marker inside a code span is code, and not linked.
     hrefs = iter([_marker_url(line, match, places) for match in _SOURCE_MARKER.finditer(line)])
-    escaped = html.escape(line, quote=True)
+    parts = []
+    for piece, styles in inline_segments(line):
+        escaped = html.escape(piece, quote=True)
+        if "code" in styles:
+            for _ in _SOURCE_MARKER.finditer(piece):
+                next(hrefs)
+        else:
+            escaped = _SOURCE_MARKER.sub(lambda match: _chip(match, next(hrefs)), escaped)
+        parts.append(styled_html(escaped, styles))
+    return "".join(parts)
 
-    def cite(match: re.Match) -> str:
-        n, href = int(match.group(1)), next(hrefs)
-        if href is None:
-            return match.group(0)
-        return (
-            f'<a class="citation" href="{html.escape(href, quote=True)}" data-source="{n}">[Source {n}]</a>'
-        )
 
-    escaped = _SOURCE_MARKER.sub(cite, escaped)
-    escaped = _LINK.sub(r"\1 (\2)", escaped)
-    return _BOLD.sub(r"<strong>\1</strong>", escaped)
+def _chip(marker: re.Match, href: str | None) -> str:
+    n = int(marker.group(1))
+    if href is None:
+        return marker.group(0)
+    return f'<a class="citation" href="{html.escape(href, quote=True)}" data-source="{n}">[Source {n}]</a>'
 
 
 def _marker_url(line: str, marker: re.Match, places: Places) -> str | None:
