@@ -93,7 +93,7 @@ def final_payload(answer: Answer, *, passages: list[dict]) -> dict:
     cited = [c.as_dict() for c in answer.citations]
     urls = cited_urls(answer.text, cited)
     return {
-        "html": answer_html(answer.text, answer.citations),
+        "html": answer_html(answer.text, answer.citations, answer.closest),
         "text": answer.text,
         "mode": answer.mode,
         "label": answer.label,
@@ -107,6 +107,7 @@ def final_payload(answer: Answer, *, passages: list[dict]) -> dict:
             for c, row in zip(answer.citations, cited, strict=True)
         ],
         "dropped_citations": answer.dropped,
+        "closest": answer.closest,
         "passages": passages,
     }
 
@@ -151,6 +152,7 @@ def turn_summary(turn: ChatTurn) -> dict:
             for c in turn.cited_sources
         ],
         "dropped_citations": turn.dropped_citations,
+        "closest": turn.closest,
         "tokens": {"input": turn.input_tokens, "output": turn.output_tokens, "source": turn.token_source},
         "events": [e["event"] for e in turn.events],
         "session": turn.session_id,

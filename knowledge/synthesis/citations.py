@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, fields
 
 from knowledge.retrieval.passages import source_fields
 from knowledge.synthesis.quotes import quote_range_format, quote_span
-from knowledge.text.inline_markdown import inline_segments, styled_html
+from knowledge.synthesis.refusal import CLOSEST_HEADING
+from knowledge.text.inline_markdown import inline_html, inline_segments, styled_html
 
 # [Source 1]  [Source 1, 3]  [Sources 1-2]  [source: 4]  [Source 1 and Source 2]  [Source #2]
 MARKER = re.compile(
@@ -100,7 +101,7 @@ _SOURCE_MARKER = re.compile(r"\[Source (\d+)\]")
 _BULLET = re.compile(r"^[-*•]\s+")
 
 
-def answer_html(text: str, citations: list[Citation]) -> str:
+def answer_html(text: str, citations: list[Citation], closest: list[dict] = ()) -> str:
     """The answer as safe HTML: paragraphs, bullet lists, inline Markdown (code, emphasis,
     strikethrough), linked [Source N].
 
@@ -110,13 +111,14 @@ def answer_html(text: str, citations: list[Citation]) -> str:
     a shared collection must not put a live link to a site of its author's
     choosing ("the official HR portal") into another user's answer.
     """
-    return _answer_html(text, {c.n: (c.url, c.text) for c in citations})
+    return _answer_html(text, {c.n: (c.url, c.text) for c in citations}, closest)
 
 
-def saved_answer_html(text: str, cited_sources: list[dict]) -> str:
-    """A saved turn's answer rendered now, from its text and citations (not the HTML saved with it)."""
+def saved_answer_html(text: str, cited_sources: list[dict], closest: list[dict] = ()) -> str:
+    """A saved turn's answer rendered now, from its text, citations and closest matches (not the HTML
+    saved with it)."""
     places = {c["n"]: (c["url"], c.get("text") or "") for c in cited_sources if "n" in c and "url" in c}
-    return _answer_html(text, places)
+    return _answer_html(text, places, closest)
 
 
 # A cited source's link and its passage's text, by source number.
@@ -141,17 +143,35 @@ def _lines(text: str) -> list[str]:
     return [_BULLET.sub("", line.strip()) for line in text.splitlines() if line.strip()]
 
 
-def _answer_html(text: str, places: Places) -> str:
+def _answer_html(text: str, places: Places, closest: list[dict] = ()) -> str:
     blocks = [b for b in re.split(r"\n\s*\n", text.strip()) if b.strip()]
-    return "\n".join(_block_html(block, places) for block in blocks)
+    return "\n".join(_block_html(block, places, closest) for block in blocks)
 
 
-def _block_html(block: str, places: Places) -> str:
+def _block_html(block: str, places: Places, closest: list[dict] = ()) -> str:
     lines = [line.strip() for line in block.splitlines() if line.strip()]
+    if lines[0] == CLOSEST_HEADING and closest:
+        return f"<p>{html.escape(CLOSEST_HEADING)}</p>" + _closest_html(lines[1:], closest)
     if all(_BULLET.match(line) for line in lines):
         items = "".join("<li>" + _inline_html(_BULLET.sub("", line), places) + "</li>" for line in lines)
         return f"<ul>{items}</ul>"
     return "<p>" + "<br>".join(_inline_html(line, places) for line in lines) + "</p>"
+
+
+def _closest_html(lines: list[str], closest: list[dict]) -> str:
+    """A refusal's closest matches, each line's "document, place" a link to its place (the side panel
+    opens it like a citation); the excerpt stays text."""
+    items = []
+    for line, place in zip(lines, closest, strict=False):
+        named, colon, excerpt = _BULLET.sub("", line).partition(": ")
+        link = (
+            f'<a class="closest-match" href="{html.escape(place["url"], quote=True)}">'
+            f"{html.escape(named)}</a>"
+        )
+        items.append(f"<li>{link}{html.escape(colon)}{inline_html(excerpt)}</li>")
+    rest = lines[len(closest) :]
+    items += [f"<li>{inline_html(_BULLET.sub('', line))}</li>" for line in rest]
+    return f"<ul>{''.join(items)}</ul>"
 
 
 def _inline_html(line: str, places: Places) -> str:

@@ -577,7 +577,7 @@
   });
   turns.addEventListener("focusout", hidePreview);
   turns.addEventListener("click", function (event) {
-    const link = event.target.closest("a.citation");
+    const link = event.target.closest("a.citation, a.closest-match");
     // A modified click (new tab) keeps the link's own behaviour: the full document view.
     if (!link || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
     event.preventDefault();
