@@ -16,6 +16,7 @@ from knowledge.synthesis.citations import answer_html, cited_urls
 def start_payload(*, session: ChatSession, turn: ChatTurn, question: str, profile: Profile | None) -> dict:
     return {
         "session_id": session.pk,
+        "session_title": session.title,
         "turn_index": turn.index,
         "question": question,
         "profile_id": profile.pk if profile else None,

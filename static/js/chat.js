@@ -245,6 +245,7 @@
       state.index = payload.turn_index;
       state.sources = sourcesGroup(payload.turn_index, payload.question);
       sessionStarted(payload.session_id, payload.question);
+      showTitle(payload.session_title);
       if (!form.querySelector("input[name=session]")) {
         const hidden = el("input"); hidden.type = "hidden"; hidden.name = "session"; hidden.value = payload.session_id;
         form.appendChild(hidden);
@@ -473,6 +474,14 @@
     if (askNow && !askButton.disabled) { form.requestSubmit(); return; }
     textarea.focus();
     textarea.setSelectionRange(question.length, question.length);
+  }
+
+  // A new conversation is named after its first question as soon as it is asked.
+  function showTitle(title) {
+    const heading = document.getElementById("chat-title");
+    if (!title || !heading || heading.textContent.trim() !== "New conversation") return;
+    heading.textContent = title;
+    document.title = title + " · Knowledge";
   }
 
   // -- citations: preview on hover or focus, open beside the chat ------------------------------------
