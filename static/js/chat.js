@@ -96,6 +96,21 @@
     const chosen = scopeChosen();
     askButton.disabled = running !== null || !chosen;
     if (scopeHint) scopeHint.hidden = chosen;
+    scopeWords();
+  }
+
+  // What a new question searches, in words: "Searching: Handbook, Policies".
+  function scopeWords() {
+    const words = document.getElementById("scope-words");
+    if (!words) return;
+    const profile = form.querySelector("select[name=profile]");
+    const collections = form.querySelector("select[name=collections]");
+    if (profile && profile.value) {
+      words.textContent = "Searching with the profile " + profile.selectedOptions[0].textContent;
+      return;
+    }
+    const names = collections ? Array.from(collections.selectedOptions).map(function (o) { return o.textContent; }) : [];
+    words.textContent = names.length ? "Searching: " + names.join(", ") : "Nothing chosen yet: choose a collection to search.";
   }
 
   function showError(message) {
