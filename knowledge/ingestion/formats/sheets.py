@@ -77,16 +77,33 @@ def _sheet_sections(name: str, rows: Iterable[Sequence[object]], budget: TextBud
     sections = []
     for index, table in enumerate(tables):
         budget.add_section()
+        text = table_text(table.header, (cells for _, cells in table.rows))
         sections.append(
             Section(
                 source_ref=f"sheet={name}",
-                text=table_text(table.header, (cells for _, cells in table.rows)),
+                text=text,
                 heading_path=(table.caption,) if table.caption else (),
                 sheet=name,
                 metadata={"grid": _grid(index, table)},
+                rows=_row_offsets(text, table),
             )
         )
     return sections
+
+
+def _row_offsets(text: str, table: SheetTable) -> tuple[tuple[int, int, tuple[str, ...]], ...]:
+    """Each row of the table with where its line starts in the section's text (the lines are in row
+    order, so each is found after the one before)."""
+    rows, position = [], 0
+    for number, cells in table.rows:
+        shown = tuple(cell_text(cell) for cell in cells)
+        line = table_text(table.header, [cells])
+        found = text.find(line, position)
+        if found < 0:
+            continue
+        rows.append((found, number, shown))
+        position = found + len(line)
+    return tuple(rows)
 
 
 def _charged(rows: Iterable[Sequence[object]], budget: TextBudget) -> Iterator[tuple[int, tuple]]:
