@@ -24,6 +24,7 @@ from knowledge.models import Chunk, DocumentSummary
 from knowledge.retrieval.passages import source_fragment, source_place
 from knowledge.services.documents import SERVED_CONTENT_TYPES
 from knowledge.synthesis.quotes import quote_range_parse
+from knowledge.web.grids import sheet_grids
 from knowledge.web.pages import knowledge_page
 from knowledge.web.passages import section_parts
 from knowledge.web.snippets import mark_words, query_words
@@ -40,6 +41,8 @@ class ReaderSection:
     ocr_confidence: float | None = None
     # Each passage as (text, kind) segments: kind "" plain, "quote" the quoted sentence, "match" a search hit.
     parts: list[dict] = field(default_factory=list)
+    # A sheet's tables as grids (sheet_grids), shown instead of the parts' lines.
+    grids: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -109,6 +112,7 @@ def _section(group: list, cited, quote, search: str) -> ReaderSection:
         if (first.metadata or {}).get("ocr")
         else None,
         parts=[_segments(p, search) for p in parts if p.before or p.quote or p.after],
+        grids=sheet_grids(group, cited if cited_id else None, quote if cited_id else None),
     )
 
 

@@ -1,0 +1,60 @@
+"""A sheet's tables as grids for the reader: each table's rows once, in sheet order, under its header
+(or its column letters when it has none), the cited passage's rows marked and the cited row singled out.
+
+The rows come from the chunks (``metadata["cells"]``: row number, cells, where the row's line starts in
+the chunk's content), written at ingestion by knowledge.ingestion.formats.sheets; chunks that overlap
+repeat whole rows, so each row is kept once.
+"""
+
+from __future__ import annotations
+
+from string import ascii_uppercase
+
+
+def sheet_grids(chunks: list, cited=None, quote: tuple[int, int] | None = None) -> list[dict]:
+    """The grids of one section's chunks (a sheet), one per table, in the order the tables start."""
+    grids: dict[int, dict] = {}
+    for chunk in chunks:
+        metadata = chunk.metadata or {}
+        if not metadata.get("cells") or not metadata.get("grid"):
+            continue
+        grid = grids.setdefault(metadata["grid"].get("table", 0), _grid(metadata["grid"]))
+        in_passage = cited is not None and chunk.pk == cited.pk
+        quoted = _quoted_row(metadata["cells"], quote) if in_passage else None
+        for number, cells, _offset in metadata["cells"]:
+            row = grid["rows"].setdefault(
+                number, {"n": number, "cells": cells, "in_passage": False, "quoted": False}
+            )
+            row["in_passage"] = row["in_passage"] or in_passage
+            row["quoted"] = row["quoted"] or number == quoted
+    return [{**grid, "rows": [grid["rows"][n] for n in sorted(grid["rows"])]} for grid in grids.values()]
+
+
+def _grid(stored: dict) -> dict:
+    first, last = stored.get("columns") or (0, 0)
+    header = stored.get("header")
+    columns = header if header else [_column_letter(index) for index in range(first, last + 1)]
+    return {
+        "index": stored.get("table", 0) + 1,
+        "caption": stored.get("caption"),
+        "columns": columns,
+        "rows": {},
+    }
+
+
+def _quoted_row(cells: list, quote: tuple[int, int] | None) -> int | None:
+    """The row whose line holds the quote's start: the last row starting at or before it."""
+    if quote is None:
+        return None
+    starting = [(offset, number) for number, _cells, offset in cells if offset <= quote[0]]
+    return max(starting)[1] if starting else None
+
+
+def _column_letter(index: int) -> str:
+    """0 -> A, 25 -> Z, 26 -> AA, as a spreadsheet names its columns."""
+    letters = ""
+    index += 1
+    while index:
+        index, remainder = divmod(index - 1, 26)
+        letters = ascii_uppercase[remainder] + letters
+    return letters
