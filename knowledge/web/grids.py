@@ -30,6 +30,21 @@ def sheet_grids(chunks: list, cited=None, quote: tuple[int, int] | None = None) 
     return [{**grid, "rows": [grid["rows"][n] for n in sorted(grid["rows"])]} for grid in grids.values()]
 
 
+# Rows of the cited row's table shown on each side of the cited passage in the chat's side panel.
+PANEL_ROWS_AROUND = 10
+
+
+def cited_grid(chunks: list, cited, quote: tuple[int, int] | None) -> dict | None:
+    """The cited chunk's table as a grid around its rows, for the side panel; None for other chunks."""
+    table = (cited.metadata or {}).get("grid", {}).get("table")
+    if table is None or not (cited.metadata or {}).get("cells"):
+        return None
+    grid = next(g for g in sheet_grids(chunks, cited, quote) if g["index"] == table + 1)
+    marked = [i for i, row in enumerate(grid["rows"]) if row["in_passage"]]
+    first, last = max(0, marked[0] - PANEL_ROWS_AROUND), marked[-1] + PANEL_ROWS_AROUND + 1
+    return {**grid, "rows": grid["rows"][first:last]}
+
+
 def _grid(stored: dict) -> dict:
     first, last = stored.get("columns") or (0, 0)
     header = stored.get("header")

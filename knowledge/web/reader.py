@@ -24,7 +24,7 @@ from knowledge.models import Chunk, DocumentSummary
 from knowledge.retrieval.passages import source_fragment, source_place
 from knowledge.services.documents import SERVED_CONTENT_TYPES
 from knowledge.synthesis.quotes import quote_range_parse
-from knowledge.web.grids import sheet_grids
+from knowledge.web.grids import cited_grid, sheet_grids
 from knowledge.web.pages import knowledge_page
 from knowledge.web.passages import section_parts
 from knowledge.web.snippets import mark_words, query_words
@@ -190,7 +190,8 @@ def document_passage(request, document_id: int):
     if chunk is None:
         raise NotFoundError("name the passage: ?chunk=ID")
     quote = quote_range_parse(request.GET.get("quote"), chunk.content)
-    parts = _section_parts(document, chunk, quote)
+    section = _section_chunks(document, chunk)
+    parts = section_parts(section, cited_id=chunk.pk, quote=quote)
     return JsonResponse(
         {
             "title": document.display_title,
@@ -202,6 +203,8 @@ def document_passage(request, document_id: int):
                 for p in parts
                 if p.before or p.quote or p.after
             ],
+            # A sheet's cited rows as a grid: the cited chunk's table around its rows (text only).
+            "grid": cited_grid(section, chunk, quote),
         }
     )
 
@@ -212,17 +215,16 @@ def _web_link(url: str) -> str:
     return url if url.startswith(("https://", "http://")) else ""
 
 
-def _section_parts(document, chunk: Chunk | None, quote: tuple[int, int] | None) -> list:
-    """The cited section's chunks, each overlap shown once (knowledge.web.passages)."""
-    if chunk is None:
-        return []
-    section = Chunk.objects.filter(
-        document=document,
-        chunk_profile_id=chunk.chunk_profile_id,
-        embedding_model=chunk.embedding_model,
-        source_ref=chunk.source_ref,
-    ).order_by("index")
-    return section_parts(list(section), cited_id=chunk.pk, quote=quote)
+def _section_chunks(document, chunk: Chunk) -> list[Chunk]:
+    """The cited chunk's section: the chunks of its chunk set with its source reference, in order."""
+    return list(
+        Chunk.objects.filter(
+            document=document,
+            chunk_profile_id=chunk.chunk_profile_id,
+            embedding_model=chunk.embedding_model,
+            source_ref=chunk.source_ref,
+        ).order_by("index")
+    )
 
 
 def _pdf_viewer_data(document, chunk: Chunk | None, quote: tuple[int, int] | None) -> dict:

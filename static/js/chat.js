@@ -553,6 +553,26 @@
     return node;
   }
 
+  // A sheet's cited rows as a grid (text only), the cited row singled out.
+  function gridNode(grid) {
+    const frame = el("div", "grid-frame");
+    const table = el("table", "grid");
+    if (grid.caption) table.appendChild(el("caption", null, grid.caption));
+    const head = el("tr");
+    head.appendChild(el("th", null, "Row"));
+    grid.columns.forEach(function (name) { head.appendChild(el("th", null, name || "—")); });
+    table.appendChild(el("thead")).appendChild(head);
+    const rows = table.appendChild(el("tbody"));
+    grid.rows.forEach(function (row) {
+      const line = el("tr", (row.in_passage ? "in-passage" : "") + (row.quoted ? " quoted" : ""));
+      line.appendChild(el("th", null, String(row.n)));
+      row.cells.forEach(function (cell) { line.appendChild(el("td", null, cell)); });
+      rows.appendChild(line);
+    });
+    frame.appendChild(table);
+    return frame;
+  }
+
   async function openPanel(link) {
     hidePreview();
     panelOpener = link;
@@ -572,8 +592,9 @@
       const origin = document.getElementById("source-panel-origin");
       origin.hidden = !data.origin_url;
       origin.querySelector("a").href = data.origin_url || "#";
-      data.parts.forEach(function (part) { body.appendChild(partNode(part)); });
-      const cited = body.querySelector(".quote") || body.querySelector(".cited");
+      if (data.grid) body.appendChild(gridNode(data.grid));
+      else data.parts.forEach(function (part) { body.appendChild(partNode(part)); });
+      const cited = body.querySelector(".quote") || body.querySelector("tr.quoted") || body.querySelector(".cited, tr.in-passage");
       if (cited) cited.scrollIntoView({ block: "center" });
     } catch (err) {
       document.getElementById("source-panel-title").textContent = "Source";
