@@ -36,6 +36,14 @@ def releases_context(collection: Collection) -> dict:
     }
 
 
+def releases_status(collection: Collection) -> list[dict]:
+    """Each release's state and passages, for the collection page's poll to keep its card current."""
+    return [
+        {"id": r.pk, "state": r.state, "state_label": r.get_state_display(), "chunks": row["chunks"]}
+        for r, row in ((release, release_row(release)) for release in releases_of(collection))
+    ]
+
+
 def _page_row(release: Release) -> dict:
     row = release_row(release)
     return {

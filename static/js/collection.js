@@ -31,7 +31,7 @@
     const progress = el("div", "progress");
     const bar = el("span");
     progress.appendChild(bar);
-    const state = el("span", "small state", "waiting");
+    const state = el("span", "small state", "waiting to send");
     li.append(name, progress, state);
     uploads.appendChild(li);
     return { li: li, progress: progress, bar: bar, state: state };
@@ -89,6 +89,8 @@
             row.state.textContent = "already in this collection";
           }
           ensureDocumentRow(doc);
+          render(doc); // its status from the first moment, not after the last file is sent
+          poll();
         }
         resolve();
       };
@@ -102,7 +104,6 @@
 
   async function sendAll(files) {
     for (const file of files) { await sendFile(file); }
-    poll();
   }
 
   // -- document rows -------------------------------------------------------------------------------
@@ -187,6 +188,24 @@
     if (uploadRows[doc.id]) showUploadState(uploadRows[doc.id], doc);
   }
 
+  // -- releases: state and passages kept current while the page is open -------------------------------
+
+  function renderRelease(release) {
+    const row = document.querySelector('#release-list tr[data-release="' + release.id + '"]');
+    const card = document.getElementById("releases");
+    if (!row) {
+      if (card && !card.querySelector(".release-new")) {
+        card.appendChild(el("p", "notice release-new", "A new release was built: reload the page to see it and decide."));
+      }
+      return;
+    }
+    row.dataset.state = release.state;
+    const state = row.querySelector('[data-role="state"]');
+    state.textContent = release.state_label;
+    state.className = "badge release-" + release.state;
+    row.querySelector('[data-role="chunks"]').textContent = release.chunks;
+  }
+
   // -- sources ---------------------------------------------------------------------------------------
 
   function renderSource(source) {
@@ -235,6 +254,7 @@
       .then(function (body) {
         body.documents.forEach(function (doc) { ensureDocumentRow(doc); render(doc); });
         (body.sources || []).forEach(renderSource);
+        (body.releases || []).forEach(renderRelease);
         if (askLink) askLink.hidden = !body.documents.some(function (d) { return d.status === "ready"; });
         const syncing = (body.sources || []).some(function (s) { return s.syncing; });
         const busy = syncing || body.documents.some(function (d) { return d.status === "uploaded" || d.status === "processing"; });
