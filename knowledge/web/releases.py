@@ -30,9 +30,13 @@ DECIDABLE = (Release.State.CANDIDATE, Release.State.HELD)
 def releases_context(collection: Collection) -> dict:
     """What the card shows: every release, newest first, and whether a rollback has somewhere to go."""
     releases = releases_of(collection)
+    rows = [_page_row(release) for release in releases]
     return {
-        "releases": [_page_row(release) for release in releases],
+        "releases": rows,
         "can_roll_back": any(r.state == Release.State.RETIRED for r in releases),
+        # The card opens by itself only when a release waits for the operator's decision.
+        "releases_to_decide": any(row["decidable"] for row in rows),
+        "serving_release": next((row for row in rows if row["state"] == Release.State.SERVING), None),
     }
 
 

@@ -204,6 +204,8 @@
     state.textContent = release.state_label;
     state.className = "badge release-" + release.state;
     row.querySelector('[data-role="chunks"]').textContent = release.chunks;
+    const serving = card && card.querySelector('[data-role="serving-chunks"]');
+    if (serving && release.state === "serving") serving.textContent = release.chunks;
   }
 
   // -- sources ---------------------------------------------------------------------------------------
