@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.http import FileResponse, JsonResponse
+from django.http import FileResponse, HttpResponseNotModified, JsonResponse
 from django.shortcuts import render
 from django.templatetags.static import static
 from django.urls import reverse
@@ -263,16 +263,32 @@ def document_file(request, document_id: int):
     of ours (a browser's own PDF viewer would run the file's scripts and links).
     """
     document = document_for_reader(user=request.user, document_id=document_id)
+    etag = f'"{document.content_hash}"'
+    if document.content_hash and etag in _if_none_match(request):
+        # The same bytes the browser holds (the reader opened at another citation): asked again after
+        # the access check above, so a revoked reader is refused, never served from a cache.
+        response = HttpResponseNotModified()
+    else:
+        response = _original(document)
+    response["ETag"] = etag
+    response["Cache-Control"] = "private, no-cache"
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = DOWNLOAD_POLICY
+    return response
+
+
+def _if_none_match(request) -> set[str]:
+    return {tag.strip() for tag in request.headers.get("If-None-Match", "").split(",") if tag.strip()}
+
+
+def _original(document) -> FileResponse:
     handle = document.file.open("rb")
-    response = FileResponse(
+    return FileResponse(
         handle,
         as_attachment=True,
         filename=document.filename,
         content_type="application/pdf" if _starts_as_pdf(handle) else _served_type(document),
     )
-    response["X-Content-Type-Options"] = "nosniff"
-    response["Content-Security-Policy"] = DOWNLOAD_POLICY
-    return response
 
 
 def _starts_as_pdf(handle) -> bool:
