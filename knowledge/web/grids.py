@@ -58,9 +58,10 @@ def _grid(stored: dict) -> dict:
 
 
 def _quoted_row(cells: list, quote: tuple[int, int] | None) -> int | None:
-    """The row whose line holds the quote's start: the last row starting at or before it."""
+    """The row whose line holds the quote's start: the last row starting at or before it; without a
+    quote, the cited passage's first row."""
     if quote is None:
-        return None
+        return cells[0][0] if cells else None
     starting = [(offset, number) for number, _cells, offset in cells if offset <= quote[0]]
     return max(starting)[1] if starting else None
 

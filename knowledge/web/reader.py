@@ -131,7 +131,12 @@ def _segments(part, search: str) -> dict:
             for text, kind in ((part.before, ""), (part.quote, "quote"), (part.after, ""))
             if text
         ]
-    return {"chunk_id": part.chunk_id, "cited": part.cited, "segments": segments}
+    return {
+        "chunk_id": part.chunk_id,
+        "cited": part.cited,
+        "segments": segments,
+        "has_quote": any(kind == "quote" for _, kind in segments),
+    }
 
 
 @require_GET
