@@ -105,7 +105,8 @@ def test_a_sheet_citation_of_row_12_opens_with_the_row_in_view_in_its_grid(chrom
     offset = next(row[2] for row in chunk.metadata["cells"] if row[0] == 12)
     line_end = chunk.content.find("\n", offset)
     line_end = len(chunk.content) if line_end < 0 else line_end
-    url = f"{live_server.url}/documents/{workbook.pk}/view/?chunk={chunk.pk}&quote={offset}-{line_end}#sheet=Samples"
+    view = f"{live_server.url}/documents/{workbook.pk}/view/"
+    url = f"{view}?chunk={chunk.pk}&quote={offset}-{line_end}#sheet=Samples"
     for name, size in SIZES.items():
         page = signed_in(chromium, live_server.url, "alice", size)
         try:
