@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import io
 import random
+import re
 
 import pypdf
+import pytest
 
 from knowledge.ingestion.formats.pdf_running_lines import WINDOW, RunningLines
 from tests.conftest import CORPUS
+
+pytest_plugins = ["tests.synthesis.openai_server"]
 
 
 def run(pages: list[str]) -> list[tuple[str, list[str], object]]:
@@ -128,3 +132,60 @@ def test_alike_lines_whose_numbers_do_not_follow_the_pages_are_content():
     numbers = [49, 50, 52, 53, 54, 55]
     heads = ["\n".join([f"THE SIEGE OF VICKSBURG. {number}", *body(n)]) for n, number in enumerate(numbers)]
     assert [len(removed) for _, removed, _ in run(heads)] == [1] * 6
+
+
+def form_pdf() -> bytes:
+    """A four-page form drawn like a real one: a classification head and foot, a title and a form
+    number with "Page N of 4" on every page, and a different section of text on each."""
+    import matplotlib
+
+    matplotlib.use("pdf")
+    from matplotlib.backends.backend_pdf import PdfPages
+    from matplotlib.figure import Figure
+
+    buffer = io.BytesIO()
+    with PdfPages(buffer) as pdf:
+        for number, text in enumerate(SECTIONS, start=1):
+            figure = Figure(figsize=(8.5, 11))
+            figure.text(0.5, 0.97, "CUI (when filled in)", ha="center", fontsize=9)
+            figure.text(0.08, 0.93, "SURVIVOR BENEFIT PLAN ELECTION", fontsize=12)
+            figure.text(0.08, 0.60, text, fontsize=10)
+            figure.text(0.08, 0.04, "DD FORM 2656-5, OCT 2022", fontsize=8)
+            figure.text(0.80, 0.04, f"Page {number} of {len(SECTIONS)}", fontsize=8)
+            figure.text(0.5, 0.015, "CUI (when filled in)", ha="center", fontsize=9)
+            pdf.savefig(figure)
+    return buffer.getvalue()
+
+
+SECTIONS = (
+    "Section A. The member elects survivor benefit coverage for the spouse named below.",
+    "Section B. Coverage begins on the first day of the month after the election is received.",
+    "Section C. The annuity is reduced by six and one half percent of the base amount.",
+    "Section D. Signatures of the member and a witness are required for the election to be valid.",
+)
+BOILERPLATE = ("CUI", "SURVIVOR BENEFIT PLAN ELECTION", "DD FORM", "Page 1 of 4")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_forms_running_lines_are_in_neither_its_summary_nor_any_quote(alice, no_llm):
+    from knowledge.models import Chunk, DocumentSummary
+    from knowledge.services.collections import collection_create
+    from knowledge.services.documents import DocumentUpload, document_upload
+    from tests.asking import chat_ask
+
+    collection = collection_create(name="Forms", owner=alice)
+    document = document_upload(
+        collection=collection, upload=DocumentUpload(filename="dd2656-5.pdf", data=form_pdf())
+    ).document
+    document.refresh_from_db()
+    assert document.status == "ready", document.error
+    chunks = list(Chunk.objects.filter(document=document).values_list("content", flat=True))
+    assert len(chunks) >= 4 and all(not any(line in text for line in BOILERPLATE) for text in chunks), chunks
+    summary = DocumentSummary.objects.get(document=document).summary
+    assert summary.startswith("Section A") and not any(line in summary for line in BOILERPLATE), summary
+    turn = chat_ask(
+        user=alice, question="When does the survivor benefit coverage begin?", collection_ids=[collection.pk]
+    )
+    quoted = re.findall(r'^- "(.*)" \[Source \d+\]$', turn.answer, flags=re.MULTILINE)
+    assert any("first day of the month" in quote for quote in quoted), turn.answer
+    assert not any(line in turn.answer for line in BOILERPLATE)
