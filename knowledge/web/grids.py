@@ -20,7 +20,7 @@ def sheet_grids(chunks: list, cited=None, quote: tuple[int, int] | None = None) 
             continue
         grid = grids.setdefault(metadata["grid"].get("table", 0), _grid(metadata["grid"]))
         in_passage = cited is not None and chunk.pk == cited.pk
-        quoted = _quoted_row(metadata["cells"], quote) if in_passage else None
+        quoted = quoted_row(metadata["cells"], quote) if in_passage else None
         for number, cells, _offset in metadata["cells"]:
             row = grid["rows"].setdefault(
                 number, {"n": number, "cells": cells, "in_passage": False, "quoted": False}
@@ -57,7 +57,7 @@ def _grid(stored: dict) -> dict:
     }
 
 
-def _quoted_row(cells: list, quote: tuple[int, int] | None) -> int | None:
+def quoted_row(cells: list, quote: tuple[int, int] | None) -> int | None:
     """The row whose line holds the quote's start: the last row starting at or before it; without a
     quote, the cited passage's first row."""
     if quote is None:

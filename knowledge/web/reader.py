@@ -24,7 +24,7 @@ from knowledge.models import Chunk, DocumentSummary
 from knowledge.retrieval.passages import source_fragment, source_place
 from knowledge.services.documents import SERVED_CONTENT_TYPES
 from knowledge.synthesis.quotes import quote_range_parse
-from knowledge.web.grids import cited_grid, sheet_grids
+from knowledge.web.grids import cited_grid, quoted_row, sheet_grids
 from knowledge.web.pages import knowledge_page
 from knowledge.web.passages import section_parts
 from knowledge.web.snippets import mark_words, query_words
@@ -103,7 +103,9 @@ def _cited_page(groups: list[list], cited) -> int:
 def _section(group: list, cited, quote, search: str) -> ReaderSection:
     first = group[0]
     cited_id = cited.pk if cited is not None and any(c.pk == cited.pk for c in group) else None
-    parts = section_parts(group, cited_id=cited_id, quote=quote if cited_id else None)
+    # A table's chunks are drawn as grids; the section's other chunks as text.
+    text_chunks = [c for c in group if not (c.metadata or {}).get("cells")]
+    parts = section_parts(text_chunks, cited_id=cited_id, quote=quote if cited_id else None)
     return ReaderSection(
         place=source_place(first.source_ref) or "Text",
         anchor=source_fragment(first.page, first.source_ref).lstrip("#"),
@@ -233,12 +235,21 @@ def _section_chunks(document, chunk: Chunk) -> list[Chunk]:
 
 
 def _pdf_viewer_data(document, chunk: Chunk | None, quote: tuple[int, int] | None) -> dict:
-    """What static/js/pdf_view.mjs needs: the bytes' address, the page, and the text to find on it."""
+    """What static/js/pdf_view.mjs needs: the bytes' address, the page, and the text to find on it.
+
+    A table's passage reads "Header: value; ..." under its caption, which the page never prints: the
+    text to find is its rows' cells as the page prints them, and the quote the cited row's."""
+    passage, quoted = (chunk.content if chunk else ""), (chunk.content[quote[0] : quote[1]] if quote else "")
+    cells = (chunk.metadata or {}).get("cells") if chunk else None
+    if cells:
+        passage = "\n".join(" ".join(row[1]) for row in cells)
+        row = quoted_row(cells, quote) if quote else None
+        quoted = " ".join(next(r[1] for r in cells if r[0] == row)) if row is not None else ""
     return {
         "file": reverse("knowledge:document_file", args=[document.pk]),
         "page": (chunk.page if chunk else None) or 1,
-        "passage": chunk.content if chunk else "",
-        "quote": chunk.content[quote[0] : quote[1]] if quote else "",
+        "passage": passage,
+        "quote": quoted,
         "assets": static("vendor/pdfjs/"),
     }
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from knowledge.ingestion.formats.common import clean_text, render_rows
+from knowledge.ingestion.formats.common import clean_text, render_rows, table_text
 from knowledge.ingestion.formats.pdf_content import pdf_content_check
 from knowledge.ingestion.formats.pdf_running_lines import RunningLines
 from knowledge.ingestion.formats.pdf_tables import PdfTable, line_key, page_tables, pages_with_rules
@@ -198,13 +198,44 @@ def _table_sections(number: int, tables: list[PdfTable], budget: TextBudget) -> 
         text = budget.charge(render_rows(table.rows, header_needs_two_cells=True))
         if text:
             budget.add_section()
+            header = _table_header(table)
+            body = table.rows[1:] if header else table.rows
             yield Section(
                 source_ref=f"page={number}",
                 text=text,
                 page=number,
                 heading_path=(caption,),
-                metadata={"table": caption},
+                metadata={
+                    "table": caption,
+                    "grid": {
+                        "kind": "pdf",
+                        "table": index - 1,
+                        "header": header,
+                        "caption": caption,
+                        "columns": [0, max(len(row) for row in table.rows) - 1],
+                    },
+                },
+                rows=_row_offsets(text, header, body),
             )
+
+
+def _table_header(table: PdfTable) -> list[str] | None:
+    """The table's header row, as render_rows reads it: a first row of two cells or more."""
+    first = table.rows[0] if table.rows else ()
+    return list(first) if sum(1 for cell in first if cell) >= 2 else None
+
+
+def _row_offsets(text: str, header, body) -> tuple[tuple[int, int, tuple[str, ...]], ...]:
+    """Each body row (numbered from 1) with where its line starts in the table's text."""
+    rows, position = [], 0
+    for number, cells in enumerate(body, start=1):
+        line = table_text(header, [cells])
+        found = text.find(line, position) if line else -1
+        if found < 0:
+            continue
+        rows.append((found, number, tuple(cells)))
+        position = found + len(line)
+    return tuple(rows)
 
 
 def _decrypt_pdf(reader) -> None:
