@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from django.db import connection
-
 from knowledge.access import readable_collections
 
 
@@ -31,7 +29,7 @@ class Scope:
     embedding_model: str | None = None
     # Set by multi-step retrieval: only these documents' chunks, on top of access (never widening it).
     document_ids: tuple[int, ...] | None = None
-    # Set by ``pinned``: collections_params are three columns, sent as arrays.
+    # Set by ``of_chunk_sets``: collections_params are three columns, sent as arrays.
     collections_pinned: bool = False
 
     def sql(self, alias: str = "c", *, per_row: bool = False) -> str:
@@ -76,18 +74,11 @@ class Scope:
         """Only the chunks embedded by ``embedding_model`` (the collections on that model)."""
         return replace(self, embedding_model=embedding_model)
 
-    def pinned(self) -> Scope:
-        """The scope with its chunk sets read now, once: every statement of one search then reads
-        the same release of each collection, even when a promotion or rollback commits between two
-        of them (each statement would otherwise take its own snapshot of the collection rows)."""
-        with connection.cursor() as cursor:
-            cursor.execute(self.collections_sql, self.collections_params)
-            return replace(self, **_pinned_fields(cursor.fetchall()))
-
     @classmethod
     def of_chunk_sets(cls, rows: Iterable[tuple[int, int, str]]) -> Scope:
-        """A pinned scope of chunk sets the access check has just read (``QuestionScope.chunk_sets``):
-        the same scope ``pinned`` reads, without a second statement for the same rows."""
+        """A pinned scope of the chunk sets the access check read (``QuestionScope.chunk_sets``): every
+        statement of one answer reads the same release of each collection, even when a promotion or
+        rollback commits between two of them."""
         return cls(**_pinned_fields(list(rows)))
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from config.base.errors import NotFoundError
 from knowledge.clients.embedding_registry import E5_SMALL, MINILM, MPNET
 from knowledge.models import Chunk, Collection, Document
 from knowledge.retrieval.service import retrieve
@@ -181,11 +182,12 @@ def test_a_question_over_two_models_fuses_both_and_never_reads_another_users_col
     ingest(japanese, JAPANESE_DOCX)
     ingest(bobs, DOCX)  # the English original: it would match the question best of all
     question = "How does hybrid search help retrieval, and why do cars roll uphill on a gravity hill?"
+    # Bob's collection is not Alice's to name: refused at the edge exactly like a missing one.
+    with pytest.raises(NotFoundError, match=f"no such collection: {bobs.pk}"):
+        request_for(alice, question=question, collection_ids=[english.pk, japanese.pk, bobs.pk])
     context = retrieve(
         user=alice,
-        request=request_for(
-            alice, question=question, collection_ids=[english.pk, japanese.pk, bobs.pk], k=10
-        ),
+        request=request_for(alice, question=question, collection_ids=[english.pk, japanese.pk], k=10),
     )
     found = context.primary_chunks + context.referenced_chunks + context.closest
     assert {c.chunk.collection_id for c in found} == {english.pk, japanese.pk}
@@ -193,12 +195,11 @@ def test_a_question_over_two_models_fuses_both_and_never_reads_another_users_col
     # Fused by rank: each model's nearest chunk takes one of the first two dense ranks.
     first = {c.chunk.embedding_model for c in context.primary_chunks if c.scores["dense_rank"] in (1, 2)}
     assert first == {MINILM, E5_SMALL}
-    # Bob, asking the same, finds his own collection and nothing of Alice's.
-    his = retrieve(
-        user=bob,
-        request=request_for(bob, question=question, collection_ids=[english.pk, japanese.pk, bobs.pk], k=10),
-    )
-    assert {c.chunk.collection_id for c in his.primary_chunks} == {bobs.pk}
+    # Bob, asking the same of his own collection, finds it and nothing of Alice's.
+    with pytest.raises(NotFoundError):
+        request_for(bob, question=question, collection_ids=[english.pk, japanese.pk, bobs.pk])
+    his = retrieve(user=bob, request=request_for(bob, question=question, collection_ids=[bobs.pk], k=10))
+    assert his.primary_chunks and {c.chunk.collection_id for c in his.primary_chunks} == {bobs.pk}
 
 
 def test_a_collection_on_the_bundled_768_dimension_model_answers_beside_a_minilm_one(alice):
