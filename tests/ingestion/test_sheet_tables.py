@@ -118,3 +118,11 @@ def test_a_workbook_with_two_tables_quotes_each_row_under_its_own_header_or_none
         ("sheet=Samples", "+; very light\n++; light"),
     ]
     assert sections[0].metadata["grid"]["header_row"] == 1 and sections[1].metadata["grid"]["header"] is None
+
+
+def test_a_csv_first_row_of_names_over_free_text_is_its_header_and_a_row_of_values_is_not():
+    named = [(1, ("name", "city", "note")), *((n, (f"p{n}", "Paris", "a, b")) for n in range(2, 40))]
+    assert sheet_tables(named, header_first=True)[0].header == ("name", "city", "note")
+    assert sheet_tables(named)[0].header is None  # a sheet has no such convention: a tie is no header
+    unnamed = [(n, (f"p{n}", "Paris", "a, b")) for n in range(1, 40)]
+    assert sheet_tables(unnamed, header_first=True)[0].header is None  # "Paris" over "Paris": a value

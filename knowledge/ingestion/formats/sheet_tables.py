@@ -8,6 +8,10 @@ cells above rows of values (some column under it holds numbers, dates or boolean
 those lengths are fixed); otherwise the table has none. A block without a header continues the
 table above it when its cells are of the same kinds, column by column (a table broken by an empty
 row); otherwise it is a table of its own. A single text cell above a header is the table's caption.
+
+A CSV file conventionally starts with its header, so for the first table of a CSV (``header_first``)
+a row of distinct names is the header unless the evidence votes against it: a tie, as when every
+column holds free text, goes to the header.
 """
 
 from __future__ import annotations
@@ -34,8 +38,11 @@ class SheetTable:
     rows: list[tuple[int, tuple]] = field(default_factory=list)  # (row number, its cells in columns)
 
 
-def sheet_tables(rows: Iterable[tuple[int, Sequence[object]]]) -> list[SheetTable]:
-    """The tables of a sheet's ``rows``, each a (row number, cells) pair in sheet order."""
+def sheet_tables(
+    rows: Iterable[tuple[int, Sequence[object]]], *, header_first: bool = False
+) -> list[SheetTable]:
+    """The tables of a sheet's ``rows``, each a (row number, cells) pair in sheet order;
+    ``header_first`` for a CSV, whose first row is by convention its header."""
     tables: list[SheetTable] = []
     for block in _blocks(rows):
         groups = _column_groups(block)
@@ -47,7 +54,7 @@ def sheet_tables(rows: Iterable[tuple[int, Sequence[object]]]) -> list[SheetTabl
             part = [(number, _within(cells, columns)) for number, cells in block]
             part = [(number, cells) for number, cells in part if _filled(cells)]
             if part:
-                _add(tables, columns, part)
+                _add(tables, columns, part, header_first=header_first and not tables)
     return _capped(tables)
 
 
@@ -101,12 +108,14 @@ def _column_groups(block: list[tuple[int, tuple]]) -> list[tuple[int, int]]:
     return groups
 
 
-def _add(tables: list[SheetTable], columns: tuple[int, int], part: list[tuple[int, tuple]]) -> None:
+def _add(
+    tables: list[SheetTable], columns: tuple[int, int], part: list[tuple[int, tuple]], *, header_first=False
+) -> None:
     caption = None
     if len(part) > 2 and _single_text(part[0][1]) and _is_header(part[1][1], part[2:]):
         caption = _single_text(part[0][1])
         part = part[1:]
-    if len(part) > 1 and _is_header(part[0][1], part[1:]):
+    if len(part) > 1 and _is_header(part[0][1], part[1:], tie=header_first and caption is None):
         header_row, header = part[0][0], tuple(_text(cell) for cell in part[0][1])
         body = [(n, cells) for n, cells in part[1:] if tuple(_text(c) for c in cells) != header]
         tables.append(SheetTable(columns, header, header_row, caption, body))
@@ -120,7 +129,9 @@ def _add(tables: list[SheetTable], columns: tuple[int, int], part: list[tuple[in
     tables.append(SheetTable(columns, None, None, caption, part))
 
 
-def _is_header(cells: tuple, below: list[tuple[int, tuple]]) -> bool:
+def _is_header(cells: tuple, below: list[tuple[int, tuple]], *, tie: bool = False) -> bool:
+    """Whether ``cells`` name the columns of the rows ``below``; ``tie`` is the answer when the
+    evidence is even."""
     names = [_text(cell) for cell in cells if cell_kind(cell)]
     if len(names) < 2 or any(cell_kind(cell) not in ("", "word", "code") for cell in cells):
         return False  # a header names its columns: text with letters, no values and no bare marks
@@ -141,7 +152,7 @@ def _is_header(cells: tuple, below: list[tuple[int, tuple]]) -> bool:
             len(lengths) == 1 and len(under) >= MIN_LENGTH_EVIDENCE
         ):  # fixed-length values ("T-01", "A"): a name of another length is a header
             vote += 1 if len(_text(cell)) not in lengths else -1
-    return vote > 0
+    return vote > 0 or (tie and vote == 0)
 
 
 def _continues(previous: SheetTable, columns: tuple[int, int], part: list[tuple[int, tuple]]) -> bool:

@@ -50,7 +50,10 @@ def extract_csv(filename: str, data: bytes, budget: TextBudget) -> list[Section]
     try:
         # Rows stream into the renderer so the text budget stops a huge file early.
         return _sheet_sections(
-            filename_stem(filename), csv.reader(io.StringIO(text, newline=""), dialect), budget
+            filename_stem(filename),
+            csv.reader(io.StringIO(text, newline=""), dialect),
+            budget,
+            header_first=True,
         )
     except csv.Error as exc:
         raise UnreadableDocument(f"the CSV could not be read: {exc}") from exc
@@ -68,9 +71,12 @@ def _sniff_sample(text: str) -> str:
     return sample[:cut] if cut > 0 and len(text) > CSV_SNIFF_CHARS else sample
 
 
-def _sheet_sections(name: str, rows: Iterable[Sequence[object]], budget: TextBudget) -> list[Section]:
-    """One section per table of the sheet; an empty sheet is one empty section."""
-    tables = sheet_tables(_charged(rows, budget))
+def _sheet_sections(
+    name: str, rows: Iterable[Sequence[object]], budget: TextBudget, *, header_first: bool = False
+) -> list[Section]:
+    """One section per table of the sheet; an empty sheet is one empty section. ``header_first``:
+    a CSV's first row is its header unless the evidence votes against (see sheet_tables)."""
+    tables = sheet_tables(_charged(rows, budget), header_first=header_first)
     if not tables:
         budget.add_section()
         return [Section(source_ref=f"sheet={name}", text="", sheet=name)]
