@@ -24,7 +24,7 @@ from knowledge.retrieval.answerability import (
     Verdict,
 )
 from knowledge.retrieval.passages import source_fields, source_label
-from knowledge.text.inline_markdown import inline_plain
+from knowledge.text.inline_markdown import block_marks_removed, inline_plain
 from knowledge.text.language import LANGUAGE_NAMES
 
 NO_RESULTS_TEXT = (
@@ -109,8 +109,9 @@ def _closest_line(item) -> str:
 
 
 def _excerpt(text: str) -> str:
-    """The passage's opening words, its Markdown marks read away (knowledge.text.inline_markdown)."""
-    flat = inline_plain(" ".join(text.split()))
+    """The passage's opening words, its Markdown marks read away (knowledge.text.inline_markdown):
+    its lines are run together, so the marks that open them go first."""
+    flat = inline_plain(" ".join(block_marks_removed(text).split()))
     if len(flat) <= CLOSEST_CHARS:
         return flat
     return flat[:CLOSEST_CHARS].rsplit(" ", 1)[0] + " …"

@@ -10,11 +10,16 @@ must not put a link of its author's choosing into another user's page).
 from __future__ import annotations
 
 import html
+import re
 from functools import cache
 
 STYLE_TAGS = {"code": "code", "strong": "strong", "em": "em", "del": "del"}
 _OPENING = {"strong_open": "strong", "em_open": "em", "s_open": "del"}
 _CLOSING = {"strong_close", "em_close", "s_close"}
+# A line's block marks: quote marks ("> "), a heading's hashes, a list item's bullet or number.
+_BLOCK_MARKS = re.compile(
+    r"^[ \t]{0,3}(?:(?:>[ \t]?)+|#{1,6}[ \t]+|(?:[-*+]|\d{1,9}[.)])[ \t]+)", re.MULTILINE
+)
 
 
 @cache
@@ -56,6 +61,12 @@ def inline_segments(text: str) -> list[tuple[str, tuple[str, ...]]]:
 def inline_plain(text: str) -> str:
     """The line's text without its Markdown marks."""
     return "".join(piece for piece, _ in inline_segments(text))
+
+
+def block_marks_removed(text: str) -> str:
+    """The text without the block marks that open its lines (quote marks, heading hashes, bullets),
+    for an excerpt that runs its lines together."""
+    return _BLOCK_MARKS.sub("", text)
 
 
 def inline_html(text: str) -> str:

@@ -4,8 +4,6 @@ and promote, discard or roll back (the knowledge_release command's services)."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.shortcuts import redirect
-from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts.throttles import user_throttle_charge
@@ -21,7 +19,7 @@ from knowledge.services.releases import (
     releases_of,
 )
 from knowledge.services.releases_report import release_row, worse_questions
-from knowledge.web.pages import knowledge_page
+from knowledge.web.pages import collection_settings_redirect, knowledge_page
 
 # The operator decides on these: the gate held them, or is still measuring them.
 DECIDABLE = (Release.State.CANDIDATE, Release.State.HELD)
@@ -110,4 +108,4 @@ def collection_releases_view(request, collection_id: int):
 
 
 def _back(collection: Collection):
-    return redirect(reverse("knowledge:collection", kwargs={"collection_id": collection.pk}) + "#releases")
+    return collection_settings_redirect(collection.pk, section="releases")

@@ -556,6 +556,10 @@
   // A sheet's cited rows as a grid (text only), the cited row singled out.
   function gridNode(grid) {
     const frame = el("div", "grid-frame");
+    // A scrolling box is reachable by keyboard, and named for screen readers.
+    frame.setAttribute("role", "region");
+    frame.tabIndex = 0;
+    frame.setAttribute("aria-label", grid.caption || "The cited rows");
     const table = el("table", "grid");
     if (grid.caption) table.appendChild(el("caption", null, grid.caption));
     const head = el("tr");

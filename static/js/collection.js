@@ -8,6 +8,16 @@
   const table = document.getElementById("documents");
   const uploads = document.getElementById("uploads");
   const askLink = document.getElementById("ask-collection");
+  // A change made in a folded section comes back to it, the address naming it: open it again.
+  function openNamedSection() {
+    const section = location.hash.length > 1 && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (section && section.tagName === "DETAILS" && !section.open) {
+      section.open = true;
+      section.scrollIntoView();
+    }
+  }
+  openNamedSection();
+  window.addEventListener("hashchange", openNamedSection);
   if (!table) return;
   const canWrite = table.dataset.canWrite === "1";
   const LABELS = { uploaded: "Uploaded", processing: "Processing", ready: "Ready", failed: "Failed" };

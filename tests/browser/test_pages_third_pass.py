@@ -3,7 +3,10 @@ explains itself, and answers as people read them (closest matches as links, Mark
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from playwright.sync_api import expect
 
 from knowledge.services.collections import collection_create
 from tests.browser import test_pages_ux
@@ -56,9 +59,7 @@ def test_the_chat_page_names_what_it_searches_and_titles_a_conversation_from_its
         page.select_option("select[name=collections]", [str(hills.pk)])
         assert page.locator("#chat-title").inner_text() == "New conversation"
         ask(page)
-        page.wait_for_function(
-            "document.getElementById('chat-title').textContent.startsWith('Why do cars seem')"
-        )
+        expect(page.locator("#chat-title")).to_have_text(re.compile("^Why do cars seem"))
         assert page.title().startswith("Why do cars seem")
 
     each_size(chromium, live_server.url, "alice", check)
@@ -103,5 +104,35 @@ def test_quotes_of_a_markdown_document_show_no_markdown_syntax(chromium, live_se
         answer = page.locator("#turns .turn .answer").first
         assert answer.locator("code", has_text="manage.py migrate").count() == 1
         assert "`" not in answer.inner_text() and "**" not in answer.inner_text()
+
+    each_size(chromium, live_server.url, "alice", check)
+
+
+def test_a_new_collection_page_offers_uploads_first_and_keeps_every_status_current(
+    chromium, live_server, alice, no_llm
+):
+    def check(page, size):
+        collection = collection_create(name=f"Fresh {size}", owner=alice)
+        page.goto(f"{live_server.url}/collections/{collection.pk}/")
+        assert visible_without_scrolling(page, "#dropzone")
+        # Expert tools are named sections, closed until opened; none comes before the uploads.
+        for section in ("#collection-sources", "#teams", "#releases"):
+            assert page.get_attribute(section, "open") is None, section
+            assert page.locator(section).bounding_box()["y"] > page.locator("#dropzone").bounding_box()["y"]
+        assert not page.is_visible("#add-source-form") and not page.is_visible("#release-list")
+        assert page.locator("#releases > summary").inner_text().endswith("0 passages")
+        page.set_input_files(
+            "#file-input",
+            {
+                "name": "gravity_hill.md",
+                "mimeType": "text/markdown",
+                "buffer": (CORPUS / "text" / "gravity_hill.md").read_bytes(),
+            },
+        )
+        # The upload row says what is happening from the first moment, never a blank status.
+        assert page.locator("#uploads li .state").first.inner_text().strip() != ""
+        page.wait_for_selector("#uploads li .state:has-text('Ready')", timeout=120_000)
+        # The release now holds the new passages, without a reload.
+        expect(page.locator("#releases [data-role=serving-chunks]")).not_to_have_text("0")
 
     each_size(chromium, live_server.url, "alice", check)

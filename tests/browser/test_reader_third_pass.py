@@ -62,6 +62,9 @@ def workbook(alice):
     sheet.append(["Case", "Tissue", "Stain intensity"])
     for number in range(2, 41):
         sheet.append([f"T-{number:02d}", "liver" if number % 2 else "kidney", number % 4])
+    sheet.append([])  # a second table, a legend without a header
+    sheet.append(["+", "very light"])
+    sheet.append(["++", "light"])
     data = io.BytesIO()
     book.save(data)
     collection = collection_create(name="Lab", owner=alice)
@@ -114,11 +117,18 @@ def test_a_sheet_citation_of_row_12_opens_with_the_row_in_view_in_its_grid(chrom
             page.wait_for_load_state("load")
             assert page.locator("table.grid tr.quoted").get_attribute("data-row") == "12"
             assert fully_visible(page, "table.grid tr.quoted", within=".grid-frame"), name
-            assert page.locator("table.grid thead th").all_inner_texts()[1:] == [
+            assert page.locator("table.grid").first.locator("thead th").all_text_contents()[
+                1:
+            ] == [  # as written
                 "Case",
                 "Tissue",
                 "Stain intensity",
             ]
+            # The legend is a grid of its own, its columns named by letter: it has no header.
+            assert page.locator("table.grid").count() == 2
+            legend = page.locator("table.grid").nth(1)
+            assert legend.locator("thead th").all_text_contents()[1:] == ["A", "B"]
+            assert legend.locator("tbody tr").first.get_attribute("data-row") == "42"
             page.screenshot(path=f"tests/artifacts/reader-sheet-row-12-{name}.png")
         finally:
             page.context.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from knowledge.synthesis.citations import Citation, answer_html
-from knowledge.text.inline_markdown import inline_html, inline_plain, inline_segments
+from knowledge.text.inline_markdown import block_marks_removed, inline_html, inline_plain, inline_segments
 
 
 def test_code_emphasis_and_strikethrough_become_styles_and_the_marks_go():
@@ -59,3 +59,13 @@ def test_an_answers_quotes_show_their_markdown_as_text_and_keep_their_citation_l
         len(links) == 2 and "quote=" in links[0]
     )  # the marker in code is code, and the next one still links
     assert "<code>[Source 1]</code>" in rendered
+
+
+def test_the_block_marks_that_open_lines_are_removed_and_the_text_kept():
+    text = (
+        '> "Magnetic hill" redirects here.\n> > see Magnetic Hill\n## See also\n- List of hills\n'
+        "12. Twelfth\n3 > 2 holds"
+    )
+    assert block_marks_removed(text) == (
+        '"Magnetic hill" redirects here.\nsee Magnetic Hill\nSee also\nList of hills\nTwelfth\n3 > 2 holds'
+    )
