@@ -12,12 +12,13 @@ import pytest
 
 from knowledge.models import Chunk, Document
 from knowledge.services.collections import collection_create
-from tests.browser import test_pages_ux
+from tests.browser import test_pages_ux, test_pdf_citations
 from tests.browser.test_pages_ux import SIZES, signed_in, upload
 from tests.conftest import CORPUS
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 chromium = test_pages_ux.chromium  # one Chromium for the module
+pasa = test_pdf_citations.pasa  # pasa.pdf, ready
 
 # Every status the PDF viewer shows, as it shows it.
 STATUS_LOG = """
@@ -46,29 +47,27 @@ def first_sentence(text: str) -> tuple[int, int]:
     return found.span()
 
 
-@pytest.fixture
-def pasa(alice):
-    collection = collection_create(name="Papers", owner=alice)
-    document = upload(collection, CORPUS / "pdf" / "pasa.pdf")
-    assert document.status == Document.Status.READY, document.error
-    return document
-
-
-@pytest.fixture
-def workbook(alice):
+def samples_workbook() -> bytes:
+    """Two tables on one sheet: 39 samples under a header (rows 2-40), then a legend without one
+    (rows 42-43)."""
     book = openpyxl.Workbook()
     sheet = book.active
     sheet.title = "Samples"
     sheet.append(["Case", "Tissue", "Stain intensity"])
     for number in range(2, 41):
         sheet.append([f"T-{number:02d}", "liver" if number % 2 else "kidney", number % 4])
-    sheet.append([])  # a second table, a legend without a header
+    sheet.append([])
     sheet.append(["+", "very light"])
     sheet.append(["++", "light"])
     data = io.BytesIO()
     book.save(data)
+    return data.getvalue()
+
+
+@pytest.fixture
+def workbook(alice):
     collection = collection_create(name="Lab", owner=alice)
-    document = upload(collection, CORPUS / "office" / "samples.xlsx", data=data.getvalue())
+    document = upload(collection, CORPUS / "office" / "samples.xlsx", data=samples_workbook())
     assert document.status == Document.Status.READY, document.error
     return document
 

@@ -10,11 +10,9 @@ test_pages_third_pass and test_reader_third_pass; this test checks only that eac
 
 from __future__ import annotations
 
-import io
 import os
 import re
 
-import openpyxl
 import pytest
 from playwright.sync_api import expect
 
@@ -22,6 +20,7 @@ from knowledge.models import Chunk, Document
 from knowledge.services.collections import collection_create
 from tests.browser import test_pages_ux
 from tests.browser.test_pages_ux import SIZES, ask, signed_in, upload
+from tests.browser.test_reader_third_pass import samples_workbook
 from tests.conftest import CORPUS, REPO_ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -31,22 +30,6 @@ chromium = test_pages_ux.chromium
 PHASE = os.environ.get("UI_ARTIFACTS_PHASE", "after")
 ARTIFACTS = REPO_ROOT / "tests" / "artifacts" / "third-pass" / PHASE
 UNCOVERED = "What is the refund policy for gravity hill tickets bought online?"
-
-
-def samples_workbook() -> bytes:
-    """Two tables on one sheet: samples under a header, then a legend without one."""
-    book = openpyxl.Workbook()
-    sheet = book.active
-    sheet.title = "Samples"
-    sheet.append(["Case", "Tissue", "Stain intensity"])
-    for number in range(2, 41):
-        sheet.append([f"T-{number:02d}", "liver" if number % 2 else "kidney", number % 4])
-    sheet.append([])
-    sheet.append(["+", "light"])
-    sheet.append(["++", "strong"])
-    data = io.BytesIO()
-    book.save(data)
-    return data.getvalue()
 
 
 @pytest.fixture
