@@ -82,6 +82,8 @@ def api_exception_handler(exc, context):
             status=status.HTTP_500_INTERNAL_SERVER_ERROR,
         )
     response.data = _body_for(exc, response.status_code)
+    if response.status_code == status.HTTP_401_UNAUTHORIZED and "WWW-Authenticate" not in response:
+        response["WWW-Authenticate"] = 'Bearer realm="api"'  # a 401 names its challenge (RFC 9110)
     return response
 
 

@@ -13,7 +13,7 @@ from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.api_tokens import token_create, token_revoke, tokens_for_user
 from accounts.models import ApiToken
 from accounts.policy import DEFAULT_PASSWORD_MESSAGE, must_change_password
-from config.base.errors import ForbiddenError, KnowledgeError
+from config.base.errors import ForbiddenError, NotAuthenticatedError
 
 
 class TokenSerializer(serializers.ModelSerializer):
@@ -60,14 +60,14 @@ class PasswordTokenView(ApiView):
     @extend_schema(
         summary="Exchange a username and password for a new API token",
         request=PasswordLoginSerializer,
-        responses={201: PasswordTokenSerializer, **errors(400, 403, 429, authenticated=False)},
+        responses={201: PasswordTokenSerializer, **errors(400, 401, 403, 429, authenticated=False)},
         auth=[],
     )
     def post(self, request):
         data = validated(PasswordLoginSerializer, request.data)
         user = authenticate(request._request, username=data["username"], password=data["password"])
         if user is None:
-            raise KnowledgeError("wrong username or password")
+            raise NotAuthenticatedError("wrong username or password")
         if must_change_password(user):  # a token would outlive the default password everyone knows
             raise ForbiddenError(DEFAULT_PASSWORD_MESSAGE)
         name = data.get("name") or f"API token {timezone.now():%Y-%m-%d %H:%M}"

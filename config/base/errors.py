@@ -13,6 +13,12 @@ class KnowledgeError(Exception):
     status_code = 400
 
 
+class NotAuthenticatedError(KnowledgeError):
+    """Credentials that do not sign anyone in (a wrong user name or password)."""
+
+    status_code = 401
+
+
 class NotFoundError(KnowledgeError):
     """Missing, or not visible to this user: the two are never told apart."""
 

@@ -10,12 +10,13 @@ from knowledge.models import ChatSession, ChatTurn, Profile
 from knowledge.retrieval.passages import source_fields, source_label, source_place
 from knowledge.retrieval.service import KnowledgeContext
 from knowledge.synthesis.answer import Answer
-from knowledge.synthesis.citations import answer_html
+from knowledge.synthesis.citations import answer_html, cited_urls
 
 
 def start_payload(*, session: ChatSession, turn: ChatTurn, question: str, profile: Profile | None) -> dict:
     return {
         "session_id": session.pk,
+        "session_title": session.title,
         "turn_index": turn.index,
         "question": question,
         "profile_id": profile.pk if profile else None,
@@ -90,16 +91,24 @@ def complete_payload(*, turn: ChatTurn, duration_ms: float) -> dict:
 
 def final_payload(answer: Answer, *, passages: list[dict]) -> dict:
     """The answer; ``passages`` (source summaries) is the list its [Source N] number, to show beside it."""
+    cited = [c.as_dict() for c in answer.citations]
+    urls = cited_urls(answer.text, cited)
     return {
-        "html": answer_html(answer.text, answer.citations),
+        "html": answer_html(answer.text, answer.citations, answer.closest),
         "text": answer.text,
         "mode": answer.mode,
         "label": answer.label,
         "sources": [
-            {**c.as_dict(), "label": source_label(c.source_ref), "place": source_place(c.source_ref)}
-            for c in answer.citations
+            {
+                **row,
+                "url": urls.get(row["n"], row["url"]),
+                "label": source_label(c.source_ref),
+                "place": source_place(c.source_ref),
+            }
+            for c, row in zip(answer.citations, cited, strict=True)
         ],
         "dropped_citations": answer.dropped,
+        "closest": answer.closest,
         "passages": passages,
     }
 
@@ -134,14 +143,17 @@ CITATION_SUMMARY_FIELDS = ("n", "document", "source_ref", "text", "title", "url"
 
 def turn_summary(turn: ChatTurn) -> dict:
     """A turn as one JSON object (knowledge_ask --json, API responses)."""
+    urls = cited_urls(turn.answer, turn.cited_sources)
     return {
         "answer": turn.answer,
         "mode": turn.mode,
         "citations": [
-            {k: c.get(k) for k in CITATION_SUMMARY_FIELDS} | {"origin_url": c.get("origin_url", "")}
+            {k: c.get(k) for k in CITATION_SUMMARY_FIELDS}
+            | {"url": urls.get(c.get("n"), c.get("url")), "origin_url": c.get("origin_url", "")}
             for c in turn.cited_sources
         ],
         "dropped_citations": turn.dropped_citations,
+        "closest": turn.closest,
         "tokens": {"input": turn.input_tokens, "output": turn.output_tokens, "source": turn.token_source},
         "events": [e["event"] for e in turn.events],
         "session": turn.session_id,

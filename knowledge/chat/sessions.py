@@ -81,6 +81,7 @@ def chat_turn_answer_set(
     turn.answer = answer.text
     turn.mode = answer.mode
     turn.cited_sources = [c.as_dict() for c in answer.citations]
+    turn.closest = answer.closest
     if answer.passages is not None:
         turn.retrieved = [source_summary(s) for s in answer.passages]
     turn.dropped_citations = answer.dropped

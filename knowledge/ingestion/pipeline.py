@@ -466,7 +466,7 @@ def _chunk_row(document, chunk_set: ChunkSet, index, draft: ChunkDraft, vector) 
         element_id=section.element_id,
         ref_ids=list(section.ref_ids),
         referenced_by=list(section.referenced_by),
-        metadata=section.metadata,
+        metadata={**section.metadata, **draft.metadata},
         embedding=vector,
     )
 

@@ -42,6 +42,9 @@ class Section:
     ref_ids: tuple[str, ...] = ()
     referenced_by: tuple[str, ...] = ()
     metadata: dict = field(default_factory=dict)
+    # A table's rows (sheets): (where the row's line starts in ``text``, its row number on the sheet,
+    # its cells as text). Not stored: each chunk keeps the rows it holds (ChunkDraft.metadata).
+    rows: tuple[tuple[int, int, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -53,3 +56,6 @@ class ChunkDraft:
     token_count: int
     # Where the chunk sits (heading path or document title), embedded with it; see headers.py.
     header: str = ""
+    # What the chunk adds to its section's metadata: a table chunk's rows and cells ("cells": [[row
+    # number, [cell, ...], where the row's line starts in the chunk's content], ...]).
+    metadata: dict = field(default_factory=dict)

@@ -7,7 +7,7 @@ from importlib import metadata
 
 # Raise when a reader or chunker changes what it produces from the same file, so a release built
 # before says so (`knowledge_release status` shows both).
-EXTRACTION_VERSION = "2026.11.26"
+EXTRACTION_VERSION = "2026.11.29"
 
 # The libraries whose versions change what a document reads as.
 PARSER_LIBRARIES = ("pypdf", "python-docx", "python-pptx", "openpyxl", "pdfplumber", "beautifulsoup4")

@@ -44,6 +44,8 @@ class ChatTurn(models.Model):
     mode = models.CharField(max_length=12, choices=Mode.choices, blank=True)
     cited_sources = models.JSONField(default=list, blank=True)
     retrieved = models.JSONField(default=list, blank=True)
+    # A refusal's closest matches, for its lines to link to their places (knowledge.synthesis.refusal).
+    closest = models.JSONField(default=list, blank=True)
     dropped_citations = models.PositiveIntegerField(default=0)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)

@@ -31,7 +31,7 @@ from knowledge.synthesis.citations import resolve_citations
 from knowledge.synthesis.events import ContextReady, Emitted
 from knowledge.synthesis.extractive import LABEL_LLM_FAILED, LABEL_NO_LLM, extractive_answer, says_nothing
 from knowledge.synthesis.prompts import Exchange, prompt_equivalent_tokens, synthesis_messages
-from knowledge.synthesis.refusal import MAX_CLOSEST, refusal_text
+from knowledge.synthesis.refusal import MAX_CLOSEST, closest_places, refusal_text
 from knowledge.text.token_counts import llm_token_count
 
 DIRECT_TEXT = (
@@ -55,6 +55,8 @@ class Answer:
     # The passages its [Source N] number, in that order (RetrievedChunks): the list shown beside it.
     # None for an answer that cites nothing (no results, no search): the retrieved list stands.
     passages: list | None = None
+    # A refusal's closest matches (closest_places): each of its lines links to its place.
+    closest: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -133,6 +135,7 @@ class Synthesis:
             text=text,
             mode=ChatTurn.Mode.NO_RESULTS,
             label="no_results",
+            closest=closest_places(context.closest),
             input_tokens=self._prompt_tokens(context, ""),
             output_tokens=llm_token_count(text),
         )

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, fields
 
 from knowledge.retrieval.passages import source_fields
 from knowledge.synthesis.quotes import quote_range_format, quote_span
+from knowledge.synthesis.refusal import CLOSEST_HEADING
+from knowledge.text.inline_markdown import inline_html, inline_segments, styled_html
 
 # [Source 1]  [Source 1, 3]  [Sources 1-2]  [source: 4]  [Source 1 and Source 2]  [Source #2]
 MARKER = re.compile(
@@ -96,13 +98,12 @@ def citation_for(retrieved) -> Citation:
 # extractive answer writes `- "sentence" [Source N]`): when it does, its link says where.
 _QUOTED_BEFORE = re.compile(r'"([^"\n]{1,1000})"\s*$')
 _SOURCE_MARKER = re.compile(r"\[Source (\d+)\]")
-_LINK = re.compile(r"\[([^\]\n]{1,300})\]\((https?://[^\s)]{1,2000})\)")
-_BOLD = re.compile(r"\*\*(.+?)\*\*")
 _BULLET = re.compile(r"^[-*•]\s+")
 
 
-def answer_html(text: str, citations: list[Citation]) -> str:
-    """The answer as safe HTML: paragraphs, bullet lists, bold, linked [Source N].
+def answer_html(text: str, citations: list[Citation], closest: list[dict] = ()) -> str:
+    """The answer as safe HTML: paragraphs, bullet lists, inline Markdown (code, emphasis,
+    strikethrough), linked [Source N].
 
     The only links are the [Source N] markers, to our own citation viewer. A
     Markdown link in the answer is shown as its text with the URL after it:
@@ -110,48 +111,92 @@ def answer_html(text: str, citations: list[Citation]) -> str:
     a shared collection must not put a live link to a site of its author's
     choosing ("the official HR portal") into another user's answer.
     """
-    return _answer_html(text, {c.n: (c.url, c.text) for c in citations})
+    return _answer_html(text, {c.n: (c.url, c.text) for c in citations}, closest)
 
 
-def saved_answer_html(text: str, cited_sources: list[dict]) -> str:
-    """A saved turn's answer rendered now, from its text and citations (not the HTML saved with it)."""
+def saved_answer_html(text: str, cited_sources: list[dict], closest: list[dict] = ()) -> str:
+    """A saved turn's answer rendered now, from its text, citations and closest matches (not the HTML
+    saved with it)."""
     places = {c["n"]: (c["url"], c.get("text") or "") for c in cited_sources if "n" in c and "url" in c}
-    return _answer_html(text, places)
+    return _answer_html(text, places, closest)
 
 
 # A cited source's link and its passage's text, by source number.
 Places = dict[int, tuple[str, str]]
 
 
-def _answer_html(text: str, places: Places) -> str:
+def cited_urls(text: str, cited_sources: list[dict]) -> dict[int, str]:
+    """Each cited source's link as the answer's HTML gives it: with ``quote=`` where the answer quotes
+    the passage (its first quoted marker), else its place. The API, MCP and the pages link alike."""
+    places = {c["n"]: (c["url"], c.get("text") or "") for c in cited_sources if "n" in c and "url" in c}
+    urls: dict[int, str] = {}
+    for line in _lines(text):
+        for marker in _SOURCE_MARKER.finditer(line):
+            n, url = int(marker.group(1)), _marker_url(line, marker, places)
+            if url is not None and (n not in urls or ("quote=" in url and "quote=" not in urls[n])):
+                urls[n] = url
+    return urls
+
+
+def _lines(text: str) -> list[str]:
+    """The answer's lines as its HTML reads them (bullets without their marks)."""
+    return [_BULLET.sub("", line.strip()) for line in text.splitlines() if line.strip()]
+
+
+def _answer_html(text: str, places: Places, closest: list[dict] = ()) -> str:
     blocks = [b for b in re.split(r"\n\s*\n", text.strip()) if b.strip()]
-    return "\n".join(_block_html(block, places) for block in blocks)
+    return "\n".join(_block_html(block, places, closest) for block in blocks)
 
 
-def _block_html(block: str, places: Places) -> str:
+def _block_html(block: str, places: Places, closest: list[dict] = ()) -> str:
     lines = [line.strip() for line in block.splitlines() if line.strip()]
+    if lines[0] == CLOSEST_HEADING and closest:
+        return f"<p>{html.escape(CLOSEST_HEADING)}</p>" + _closest_html(lines[1:], closest)
     if all(_BULLET.match(line) for line in lines):
         items = "".join("<li>" + _inline_html(_BULLET.sub("", line), places) + "</li>" for line in lines)
         return f"<ul>{items}</ul>"
     return "<p>" + "<br>".join(_inline_html(line, places) for line in lines) + "</p>"
 
 
-def _inline_html(line: str, places: Places) -> str:
-    # Escaping leaves the markers as they are, so the i-th marker of the line is the i-th of its HTML.
-    hrefs = iter([_marker_url(line, match, places) for match in _SOURCE_MARKER.finditer(line)])
-    escaped = html.escape(line, quote=True)
-
-    def cite(match: re.Match) -> str:
-        n, href = int(match.group(1)), next(hrefs)
-        if href is None:
-            return match.group(0)
-        return (
-            f'<a class="citation" href="{html.escape(href, quote=True)}" data-source="{n}">[Source {n}]</a>'
+def _closest_html(lines: list[str], closest: list[dict]) -> str:
+    """A refusal's closest matches, each line's "document, place" a link to its place (the side panel
+    opens it like a citation); the excerpt stays text."""
+    items = []
+    for line, place in zip(lines, closest, strict=False):
+        named, colon, excerpt = _BULLET.sub("", line).partition(": ")
+        link = (
+            f'<a class="closest-match" href="{html.escape(place["url"], quote=True)}">'
+            f"{html.escape(named)}</a>"
         )
+        items.append(f"<li>{link}{html.escape(colon)}{inline_html(excerpt)}</li>")
+    rest = lines[len(closest) :]
+    items += [f"<li>{inline_html(_BULLET.sub('', line))}</li>" for line in rest]
+    return f"<ul>{''.join(items)}</ul>"
 
-    escaped = _SOURCE_MARKER.sub(cite, escaped)
-    escaped = _LINK.sub(r"\1 (\2)", escaped)
-    return _BOLD.sub(r"<strong>\1</strong>", escaped)
+
+def _inline_html(line: str, places: Places) -> str:
+    """The line's inline Markdown as styled text (knowledge.text.inline_markdown: a link shows its
+    address, never becomes one), its [Source N] markers as links to the cited places."""
+    # The markers keep their text through the parse, so the i-th marker of the line is the i-th of
+    # its pieces; a marker inside a code span is code, and not linked.
+    hrefs = iter([_marker_url(line, match, places) for match in _SOURCE_MARKER.finditer(line)])
+    parts = []
+    for piece, styles in inline_segments(line):
+        escaped = html.escape(piece, quote=True)
+        if "code" in styles:
+            for _ in _SOURCE_MARKER.finditer(piece):
+                next(hrefs)
+        else:
+            escaped = _SOURCE_MARKER.sub(lambda match: _chip(match, next(hrefs)), escaped)
+        parts.append(styled_html(escaped, styles))
+    return "".join(parts)
+
+
+def _chip(marker: re.Match, href: str | None) -> str:
+    n = int(marker.group(1))
+    if href is None:
+        return marker.group(0)
+    return f'<a class="citation" href="{html.escape(href, quote=True)}" data-source="{n}">[Source {n}]</a>'
 
 
 def _marker_url(line: str, marker: re.Match, places: Places) -> str | None:

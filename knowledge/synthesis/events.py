@@ -2,7 +2,8 @@
 
 In order, every turn emits:
 
-    execution_start               {session_id, turn_index, question, profile_id, profile_type, profile_tag}
+    execution_start               {session_id, session_title, turn_index, question, profile_id,
+                                   profile_type, profile_tag}
     knowledge_retrieval_start     {collection_count, question, resolved_question, resolution}
     knowledge_retrieval_complete  {results_count, documents[], sources[], duration_ms}
     conversation_llm_step         {step, mode, model, input_tokens, output_tokens, token_source,

@@ -23,7 +23,8 @@ from knowledge.retrieval.answerability import (
     REASON_MISSING_TERM,
     Verdict,
 )
-from knowledge.retrieval.passages import source_label
+from knowledge.retrieval.passages import source_fields, source_label
+from knowledge.text.inline_markdown import block_marks_removed, inline_plain
 from knowledge.text.language import LANGUAGE_NAMES
 
 NO_RESULTS_TEXT = (
@@ -34,7 +35,16 @@ NO_RESULTS_TEXT = (
 CLOSEST_HEADING = "Closest matches (they do not answer the question):"
 CLOSEST_CHARS = 160
 MULTILINGUAL_MODELS = tuple(name for name, model in EMBEDDING_MODELS.items() if model.multilingual)
-__all__ = ["CLOSEST_HEADING", "MAX_CLOSEST", "NO_RESULTS_TEXT", "refusal_reason_text", "refusal_text"]
+__all__ = [
+    "CLOSEST_HEADING",
+    "MAX_CLOSEST",
+    "NO_RESULTS_TEXT",
+    "closest_places",
+    "refusal_reason_text",
+    "refusal_text",
+]
+# What a closest match keeps beside the refusal's text, for its line to link to its place.
+CLOSEST_FIELDS = ("chunk_id", "document_id", "document", "title", "source_ref", "label", "url")
 
 
 def refusal_text(closest: list, verdict: Verdict | None = None) -> str:
@@ -45,6 +55,11 @@ def refusal_text(closest: list, verdict: Verdict | None = None) -> str:
     if not lines:
         return opening
     return opening + "\n\n" + CLOSEST_HEADING + "\n" + "\n".join(lines)
+
+
+def closest_places(closest: list) -> list[dict]:
+    """The refusal's closest matches (RetrievedChunks) as the places its lines name, in their order."""
+    return [source_fields(item, CLOSEST_FIELDS) for item in closest[:MAX_CLOSEST]]
 
 
 def refusal_reason_text(verdict: Verdict | None) -> str | None:
@@ -94,7 +109,9 @@ def _closest_line(item) -> str:
 
 
 def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
+    """The passage's opening words, its Markdown marks read away (knowledge.text.inline_markdown):
+    its lines are run together, so the marks that open them go first."""
+    flat = inline_plain(" ".join(block_marks_removed(text).split()))
     if len(flat) <= CLOSEST_CHARS:
         return flat
     return flat[:CLOSEST_CHARS].rsplit(" ", 1)[0] + " …"

@@ -121,7 +121,7 @@ def _turn_row(turn) -> dict:
     The HTML is rendered again from the saved text: the copy saved in the turn's events was made by the
     rules of its day (earlier ones made document links live).
     """
-    html = saved_answer_html(turn.answer, turn.cited_sources) if turn.answer else ""
+    html = saved_answer_html(turn.answer, turn.cited_sources, turn.closest) if turn.answer else ""
     sources = [
         {**s, "match": s.get("match") or match_words(s.get("scores"), s.get("role"))} for s in turn.retrieved
     ]

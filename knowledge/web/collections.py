@@ -49,15 +49,10 @@ from knowledge.services.sharing import (
     collection_share_path,
 )
 from knowledge.services.teams import collection_shares, shareable_groups
-from knowledge.web.pages import knowledge_page, wants_json
-from knowledge.web.releases import releases_context
+from knowledge.web.pages import collection_settings_redirect, knowledge_page, wants_json
+from knowledge.web.releases import releases_context, releases_status
 from knowledge.web.snippets import snippet
 from knowledge.web.sources import source_rows
-
-
-def collection_settings_redirect(collection, *, section: str = "collection-settings"):
-    """Back to the collection page at the section where the change was made (settings, by default)."""
-    return redirect(reverse("knowledge:collection", kwargs={"collection_id": collection.pk}) + "#" + section)
 
 
 def home(request):
@@ -150,7 +145,7 @@ def collection_settings(request, collection_id: int):
     if action == "reindex":
         collection = collection_for_content_writer(user=request.user, collection_id=collection_id)
         _reindex(request, collection)
-        return collection_settings_redirect(collection)
+        return collection_settings_redirect(collection.pk)
     collection = collection_for_manager(user=request.user, collection_id=collection_id)
     if action == "details":
         collection_update(
@@ -179,7 +174,7 @@ def collection_settings(request, collection_id: int):
         return redirect("knowledge:collections")
     else:
         raise KnowledgeError("unknown action")
-    return collection_settings_redirect(collection)
+    return collection_settings_redirect(collection.pk)
 
 
 def _reindex(request, collection) -> None:
@@ -250,7 +245,10 @@ def collection_documents_status(request, collection_id: int):
     documents = [
         {**row, "title": row["title"] or row["filename"], **document_progress(document=row)} for row in rows
     ]
-    return JsonResponse({"documents": documents, "sources": source_rows(collection)})
+    body = {"documents": documents, "sources": source_rows(collection)}
+    if collection_is_manageable(user=request.user, collection=collection):
+        body["releases"] = releases_status(collection)
+    return JsonResponse(body)
 
 
 @require_POST
@@ -271,12 +269,18 @@ def collection_upload(request, collection_id: int):
                 uploaded_by=request.user,
                 upload=DocumentUpload(filename=upload.name, data=upload.read()),
             )
+            document = result.document
+            # The row's whole state at once, so the page shows a status from the first moment.
             results.append(
                 {
-                    "id": result.document.pk,
-                    "filename": result.document.filename,
+                    "id": document.pk,
+                    "filename": document.filename,
+                    "title": document.title or document.filename,
                     "created": result.created,
-                    "status": result.document.status,
+                    "status": document.status,
+                    "error": document.error,
+                    "skipped": document.skipped,
+                    **document_progress(document=document),
                 }
             )
         except KnowledgeError as exc:

@@ -19,8 +19,7 @@ from knowledge.services.marketplace import (
     subscription_reinstate,
     subscription_revoke,
 )
-from knowledge.web.collections import collection_settings_redirect
-from knowledge.web.pages import CHAT_PRESELECT_KEY, knowledge_page
+from knowledge.web.pages import CHAT_PRESELECT_KEY, collection_settings_redirect, knowledge_page
 
 
 def _back(request, default: str):
@@ -78,7 +77,7 @@ def collection_listing_view(request, collection_id: int):
     collection_update(collection=collection, listed=listed)
     state = "listed in" if listed else "removed from"
     messages.success(request, f"{collection.name} is {state} the marketplace.")
-    return collection_settings_redirect(collection)
+    return collection_settings_redirect(collection.pk)
 
 
 SUBSCRIPTION_OWNER_ACTIONS = {"revoke": subscription_revoke, "reinstate": subscription_reinstate}
@@ -96,4 +95,4 @@ def subscription_owner_action_view(request, collection_id: int, subscription_id:
     )
     done = "revoked; they stay out until you reinstate them" if action == "revoke" else "reinstated"
     messages.success(request, f"{subscription.user.username}'s access is {done}.")
-    return collection_settings_redirect(collection)
+    return collection_settings_redirect(collection.pk)

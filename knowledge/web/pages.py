@@ -7,7 +7,8 @@ import sys
 
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.urls import reverse
 
 from accounts.api.errors import error_body
 from config.base.errors import (
@@ -89,3 +90,9 @@ def _database_unavailable(request) -> HttpResponse:
         response = HttpResponse(f"<h1>Service unavailable</h1><p>{DATABASE_UNAVAILABLE}.</p>", status=503)
     response["Retry-After"] = database_retry_after_header()
     return response
+
+
+def collection_settings_redirect(collection_id: int, *, section: str = "collection-settings"):
+    """Back to the collection page at the section where the change was made (settings, by default):
+    the page opens the folded section its address names."""
+    return redirect(reverse("knowledge:collection", kwargs={"collection_id": collection_id}) + "#" + section)

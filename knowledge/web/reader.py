@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.http import FileResponse, JsonResponse
+from django.http import FileResponse, HttpResponseNotModified, JsonResponse
 from django.shortcuts import render
 from django.templatetags.static import static
 from django.urls import reverse
@@ -24,6 +24,7 @@ from knowledge.models import Chunk, DocumentSummary
 from knowledge.retrieval.passages import source_fragment, source_place
 from knowledge.services.documents import SERVED_CONTENT_TYPES
 from knowledge.synthesis.quotes import quote_range_parse
+from knowledge.web.grids import cited_grid, quoted_row, sheet_grids
 from knowledge.web.pages import knowledge_page
 from knowledge.web.passages import section_parts
 from knowledge.web.snippets import mark_words, query_words
@@ -40,6 +41,8 @@ class ReaderSection:
     ocr_confidence: float | None = None
     # Each passage as (text, kind) segments: kind "" plain, "quote" the quoted sentence, "match" a search hit.
     parts: list[dict] = field(default_factory=list)
+    # A sheet's tables as grids (sheet_grids), shown instead of the parts' lines.
+    grids: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -100,7 +103,9 @@ def _cited_page(groups: list[list], cited) -> int:
 def _section(group: list, cited, quote, search: str) -> ReaderSection:
     first = group[0]
     cited_id = cited.pk if cited is not None and any(c.pk == cited.pk for c in group) else None
-    parts = section_parts(group, cited_id=cited_id, quote=quote if cited_id else None)
+    # A table's chunks are drawn as grids; the section's other chunks as text.
+    text_chunks = [c for c in group if not (c.metadata or {}).get("cells")]
+    parts = section_parts(text_chunks, cited_id=cited_id, quote=quote if cited_id else None)
     return ReaderSection(
         place=source_place(first.source_ref) or "Text",
         anchor=source_fragment(first.page, first.source_ref).lstrip("#"),
@@ -109,6 +114,7 @@ def _section(group: list, cited, quote, search: str) -> ReaderSection:
         if (first.metadata or {}).get("ocr")
         else None,
         parts=[_segments(p, search) for p in parts if p.before or p.quote or p.after],
+        grids=sheet_grids(group, cited if cited_id else None, quote if cited_id else None),
     )
 
 
@@ -127,7 +133,12 @@ def _segments(part, search: str) -> dict:
             for text, kind in ((part.before, ""), (part.quote, "quote"), (part.after, ""))
             if text
         ]
-    return {"chunk_id": part.chunk_id, "cited": part.cited, "segments": segments}
+    return {
+        "chunk_id": part.chunk_id,
+        "cited": part.cited,
+        "segments": segments,
+        "has_quote": any(kind == "quote" for _, kind in segments),
+    }
 
 
 @require_GET
@@ -186,7 +197,8 @@ def document_passage(request, document_id: int):
     if chunk is None:
         raise NotFoundError("name the passage: ?chunk=ID")
     quote = quote_range_parse(request.GET.get("quote"), chunk.content)
-    parts = _section_parts(document, chunk, quote)
+    section = _section_chunks(document, chunk)
+    parts = section_parts(section, cited_id=chunk.pk, quote=quote)
     return JsonResponse(
         {
             "title": document.display_title,
@@ -198,6 +210,8 @@ def document_passage(request, document_id: int):
                 for p in parts
                 if p.before or p.quote or p.after
             ],
+            # A sheet's cited rows as a grid: the cited chunk's table around its rows (text only).
+            "grid": cited_grid(section, chunk, quote),
         }
     )
 
@@ -208,26 +222,34 @@ def _web_link(url: str) -> str:
     return url if url.startswith(("https://", "http://")) else ""
 
 
-def _section_parts(document, chunk: Chunk | None, quote: tuple[int, int] | None) -> list:
-    """The cited section's chunks, each overlap shown once (knowledge.web.passages)."""
-    if chunk is None:
-        return []
-    section = Chunk.objects.filter(
-        document=document,
-        chunk_profile_id=chunk.chunk_profile_id,
-        embedding_model=chunk.embedding_model,
-        source_ref=chunk.source_ref,
-    ).order_by("index")
-    return section_parts(list(section), cited_id=chunk.pk, quote=quote)
+def _section_chunks(document, chunk: Chunk) -> list[Chunk]:
+    """The cited chunk's section: the chunks of its chunk set with its source reference, in order."""
+    return list(
+        Chunk.objects.filter(
+            document=document,
+            chunk_profile_id=chunk.chunk_profile_id,
+            embedding_model=chunk.embedding_model,
+            source_ref=chunk.source_ref,
+        ).order_by("index")
+    )
 
 
 def _pdf_viewer_data(document, chunk: Chunk | None, quote: tuple[int, int] | None) -> dict:
-    """What static/js/pdf_view.mjs needs: the bytes' address, the page, and the text to find on it."""
+    """What static/js/pdf_view.mjs needs: the bytes' address, the page, and the text to find on it.
+
+    A table's passage reads "Header: value; ..." under its caption, which the page never prints: the
+    text to find is its rows' cells as the page prints them, and the quote the cited row's."""
+    passage, quoted = (chunk.content if chunk else ""), (chunk.content[quote[0] : quote[1]] if quote else "")
+    cells = (chunk.metadata or {}).get("cells") if chunk else None
+    if cells:
+        passage = "\n".join(" ".join(row[1]) for row in cells)
+        row = quoted_row(cells, quote) if quote else None
+        quoted = " ".join(next(r[1] for r in cells if r[0] == row)) if row is not None else ""
     return {
         "file": reverse("knowledge:document_file", args=[document.pk]),
         "page": (chunk.page if chunk else None) or 1,
-        "passage": chunk.content if chunk else "",
-        "quote": chunk.content[quote[0] : quote[1]] if quote else "",
+        "passage": passage,
+        "quote": quoted,
         "assets": static("vendor/pdfjs/"),
     }
 
@@ -257,16 +279,32 @@ def document_file(request, document_id: int):
     of ours (a browser's own PDF viewer would run the file's scripts and links).
     """
     document = document_for_reader(user=request.user, document_id=document_id)
+    etag = f'"{document.content_hash}"'
+    if document.content_hash and etag in _if_none_match(request):
+        # The same bytes the browser holds (the reader opened at another citation): asked again after
+        # the access check above, so a revoked reader is refused, never served from a cache.
+        response = HttpResponseNotModified()
+    else:
+        response = _original(document)
+    response["ETag"] = etag
+    response["Cache-Control"] = "private, no-cache"
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = DOWNLOAD_POLICY
+    return response
+
+
+def _if_none_match(request) -> set[str]:
+    return {tag.strip() for tag in request.headers.get("If-None-Match", "").split(",") if tag.strip()}
+
+
+def _original(document) -> FileResponse:
     handle = document.file.open("rb")
-    response = FileResponse(
+    return FileResponse(
         handle,
         as_attachment=True,
         filename=document.filename,
         content_type="application/pdf" if _starts_as_pdf(handle) else _served_type(document),
     )
-    response["X-Content-Type-Options"] = "nosniff"
-    response["Content-Security-Policy"] = DOWNLOAD_POLICY
-    return response
 
 
 def _starts_as_pdf(handle) -> bool:

@@ -4,8 +4,6 @@ and promote, discard or roll back (the knowledge_release command's services)."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.shortcuts import redirect
-from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from accounts.throttles import user_throttle_charge
@@ -21,7 +19,7 @@ from knowledge.services.releases import (
     releases_of,
 )
 from knowledge.services.releases_report import release_row, worse_questions
-from knowledge.web.pages import knowledge_page
+from knowledge.web.pages import collection_settings_redirect, knowledge_page
 
 # The operator decides on these: the gate held them, or is still measuring them.
 DECIDABLE = (Release.State.CANDIDATE, Release.State.HELD)
@@ -30,10 +28,22 @@ DECIDABLE = (Release.State.CANDIDATE, Release.State.HELD)
 def releases_context(collection: Collection) -> dict:
     """What the card shows: every release, newest first, and whether a rollback has somewhere to go."""
     releases = releases_of(collection)
+    rows = [_page_row(release) for release in releases]
     return {
-        "releases": [_page_row(release) for release in releases],
+        "releases": rows,
         "can_roll_back": any(r.state == Release.State.RETIRED for r in releases),
+        # The card opens by itself only when a release waits for the operator's decision.
+        "releases_to_decide": any(row["decidable"] for row in rows),
+        "serving_release": next((row for row in rows if row["state"] == Release.State.SERVING), None),
     }
+
+
+def releases_status(collection: Collection) -> list[dict]:
+    """Each release's state and passages, for the collection page's poll to keep its card current."""
+    return [
+        {"id": r.pk, "state": r.state, "state_label": r.get_state_display(), "chunks": row["chunks"]}
+        for r, row in ((release, release_row(release)) for release in releases_of(collection))
+    ]
 
 
 def _page_row(release: Release) -> dict:
@@ -98,4 +108,4 @@ def collection_releases_view(request, collection_id: int):
 
 
 def _back(collection: Collection):
-    return redirect(reverse("knowledge:collection", kwargs={"collection_id": collection.pk}) + "#releases")
+    return collection_settings_redirect(collection.pk, section="releases")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.http import JsonResponse
-from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from accounts.throttles import user_throttle_charge
@@ -22,7 +21,7 @@ from knowledge.services.sources import (
     with_last_sync,
 )
 from knowledge.services.sync_liveness import syncs_fail_stale
-from knowledge.web.pages import knowledge_page
+from knowledge.web.pages import collection_settings_redirect, knowledge_page
 
 # Failed items shown per source on the page (the API and the admin have them all).
 SHOWN_ERRORS = 20
@@ -92,7 +91,7 @@ def source_add_view(request, collection_id: int):
         first_sync="page",  # over the owner's sync rate, the source is not added either
     )
     messages.success(request, f"Following {source.location}: the first sync has started.")
-    return redirect("knowledge:collection", collection_id=collection.pk)
+    return collection_settings_redirect(collection.pk, section="collection-sources")
 
 
 @require_POST
@@ -118,7 +117,7 @@ def source_sync_view(request, source_id: int):
     user_throttle_charge(user=request.user, scope="writes")  # a sync makes the server fetch
     source_sync_queue(source=source, trigger="page")
     messages.success(request, f"Syncing {source.location}.")
-    return redirect("knowledge:collection", collection_id=source.collection_id)
+    return collection_settings_redirect(source.collection_id, section="collection-sources")
 
 
 @require_POST
@@ -128,7 +127,7 @@ def source_delete_view(request, source_id: int):
     collection_id = source.collection_id
     source_delete(source=source)
     messages.success(request, f"No longer following {source.location}; its documents stay.")
-    return redirect("knowledge:collection", collection_id=collection_id)
+    return collection_settings_redirect(collection_id, section="collection-sources")
 
 
 def _options(form) -> dict:

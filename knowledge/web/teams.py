@@ -10,8 +10,7 @@ from config.base.errors import KnowledgeError
 from config.base.validation import id_parse
 from knowledge.access import collection_for_manager
 from knowledge.services.teams import collection_share_remove, collection_share_set
-from knowledge.web.collections import collection_settings_redirect
-from knowledge.web.pages import knowledge_page
+from knowledge.web.pages import collection_settings_redirect, knowledge_page
 
 ACCESS_WORDS = {"read": "read it", "write": "read and write it"}
 
@@ -37,4 +36,4 @@ def collection_teams_view(request, collection_id: int):
         messages.success(request, "No longer shared with that team; its members lost access at once.")
     else:
         raise KnowledgeError("unknown action")
-    return collection_settings_redirect(collection, section="teams")
+    return collection_settings_redirect(collection.pk, section="teams")

@@ -96,6 +96,21 @@
     const chosen = scopeChosen();
     askButton.disabled = running !== null || !chosen;
     if (scopeHint) scopeHint.hidden = chosen;
+    scopeWords();
+  }
+
+  // What a new question searches, in words: "Searching: Handbook, Policies".
+  function scopeWords() {
+    const words = document.getElementById("scope-words");
+    if (!words) return;
+    const profile = form.querySelector("select[name=profile]");
+    const collections = form.querySelector("select[name=collections]");
+    if (profile && profile.value) {
+      words.textContent = "Searching with the profile " + profile.selectedOptions[0].textContent;
+      return;
+    }
+    const names = collections ? Array.from(collections.selectedOptions).map(function (o) { return o.textContent; }) : [];
+    words.textContent = names.length ? "Searching: " + names.join(", ") : "Nothing chosen yet: choose a collection to search.";
   }
 
   function showError(message) {
@@ -245,6 +260,7 @@
       state.index = payload.turn_index;
       state.sources = sourcesGroup(payload.turn_index, payload.question);
       sessionStarted(payload.session_id, payload.question);
+      showTitle(payload.session_title);
       if (!form.querySelector("input[name=session]")) {
         const hidden = el("input"); hidden.type = "hidden"; hidden.name = "session"; hidden.value = payload.session_id;
         form.appendChild(hidden);
@@ -475,6 +491,14 @@
     textarea.setSelectionRange(question.length, question.length);
   }
 
+  // A new conversation is named after its first question as soon as it is asked.
+  function showTitle(title) {
+    const heading = document.getElementById("chat-title");
+    if (!title || !heading || heading.textContent.trim() !== "New conversation") return;
+    heading.textContent = title;
+    document.title = title + " · Knowledge";
+  }
+
   // -- citations: preview on hover or focus, open beside the chat ------------------------------------
 
   const panel = document.getElementById("source-panel");
@@ -529,6 +553,30 @@
     return node;
   }
 
+  // A sheet's cited rows as a grid (text only), the cited row singled out.
+  function gridNode(grid) {
+    const frame = el("div", "grid-frame");
+    // A scrolling box is reachable by keyboard, and named for screen readers.
+    frame.setAttribute("role", "region");
+    frame.tabIndex = 0;
+    frame.setAttribute("aria-label", grid.caption || "The cited rows");
+    const table = el("table", "grid");
+    if (grid.caption) table.appendChild(el("caption", null, grid.caption));
+    const head = el("tr");
+    head.appendChild(el("th", null, "Row"));
+    grid.columns.forEach(function (name) { head.appendChild(el("th", null, name || "—")); });
+    table.appendChild(el("thead")).appendChild(head);
+    const rows = table.appendChild(el("tbody"));
+    grid.rows.forEach(function (row) {
+      const line = el("tr", (row.in_passage ? "in-passage" : "") + (row.quoted ? " quoted" : ""));
+      line.appendChild(el("th", null, String(row.n)));
+      row.cells.forEach(function (cell) { line.appendChild(el("td", null, cell)); });
+      rows.appendChild(line);
+    });
+    frame.appendChild(table);
+    return frame;
+  }
+
   async function openPanel(link) {
     hidePreview();
     panelOpener = link;
@@ -548,8 +596,9 @@
       const origin = document.getElementById("source-panel-origin");
       origin.hidden = !data.origin_url;
       origin.querySelector("a").href = data.origin_url || "#";
-      data.parts.forEach(function (part) { body.appendChild(partNode(part)); });
-      const cited = body.querySelector(".quote") || body.querySelector(".cited");
+      if (data.grid) body.appendChild(gridNode(data.grid));
+      else data.parts.forEach(function (part) { body.appendChild(partNode(part)); });
+      const cited = body.querySelector(".quote") || body.querySelector("tr.quoted") || body.querySelector(".cited, tr.in-passage");
       if (cited) cited.scrollIntoView({ block: "center" });
     } catch (err) {
       document.getElementById("source-panel-title").textContent = "Source";
@@ -577,7 +626,7 @@
   });
   turns.addEventListener("focusout", hidePreview);
   turns.addEventListener("click", function (event) {
-    const link = event.target.closest("a.citation");
+    const link = event.target.closest("a.citation, a.closest-match");
     // A modified click (new tab) keeps the link's own behaviour: the full document view.
     if (!link || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
     event.preventDefault();

@@ -8,6 +8,16 @@
   const table = document.getElementById("documents");
   const uploads = document.getElementById("uploads");
   const askLink = document.getElementById("ask-collection");
+  // A change made in a folded section comes back to it, the address naming it: open it again.
+  function openNamedSection() {
+    const section = location.hash.length > 1 && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (section && section.tagName === "DETAILS" && !section.open) {
+      section.open = true;
+      section.scrollIntoView();
+    }
+  }
+  openNamedSection();
+  window.addEventListener("hashchange", openNamedSection);
   if (!table) return;
   const canWrite = table.dataset.canWrite === "1";
   const LABELS = { uploaded: "Uploaded", processing: "Processing", ready: "Ready", failed: "Failed" };
@@ -31,7 +41,7 @@
     const progress = el("div", "progress");
     const bar = el("span");
     progress.appendChild(bar);
-    const state = el("span", "small state", "waiting");
+    const state = el("span", "small state", "waiting to send");
     li.append(name, progress, state);
     uploads.appendChild(li);
     return { li: li, progress: progress, bar: bar, state: state };
@@ -89,6 +99,8 @@
             row.state.textContent = "already in this collection";
           }
           ensureDocumentRow(doc);
+          render(doc); // its status from the first moment, not after the last file is sent
+          poll();
         }
         resolve();
       };
@@ -102,7 +114,6 @@
 
   async function sendAll(files) {
     for (const file of files) { await sendFile(file); }
-    poll();
   }
 
   // -- document rows -------------------------------------------------------------------------------
@@ -187,6 +198,26 @@
     if (uploadRows[doc.id]) showUploadState(uploadRows[doc.id], doc);
   }
 
+  // -- releases: state and passages kept current while the page is open -------------------------------
+
+  function renderRelease(release) {
+    const row = document.querySelector('#release-list tr[data-release="' + release.id + '"]');
+    const card = document.getElementById("releases");
+    if (!row) {
+      if (card && !card.querySelector(".release-new")) {
+        card.appendChild(el("p", "notice release-new", "A new release was built: reload the page to see it and decide."));
+      }
+      return;
+    }
+    row.dataset.state = release.state;
+    const state = row.querySelector('[data-role="state"]');
+    state.textContent = release.state_label;
+    state.className = "badge release-" + release.state;
+    row.querySelector('[data-role="chunks"]').textContent = release.chunks;
+    const serving = card && card.querySelector('[data-role="serving-chunks"]');
+    if (serving && release.state === "serving") serving.textContent = release.chunks;
+  }
+
   // -- sources ---------------------------------------------------------------------------------------
 
   function renderSource(source) {
@@ -235,6 +266,7 @@
       .then(function (body) {
         body.documents.forEach(function (doc) { ensureDocumentRow(doc); render(doc); });
         (body.sources || []).forEach(renderSource);
+        (body.releases || []).forEach(renderRelease);
         if (askLink) askLink.hidden = !body.documents.some(function (d) { return d.status === "ready"; });
         const syncing = (body.sources || []).some(function (s) { return s.syncing; });
         const busy = syncing || body.documents.some(function (d) { return d.status === "uploaded" || d.status === "processing"; });

@@ -26,8 +26,17 @@ const MESSAGES = {
   error: "The PDF could not be displayed here: download the original below.",
 };
 
+const frame = document.getElementById("pdf-frame");
+const zoomButton = document.getElementById("pdf-zoom");
+// Drawn pages are kept while the reader is open, so a revisited page shows at once (no "Loading"),
+// up to this many canvas pixels (about 96 MB); the least recently shown goes first.
+const KEEP_PIXELS = 24e6;
+const kept = new Map();
+
 let pdf = null;
 let shown = 0;
+let zoom = 1;
+let firstDrawn = false;
 let drawing = Promise.resolve();
 
 function report(outcome, message) {
@@ -36,12 +45,48 @@ function report(outcome, message) {
 }
 
 function pageSize(page) {
-  // The page fills the column's width, whatever the screen: nothing scrolls sideways.
+  // The page fills the frame's width (times the zoom the "Enlarge page" button sets: the frame then
+  // scrolls both ways to the quote).
   const natural = page.getViewport({ scale: 1 });
-  return page.getViewport({ scale: holder.clientWidth / natural.width });
+  return page.getViewport({ scale: (frame.clientWidth * zoom) / natural.width });
 }
 
+// A kept page is put back as it was drawn; a new one is drawn, and kept.
 async function drawPage(number) {
+  const key = `${number}@${zoom}@${frame.clientWidth}`;
+  const found = kept.get(key);
+  if (found) {
+    kept.delete(key);
+    kept.set(key, found); // the most recently shown last
+    placePage(found);
+    return found.textLayer;
+  }
+  status.textContent = `Loading page ${number}…`;
+  const drawn = await renderPage(number);
+  kept.set(key, drawn);
+  forgetOldPages();
+  return drawn.textLayer;
+}
+
+function placePage(drawn) {
+  holder.style.setProperty("--scale-factor", String(drawn.scale));
+  holder.style.height = `${drawn.height}px`;
+  holder.style.width = zoom > 1 ? `${drawn.width}px` : "";
+  holder.replaceChildren(drawn.canvas, drawn.layer);
+}
+
+function forgetOldPages() {
+  let pixels = 0;
+  for (const drawn of kept.values()) pixels += drawn.pixels;
+  for (const [key, drawn] of kept) {
+    if (pixels <= KEEP_PIXELS || kept.size <= 1) break;
+    if (drawn.number === data.page) continue; // the cited page stays
+    kept.delete(key);
+    pixels -= drawn.pixels;
+  }
+}
+
+async function renderPage(number) {
   const page = await pdf.getPage(number);
   const viewport = pageSize(page);
   const output = new OutputScale();
@@ -50,14 +95,22 @@ async function drawPage(number) {
   canvas.height = Math.floor(viewport.height * output.sy);
   const layer = document.createElement("div");
   layer.className = "textLayer";
-  holder.style.setProperty("--scale-factor", String(viewport.scale));
-  holder.style.height = `${Math.floor(viewport.height)}px`;
-  holder.replaceChildren(canvas, layer);
+  const drawn = {
+    number,
+    canvas,
+    layer,
+    scale: viewport.scale,
+    height: Math.floor(viewport.height),
+    width: Math.floor(viewport.width),
+    pixels: canvas.width * canvas.height,
+    textLayer: null,
+  };
+  placePage(drawn);
   const transform = output.scaled ? [output.sx, 0, 0, output.sy, 0, 0] : null;
   await page.render({ canvas, viewport, transform }).promise;
-  const textLayer = new TextLayer({ textContentSource: page.streamTextContent(), container: layer, viewport });
-  await textLayer.render();
-  return textLayer;
+  drawn.textLayer = new TextLayer({ textContentSource: page.streamTextContent(), container: layer, viewport });
+  await drawn.textLayer.render();
+  return drawn;
 }
 
 // Marks the quote and the passage on the page's text; returns what was found.
@@ -87,9 +140,21 @@ function markItem(div, text, marks) {
   div.replaceChildren(...pieces);
 }
 
+// The quote to the middle of the page's frame; only the frame scrolls (the window and the text
+// column are document_view.js's).
 function bringIntoView() {
   const first = holder.querySelector(".pdf-mark.quote") || holder.querySelector(".pdf-mark.passage");
-  if (first) first.scrollIntoView({ block: "center" });
+  if (!first) return;
+  const box = frame.getBoundingClientRect();
+  const mark = first.getBoundingClientRect();
+  frame.scrollTop += mark.top - box.top - (frame.clientHeight - mark.height) / 2;
+  frame.scrollLeft += mark.left - box.left - (frame.clientWidth - mark.width) / 2;
+}
+
+function announceFirstDrawing(number) {
+  if (firstDrawn) return;
+  firstDrawn = true;
+  document.dispatchEvent(new CustomEvent("reader:page-drawn", { detail: { page: number, first: true } }));
 }
 
 async function show(number, { scroll }) {
@@ -100,11 +165,13 @@ async function show(number, { scroll }) {
   const textLayer = await drawPage(number);
   if (number !== data.page || !data.passage) {
     report("none", MESSAGES.none);
+    announceFirstDrawing(number);
     return;
   }
   const outcome = highlight(textLayer);
   report(outcome === "passageOnly" ? "passage" : outcome, MESSAGES[outcome]);
   if (scroll) bringIntoView();
+  announceFirstDrawing(number);
 }
 
 // One drawing at a time: a click or a resize during a drawing waits for it.
@@ -119,14 +186,15 @@ function failed(error) {
 }
 
 function redrawOnResize() {
-  let width = holder.clientWidth;
+  let width = frame.clientWidth;
   let timer = 0;
   window.addEventListener("resize", () => {
     clearTimeout(timer);
     timer = setTimeout(() => {
-      if (holder.clientWidth !== width) {
-        width = holder.clientWidth;
-        queue(shown, { scroll: false });
+      if (frame.clientWidth !== width) {
+        width = frame.clientWidth;
+        kept.clear(); // drawn for another width
+        queue(shown, { scroll: shown === data.page });
       }
     }, 200);
   });
@@ -146,6 +214,12 @@ async function start() {
   }).promise;
   previous.addEventListener("click", () => queue(shown - 1, { scroll: false }));
   next.addEventListener("click", () => queue(shown + 1, { scroll: false }));
+  zoomButton.addEventListener("click", () => {
+    zoom = zoom === 1 ? 2 : 1;
+    zoomButton.setAttribute("aria-pressed", String(zoom > 1));
+    zoomButton.textContent = zoom > 1 ? "Fit to width" : "Enlarge page";
+    queue(shown, { scroll: shown === data.page });
+  });
   redrawOnResize();
   await queue(Math.min(Math.max(data.page, 1), pdf.numPages), { scroll: true });
 }

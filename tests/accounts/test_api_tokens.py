@@ -63,7 +63,8 @@ def test_create_through_the_api_shows_the_secret_once(bearer, alice):
 
 def test_wrong_credentials_and_bad_tokens_are_refused(anon, alice):
     wrong = anon.post("/api/v1/auth/token/", {"username": "alice", "password": "nope"}, format="json")
-    assert "password" in assert_error(wrong, 400, "invalid")["message"]
+    assert "password" in assert_error(wrong, 401, "not_authenticated")["message"]
+    assert wrong["WWW-Authenticate"] == 'Bearer realm="api"'  # a 401 names its challenge
     missing = anon.post("/api/v1/auth/token/", {"username": "alice"}, format="json")
     assert "password" in assert_error(missing, 400)["fields"]
     assert not ApiToken.objects.exists()

@@ -84,7 +84,7 @@ def test_retrieve_and_uploads_are_throttled(bearer, alice, anon, world, settings
 
     login = {"username": "alice", "password": "wrong"}
     for _ in range(2):
-        assert anon.post("/api/v1/auth/token/", login, format="json").status_code == 400
+        assert anon.post("/api/v1/auth/token/", login, format="json").status_code == 401
     assert_error(anon.post("/api/v1/auth/token/", login, format="json"), 429)
 
 

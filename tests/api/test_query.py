@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import html
+import re
+
 import pytest
 
+from knowledge.models import ChatTurn
 from knowledge.services.collections import collection_create
 from knowledge.services.documents import DocumentUpload, document_upload
 from knowledge.synthesis.events import parse_sse
@@ -33,6 +37,11 @@ def test_query_answers_with_citations_and_saves_the_session(alice, bearer, hills
     assert body["citations"][0]["source_ref"].startswith("heading=")
     assert body["tokens"]["source"] == "estimate"
     assert body["events"][0] == "execution_start" and body["events"][-1] == "execution_complete"
+    # Each citation links where its sentence is quoted, exactly as the page's citation chips do.
+    chips = re.findall(r'href="([^"]+)" data-source="(\d+)"', html.unescape(_final_html(body)))
+    for citation in body["citations"]:
+        assert "quote=" in citation["url"], citation
+        assert (citation["url"], str(citation["n"])) in chips  # the first chip of its source
     session = body["session"]
 
     follow = client.post("/api/v1/query/", {"question": "Tell me more", "session": session}, format="json")
@@ -41,6 +50,12 @@ def test_query_answers_with_citations_and_saves_the_session(alice, bearer, hills
     assert sessions["count"] == 1 and sessions["results"][0]["turns"] == 2
     detail = client.get(f"/api/v1/sessions/{session}/").json()
     assert [t["question"] for t in detail["turns"]] == [QUESTION, "Tell me more"]
+
+
+def _final_html(body) -> str:
+    """The answer's HTML as the page showed it (the saved turn's final_answer event)."""
+    turn = ChatTurn.objects.get(session_id=body["session"], index=0)
+    return next(e["data"]["html"] for e in turn.events if e["event"] == "final_answer")
 
 
 def test_query_refuses_what_the_documents_do_not_cover_and_names_the_closest_passages(

@@ -116,6 +116,8 @@ def check_pages(chromium, base: str, username: str | None, pages: dict[str, str]
                 page.goto(f"{base}{path}")
                 page.wait_for_load_state("networkidle")
                 assert page.url == f"{base}{path}", f"{name}: {page.url}"  # not the log-in page instead
+                # What is folded away is checked too: open every section.
+                page.eval_on_selector_all("details", "sections => sections.forEach(s => { s.open = true; })")
                 problems = violations(page)
                 if problems:
                     found[f"{name} ({scheme}) {path}"] = problems

@@ -74,6 +74,8 @@ def test_add_a_site_with_a_preview_and_watch_its_sync_progress(
     collection = collection_create(name="Handbook", owner=alice)
     page = signed_in(chromium, live_server.url, "alice", SIZES["desktop"])
     page.goto(f"{live_server.url}/collections/{collection.pk}/")
+    page.click("#collection-sources > summary")  # a named section, closed on a first visit
+    page.click("#add-source > summary")
     page.fill("#add-source-form input[name=location]", slow_site)
     page.click("#preview-source")
     page.wait_for_selector("#source-preview li")
@@ -90,6 +92,7 @@ def test_add_a_site_with_a_preview_and_watch_its_sync_progress(
     first = page.locator(f'[data-source="{source.pk}"] [data-role="state"]').inner_text()
     assert f"{PAGES + 1} added" in first and "0 failed" in first
     watcher.goto(f"{live_server.url}/collections/{collection.pk}/")
+    watcher.click("#collection-sources > summary")
     syncing = threading.Thread(target=sync_in_a_thread, args=(source,))
     source.syncs.all().delete()
     syncing.start()

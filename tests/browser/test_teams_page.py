@@ -28,6 +28,7 @@ def test_an_owner_shares_with_a_team_and_a_member_asks_about_the_collection(
 
     owner = signed_in(chromium, live_server.url, "alice", SIZES["desktop"])
     owner.goto(f"{live_server.url}/collections/{hills.pk}/")
+    owner.click("#teams > summary")  # a named section, closed until opened
     assert owner.inner_text("#no-team-shares") == "Not shared with any team."
     # Only the teams she is in are offered.
     offered = owner.eval_on_selector_all(

@@ -45,7 +45,7 @@ def test_rotating_forwarded_for_does_not_reset_the_served_log_in_limit(served_wi
     statuses = [
         _token_request(port, f"guess{n}", "wrong", f"203.0.113.{n}") for n in range(FAILURE_LIMIT + 1)
     ]
-    assert statuses[: FAILURE_LIMIT - 1] == [400] * (FAILURE_LIMIT - 1)
+    assert statuses[: FAILURE_LIMIT - 1] == [401] * (FAILURE_LIMIT - 1)
     assert statuses[FAILURE_LIMIT - 1 :] == [429, 429]
     assert _token_request(port, "dave", "pw-dave", "198.51.100.99") == 429  # the right password too
     # The served pages carry the strict policy too.

@@ -6,6 +6,8 @@ loopback OpenAI-compatible server (real HTTP through the real ``openai`` client)
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from knowledge.clients.llm import LLMConfig
@@ -15,6 +17,7 @@ from knowledge.retrieval.answerability import REASON_MISSING_TERM, Evidence, Ver
 from knowledge.retrieval.service import RetrievedChunk, context_from_chunks
 from knowledge.synthesis import events as ev
 from knowledge.synthesis.answer import AnswerRequest, Synthesis, answerable_only, direct_answer
+from knowledge.synthesis.citations import answer_html
 from knowledge.synthesis.events import ContextReady, Emitted
 from knowledge.synthesis.extractive import LABEL_LLM_FAILED, LABEL_NO_LLM
 from knowledge.synthesis.refusal import CLOSEST_HEADING
@@ -80,6 +83,13 @@ def test_a_refused_verdict_answers_with_the_closest_matches_and_leaves_the_retri
     assert len(retrieved_context.sources) == 2 and retrieved_context.closest == []  # not changed
     assert answer.mode == "no_results" and "zeppelin" in answer.text and CLOSEST_HEADING in answer.text
     assert llm_server.requests == [] and synthesis.calls == []  # a refusal makes no LLM call
+    # Each closest match's line links to its place, like a citation chip; the excerpt stays text.
+    assert [place["source_ref"] for place in answer.closest] == ["heading=Gravity hill", "heading=Cause"]
+    links = re.findall(
+        r'<a class="closest-match" href="([^"]+)">([^<]+)</a>', answer_html(answer.text, [], answer.closest)
+    )
+    assert [href for href, _ in links] == [place["url"] for place in answer.closest]
+    assert links[0][1].startswith("gravity_hill.md, ")
 
 
 def test_without_a_language_model_the_sources_are_quoted_under_a_label_that_says_why():

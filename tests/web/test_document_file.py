@@ -122,3 +122,22 @@ def test_a_real_pdf_is_a_sandboxed_download_that_the_viewer_draws(client, alice)
         _assert_sandboxed_attachment(download, "application/pdf")
     view = client.get(f"/documents/{document.pk}/view/").content.decode()
     assert f'"file": "/documents/{document.pk}/file/"' in view and "<iframe" not in view
+
+
+def test_the_reader_asks_for_the_same_original_again_without_downloading_it(client, alice, bob):
+    """An ETag lets the reader reopen a PDF at another citation without its bytes; every use still
+    asks the server, so a reader who lost access is refused rather than served from a cache."""
+    collection = collection_create(name="Papers", owner=alice)
+    client.force_login(alice)
+    pdf = (CORPUS / "pdf" / "pasa.pdf").read_bytes()
+    document = _page_upload(client, collection, "pasa.pdf", pdf, "application/pdf")
+    first = client.get(f"/documents/{document.pk}/file/")
+    etag = first["ETag"]
+    assert etag == f'"{document.content_hash}"' and first["Cache-Control"] == "private, no-cache"
+    again = client.get(f"/documents/{document.pk}/file/", HTTP_IF_NONE_MATCH=etag)
+    assert again.status_code == 304 and not again.content
+    assert again["X-Content-Type-Options"] == "nosniff" and again["Content-Security-Policy"]
+    changed = client.get(f"/documents/{document.pk}/file/", HTTP_IF_NONE_MATCH='"another"')
+    assert changed.status_code == 200 and b"".join(changed.streaming_content) == pdf
+    client.force_login(bob)
+    assert client.get(f"/documents/{document.pk}/file/", HTTP_IF_NONE_MATCH=etag).status_code == 404

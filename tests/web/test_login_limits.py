@@ -90,7 +90,7 @@ def test_the_token_endpoint_throttle_counts_by_connection_not_forwarded_header(a
     auth_rate("3/minute")
     client = APIClient()
     for _ in range(3):
-        assert _api_login(client, "nobody", "wrong").status_code == 400
+        assert _api_login(client, "nobody", "wrong").status_code == 401
     assert _api_login(client, "nobody", "wrong").status_code == 429
 
 
@@ -99,7 +99,7 @@ def test_the_token_endpoint_locks_the_account_at_the_address_whatever_the_forwar
     client = APIClient()
     limit = settings.AXES_FAILURE_LIMIT
     for _ in range(limit - 1):
-        assert _api_login(client, "alice", "wrong").status_code == 400
+        assert _api_login(client, "alice", "wrong").status_code == 401
     locked = _api_login(client, "alice", "wrong")
     refused = _api_login(client, "alice", "pw-alice")
     for response in (locked, refused):

@@ -48,7 +48,7 @@ def chunk_section(section, strategy, chunk_size, chunk_overlap, count, max_token
     if not text.strip():
         return []
     prefix, prefix_tokens = "", 0
-    table = bool(section.metadata.get("table"))
+    table = bool(section.metadata.get("table") or section.metadata.get("grid"))
     # A table's caption starts each of its chunks (as its headers start each row): a passage of
     # rows says which table it is from wherever it is cited.
     if strategy == "semantic" or table:
@@ -291,6 +291,18 @@ def _semantic(text, size, overlap, tokens, max_tokens, prefix_tokens):
     return out
 
 
+def _rows_held(rows, text: str, start: int, end: int, prefix_chars: int) -> dict:
+    """The table rows whose lines lie in text[start:end], each with where its line starts in the
+    chunk's content: the reader draws the chunk as a grid and marks the cited row."""
+    held = []
+    for offset, number, cells in rows:
+        line_end = text.find("\n", offset)
+        line_end = len(text) if line_end < 0 else line_end
+        if offset < end and line_end > start:
+            held.append([number, list(cells), prefix_chars + max(0, offset - start)])
+    return {"cells": held} if held else {}
+
+
 def _finalize(section, text, spans, tokens, max_tokens) -> list[ChunkDraft]:
     """Count every chunk; split any chunk over ``max_tokens`` (never truncate).
 
@@ -306,7 +318,8 @@ def _finalize(section, text, spans, tokens, max_tokens) -> list[ChunkDraft]:
         content = prefix + text[start:end]
         n = known + tokens.prefix_tokens if known is not None else tokens.count(content)
         if n <= max_tokens:
-            drafts.append(ChunkDraft(section=section, content=content, token_count=n))
+            metadata = _rows_held(section.rows, text, start, end, len(prefix))
+            drafts.append(ChunkDraft(section=section, content=content, token_count=n, metadata=metadata))
             last[:] = [start, end]
             return
         body = None if known is None else n - tokens.prefix_tokens

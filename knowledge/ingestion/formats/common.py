@@ -68,7 +68,7 @@ def filename_stem(filename: str) -> str:
     return collapse(PurePath(filename).stem) or filename
 
 
-def _cell_text(value: object) -> str:
+def cell_text(value: object) -> str:
     """Spreadsheet values as a person would read them (12000, not 12000.0)."""
     if value is None:
         return ""
@@ -100,7 +100,7 @@ def render_rows(
     header: list[str] | None = None
     lines: list[str] = []
     for row in rows:
-        cells = [_cell_text(cell) for cell in row]
+        cells = [cell_text(cell) for cell in row]
         if not any(cells):
             continue
         if header is None:
@@ -114,6 +114,17 @@ def render_rows(
             budget.charge(lines[-1])
     if header and not lines:
         lines.append("; ".join(c for c in header if c))  # a table that is only a header
+    blocks = [lines[i : i + ROWS_PER_PARAGRAPH] for i in range(0, len(lines), ROWS_PER_PARAGRAPH)]
+    return "\n\n".join("\n".join(block) for block in blocks)
+
+
+def table_text(header: Sequence[str] | None, rows: Iterable[Sequence[object]]) -> str:
+    """A table's rows as lines: ``Header1: v1; Header2: v2`` under a header, ``v1; v2`` without one
+    (empty cells skipped), with a blank line every ``ROWS_PER_PARAGRAPH`` rows for the chunker."""
+    lines = []
+    for row in rows:
+        cells = [cell_text(cell) for cell in row]
+        lines.append(_render_row(header, cells) if header else "; ".join(c for c in cells if c))
     blocks = [lines[i : i + ROWS_PER_PARAGRAPH] for i in range(0, len(lines), ROWS_PER_PARAGRAPH)]
     return "\n\n".join("\n".join(block) for block in blocks)
 

@@ -1,4 +1,5 @@
-"""PDF: one section per page (``page=N``), lines reflowed into paragraphs; a page whose text layer is
+"""PDF: one section per page (``page=N``), lines reflowed into paragraphs, without the headers and
+footers that run across its pages (pdf_running_lines); a page whose text layer is
 not text (a scan, or a font map that decodes to no text: knowledge.ingestion.ocr.needs_ocr) is drawn
 and read by OCR; each table on a page is a section of its own on that page, one row per line with
 its headers (pdf_tables.py)."""
@@ -10,9 +11,11 @@ import io
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-from knowledge.ingestion.formats.common import clean_text, render_rows
+from knowledge.ingestion.formats.common import clean_text, render_rows, table_text
 from knowledge.ingestion.formats.pdf_content import pdf_content_check
+from knowledge.ingestion.formats.pdf_running_lines import RunningLines
 from knowledge.ingestion.formats.pdf_tables import PdfTable, line_key, page_tables, pages_with_rules
 from knowledge.ingestion.limits import (
     IngestLimits,
@@ -53,26 +56,47 @@ def extract_pdf(filename: str, data: bytes, budget: TextBudget) -> Iterator[Sect
 
 
 def _pages(reader, scans, tables, budget: TextBudget) -> Iterator[Section]:
-    """Each page's text (its text layer, or OCR where it has none), then its tables."""
+    """Each page's text (its text layer, or OCR where it has none) without the lines that run
+    across its pages (pdf_running_lines: headers and footers are not content), then its tables.
+
+    A page is written once the pages after it that decide its running lines are read."""
+    running = RunningLines()
     total = len(reader.pages)
     for number, page in enumerate(reader.pages, start=1):
-        report_stage(page_stage(number, total))
-        # This thread's CPU time: in a worker, the encoder's threads share the process.
-        started = time.thread_time()
-        raw = page.extract_text() or ""
-        page_cpu_check(f"page {number}", time.thread_time() - started, budget.limits)
-        metadata, found = {}, []
-        if needs_ocr(raw):
-            report_stage(page_stage(number, total, ocr=True))
-            raw, metadata = scans.read(number)
-        else:
-            found = tables.read(number)
-            raw = _without_table_lines(raw, found)
-        text = _pdf_page_text(budget.charge(raw))
-        if text:
-            budget.add_section()
-            yield Section(source_ref=f"page={number}", text=text, page=number, metadata=metadata)
-        yield from _table_sections(number, found, budget)
+        raw, read = _page_read(number, total, page, scans, tables, budget.limits)
+        for text, removed, done in running.feed(raw, read):
+            yield from _page_sections(text, removed, done, budget)
+    for text, removed, done in running.finish():
+        yield from _page_sections(text, removed, done, budget)
+
+
+@dataclass(frozen=True)
+class _PageRead:
+    number: int
+    metadata: dict  # OCR's, for a page read by OCR
+    tables: list  # PdfTables found on the page (none on a page read by OCR)
+
+
+def _page_read(number: int, total: int, page, scans, tables, limits) -> tuple[str, _PageRead]:
+    report_stage(page_stage(number, total))
+    # This thread's CPU time: in a worker, the encoder's threads share the process.
+    started = time.thread_time()
+    raw = page.extract_text() or ""
+    page_cpu_check(f"page {number}", time.thread_time() - started, limits)
+    if needs_ocr(raw):
+        report_stage(page_stage(number, total, ocr=True))
+        raw, metadata = scans.read(number)
+        return raw, _PageRead(number, metadata, [])
+    return raw, _PageRead(number, {}, tables.read(number))
+
+
+def _page_sections(raw: str, removed: list[str], read: _PageRead, budget: TextBudget) -> Iterator[Section]:
+    text = _pdf_page_text(budget.charge(_without_table_lines(raw, read.tables)))
+    if text:
+        budget.add_section()
+        metadata = {**read.metadata, "running_lines": len(removed)} if removed else read.metadata
+        yield Section(source_ref=f"page={read.number}", text=text, page=read.number, metadata=metadata)
+    yield from _table_sections(read.number, read.tables, budget)
 
 
 class _ScannedPages:
@@ -174,13 +198,44 @@ def _table_sections(number: int, tables: list[PdfTable], budget: TextBudget) -> 
         text = budget.charge(render_rows(table.rows, header_needs_two_cells=True))
         if text:
             budget.add_section()
+            header = _table_header(table)
+            body = table.rows[1:] if header else table.rows
             yield Section(
                 source_ref=f"page={number}",
                 text=text,
                 page=number,
                 heading_path=(caption,),
-                metadata={"table": caption},
+                metadata={
+                    "table": caption,
+                    "grid": {
+                        "kind": "pdf",
+                        "table": index - 1,
+                        "header": header,
+                        "caption": caption,
+                        "columns": [0, max(len(row) for row in table.rows) - 1],
+                    },
+                },
+                rows=_row_offsets(text, header, body),
             )
+
+
+def _table_header(table: PdfTable) -> list[str] | None:
+    """The table's header row, as render_rows reads it: a first row of two cells or more."""
+    first = table.rows[0] if table.rows else ()
+    return list(first) if sum(1 for cell in first if cell) >= 2 else None
+
+
+def _row_offsets(text: str, header, body) -> tuple[tuple[int, int, tuple[str, ...]], ...]:
+    """Each body row (numbered from 1) with where its line starts in the table's text."""
+    rows, position = [], 0
+    for number, cells in enumerate(body, start=1):
+        line = table_text(header, [cells])
+        found = text.find(line, position) if line else -1
+        if found < 0:
+            continue
+        rows.append((found, number, tuple(cells)))
+        position = found + len(line)
+    return tuple(rows)
 
 
 def _decrypt_pdf(reader) -> None:
