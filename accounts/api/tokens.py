@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth import authenticate
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
@@ -67,7 +68,7 @@ class PasswordTokenView(ApiView):
         data = validated(PasswordLoginSerializer, request.data)
         user = authenticate(request._request, username=data["username"], password=data["password"])
         if user is None:
-            raise NotAuthenticatedError("wrong username or password")
+            raise NotAuthenticatedError(_refusal())
         if must_change_password(user):  # a token would outlive the default password everyone knows
             raise ForbiddenError(DEFAULT_PASSWORD_MESSAGE)
         name = data.get("name") or f"API token {timezone.now():%Y-%m-%d %H:%M}"
@@ -104,3 +105,10 @@ class TokenDetailView(ApiView):
     def delete(self, request, token_id: int):
         token_revoke(user=request.user, token_id=token_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _refusal() -> str:
+    """Why a password was not exchanged: a site-wide rule says nothing about any one account."""
+    if not settings.LOCAL_LOGIN_ENABLED:
+        return "password log-in is off: sign in on the log-in page and make a token on the API tokens page"
+    return "wrong username or password"

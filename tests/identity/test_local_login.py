@@ -54,7 +54,8 @@ def test_with_local_log_in_off_a_password_is_refused_by_the_admin(client, local_
 
 def test_with_local_log_in_off_the_api_exchanges_no_password(local_login_off, alice):
     answer = APIClient().post(TOKEN_URL, {"username": "alice", "password": "pw-alice"}, format="json")
-    assert answer.status_code == 400 and "token" not in answer.json()
+    assert answer.status_code == 401 and "token" not in answer.json()
+    assert answer.json()["error"]["message"].startswith("password log-in is off"), answer.json()
     assert refused_local("alice") == 1
 
 
