@@ -6,6 +6,7 @@ import hashlib
 import secrets
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -100,8 +101,18 @@ def token_authenticate(secret: str):
     found = _ACTIVE_TOKEN.fetch([_hash(secret)])
     if not found:
         return None
+    # A directory user removed from the directory loses its tokens too. Only with a directory
+    # configured: everyone else's tokens take no query more.
+    if settings.AUTH_LDAP_SERVER_URI and not _directory_allows(found[0].user):
+        return None
     _touch(found[0])
     return found[0].user
+
+
+def _directory_allows(user) -> bool:
+    from accounts.directory import directory_allows  # python-ldap, loaded only with a directory
+
+    return directory_allows(user)
 
 
 def _touch(token: ApiToken) -> None:

@@ -160,3 +160,21 @@ class TeamGrant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source} → user {self.user_id} in team {self.team_id}"
+
+
+class DirectoryAccount(models.Model):
+    """That an account is an LDAP directory's user (by DN): the directory signs it in, and is asked
+    whether the user is still there. An account without one is never signed in by the directory,
+    so a directory user named like a local account does not get it."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="directory_account"
+    )
+    dn = models.CharField(max_length=1000, unique=True, help_text="The user's DN, lowercase.")
+    checked_at = models.DateTimeField(help_text="When the directory last confirmed the user.")
+
+    class Meta:
+        verbose_name = "directory account"
+
+    def __str__(self) -> str:
+        return self.dn

@@ -29,7 +29,7 @@ from config.base.env import (
     env_str,
     served_origin,
 )
-from config.base.identity import oidc_apps_from_env
+from config.base.identity import ldap_settings_from_env, oidc_apps_from_env, saml_apps_from_env
 from config.base.ingest_limits import ingest_limits_from_env
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -80,11 +80,13 @@ INSTALLED_APPS = [
     "csp",
     "axes",
     # Sign-in with an identity provider (docs/operator-guide/identity/). The OpenID Connect app's
-    # provider class is replaced by ours (SOCIALACCOUNT_PROVIDERS below), which verifies every ID token.
+    # provider class is replaced by ours (SOCIALACCOUNT_PROVIDERS below), which verifies every ID token;
+    # the SAML one by ours too, which forces the safe settings on every SAML app.
     "allauth",
     "allauth.account",
     "allauth.socialaccount",
     "allauth.socialaccount.providers.openid_connect",
+    "allauth.socialaccount.providers.saml",
     "accounts",
     "knowledge",
 ]
@@ -174,6 +176,16 @@ AUTHENTICATION_BACKENDS = [
     # with it too (it picks the first backend of its class), so their sessions stay valid.
     "accounts.backends.LocalPasswordBackend",
 ]
+# An LDAP directory (docs/operator-guide/identity/ldap.md): AUTH_LDAP_SERVER_URI, AUTH_LDAP_START_TLS,
+# AUTH_LDAP_CA_FILE, AUTH_LDAP_BIND_DN, AUTH_LDAP_BIND_PASSWORD, AUTH_LDAP_USER_SEARCH_BASE and _FILTER,
+# AUTH_LDAP_GROUP_SEARCH_BASE and _FILTER, LDAP_RECHECK_SECONDS, read and checked in
+# config/base/identity.py. Its backend signs directory users in only when a directory is configured.
+_LDAP_SETTINGS = ldap_settings_from_env()
+globals().update(_LDAP_SETTINGS)
+AUTH_LDAP_SERVER_URI = _LDAP_SETTINGS["AUTH_LDAP_SERVER_URI"]
+LDAP_RECHECK_SECONDS = _LDAP_SETTINGS.get("LDAP_RECHECK_SECONDS", 60)
+if AUTH_LDAP_SERVER_URI:
+    AUTHENTICATION_BACKENDS.append("accounts.backends.DirectoryBackend")
 AXES_HANDLER = "accounts.login_limits.LoginLimitsHandler"
 # Failed log-ins for one username from one address before that pair is locked.
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10, minimum=1)
@@ -247,12 +259,18 @@ SOCIALACCOUNT_AUTO_SIGNUP = True
 SOCIALACCOUNT_EMAIL_AUTHENTICATION = False
 SOCIALACCOUNT_EMAIL_AUTHENTICATION_AUTO_CONNECT = True
 SOCIALACCOUNT_STORE_TOKENS = False
+_OIDC_APPS = oidc_apps_from_env()  # OIDC_PROVIDERS (config/base/identity.py); the admin adds more
 SOCIALACCOUNT_PROVIDERS = {
     "openid_connect": {
         "provider_class": "accounts.sso.oidc.provider.VerifiedOIDCProvider",
         "OAUTH_PKCE_ENABLED": True,
-        "APPS": oidc_apps_from_env(),  # OIDC_PROVIDERS (config/base/identity.py); the admin adds more
-    }
+        "APPS": _OIDC_APPS,
+    },
+    "saml": {
+        "provider_class": "accounts.sso.saml.provider.SafeSAMLProvider",
+        # SAML_PROVIDERS (config/base/identity.py); the admin adds more
+        "APPS": saml_apps_from_env(taken_ids=[app["provider_id"] for app in _OIDC_APPS]),
+    },
 }
 
 LOGIN_URL = "accounts:login"

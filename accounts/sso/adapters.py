@@ -81,14 +81,17 @@ class SocialAccountAdapter(DefaultSocialAccountAdapter):
 
     def on_authentication_error(self, request, provider, error=None, exception=None, extra_context=None):
         reason = getattr(exception, "reason", None) or _error_reason(error, exception, extra_context)
+        detail = (extra_context or {}).get("detail") or str(exception or error or "")
         audit_record(
             action="sso.login_refused",
             obj=AuditSubject(object_type="socialaccount.socialapp", object_repr=provider.sub_id),
-            changes={"reason": [None, reason], "detail": [None, str(exception or error or "")[:500]]},
+            changes={"reason": [None, reason], "detail": [None, detail[:500]]},
         )
 
 
 def _error_reason(error, exception, extra_context) -> str:
+    if extra_context and extra_context.get("reason"):
+        return extra_context["reason"]  # the SAML response view's (accounts/sso/saml/checks.py)
     if exception is not None:
         return type(exception).__name__
     if extra_context and "state_id" in extra_context:

@@ -1,0 +1,57 @@
+"""Whether an LDAP directory user may still use the product: asked of the directory again once
+LDAP_RECHECK_SECONDS have passed since it last confirmed the user, on page sessions
+(DirectoryBackend.get_user) and on API tokens and MCP (accounts.api_tokens.token_authenticate).
+
+A user the directory no longer finds (deleted, moved out of the search base, or no longer matched
+by the search filter, e.g. a disabled Active Directory account the filter leaves out) is
+deactivated at once, which ends every session and token. While the directory cannot be reached,
+users it confirmed within UNREACHABLE_GRACE keep working; after that they are refused (not
+deactivated: the directory, not the user, is gone).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import ldap
+from django.conf import settings
+from django.utils import timezone
+
+from accounts.audit import audit_record
+from accounts.models import DirectoryAccount
+
+UNREACHABLE_GRACE = timedelta(minutes=15)
+
+
+def directory_allows(user) -> bool:
+    """For API tokens: True for an account the directory does not manage, else as ``still_there``."""
+    link = DirectoryAccount.objects.filter(user_id=user.pk).first()
+    return link is None or still_there(user, link)
+
+
+def still_there(user, link: DirectoryAccount) -> bool:
+    """Whether the directory still has ``link``'s user (asking it only when the last answer is
+    older than LDAP_RECHECK_SECONDS)."""
+    now = timezone.now()
+    if now - link.checked_at < timedelta(seconds=settings.LDAP_RECHECK_SECONDS):
+        return True
+    from accounts.backends import DirectoryBackend
+
+    try:
+        found = DirectoryBackend().directory_dn(user.get_username())
+    except ldap.LDAPError:
+        return now - link.checked_at < UNREACHABLE_GRACE
+    if found is not None and found.lower() == link.dn:
+        DirectoryAccount.objects.filter(pk=link.pk).update(checked_at=now)
+        return True
+    _deactivate(user, link)
+    return False
+
+
+def _deactivate(user, link: DirectoryAccount) -> None:
+    type(user).objects.filter(pk=user.pk).update(is_active=False)
+    audit_record(
+        action="ldap.user_missing",
+        obj=user,
+        changes={"dn": [None, link.dn], "is_active": [True, False]},
+    )
