@@ -7,8 +7,8 @@ the product's python3-saml) behind a small HTTP server on 127.0.0.1, in a thread
   product's ACS, as a browser would);
 * GET /unsolicited?user=…&acs=…: a response nobody asked for (IdP-initiated sign-in).
 
-``tamper`` makes the answers an attack: "unsigned", "foreign-key" (signed by a key the metadata
-does not name), "edited" (an attribute changed after signing), "audience" (issued to another
+``tamper`` makes the answers an attack: "unsigned" (nothing signed), "unsigned-assertion" (the
+response signed, not the assertion in it), "foreign-key" (signed by a key the metadata does not name), "edited" (an attribute changed after signing), "audience" (issued to another
 service provider), "sha1" (a deprecated signature algorithm).
 """
 
@@ -124,8 +124,8 @@ class SamlIdp:
         response = self._server().create_authn_response(
             self.users[login],
             userid=login,
-            sign_assertion=self.tamper != "unsigned",
-            sign_response=False,
+            sign_assertion=self.tamper not in ("unsigned", "unsigned-assertion"),
+            sign_response=self.tamper == "unsigned-assertion",
             sign_alg=RSA_SHA1 if sha1 else RSA_SHA256,
             digest_alg=SHA1 if sha1 else SHA256,
             authn={"class_ref": "urn:oasis:names:tc:SAML:2.0:ac:classes:Password"},

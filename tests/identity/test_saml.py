@@ -116,6 +116,7 @@ def assert_refused(client, answer, reason: str) -> None:
     "tamper, reason",
     [
         ("unsigned", "unsigned assertion"),
+        ("unsigned-assertion", "unsigned assertion"),
         ("foreign-key", "signature"),
         ("edited", "signature"),
         ("audience", "audience"),
