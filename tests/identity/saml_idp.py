@@ -8,8 +8,9 @@ the product's python3-saml) behind a small HTTP server on 127.0.0.1, in a thread
 * GET /unsolicited?user=…&acs=…: a response nobody asked for (IdP-initiated sign-in).
 
 ``tamper`` makes the answers an attack: "unsigned" (nothing signed), "unsigned-assertion" (the
-response signed, not the assertion in it), "foreign-key" (signed by a key the metadata does not name), "edited" (an attribute changed after signing), "audience" (issued to another
-service provider), "sha1" (a deprecated signature algorithm).
+response signed, not the assertion in it), "foreign-key" (signed by a key the metadata does not
+name), "edited" (an attribute changed after signing), "audience" (issued to another service
+provider), "sha1" (a deprecated signature algorithm).
 """
 
 from __future__ import annotations

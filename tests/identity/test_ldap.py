@@ -12,10 +12,12 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
+from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from accounts.api_tokens import token_create
+from accounts.backends import DirectoryBackend
 from accounts.models import AuditEvent, DirectoryAccount, TeamMapping
 from config.base.identity import ldap_settings_from_env
 from tests.identity.slapd import ADMIN_DN, ADMIN_PASSWORD, GROUPS, PEOPLE, USERS, slapd
@@ -186,6 +188,17 @@ def test_a_username_that_is_an_ldap_filter_never_reaches_the_directory(
     with caplog.at_level(logging.DEBUG, logger="django_auth_ldap"):
         client.post("/accounts/login/", {"username": username, "password": ALICE.password})
     assert signed_in_user(client) is None and not User.objects.exists()
+    assert not [record for record in caplog.records if record.name.startswith("django_auth_ldap")]
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("username", ["*", "alice)(uid=*", "alice\x00", "alice\\2a", " alice"])
+def test_the_backend_refuses_such_a_username_whatever_path_it_comes_by(use_directory, caplog, username):
+    """The log-in page refuses a NUL before any backend (RejectNulMiddleware); the API's password
+    exchange or another caller of authenticate() may not, so the backend checks for itself."""
+    with caplog.at_level(logging.DEBUG, logger="django_auth_ldap"):
+        request = RequestFactory().post("/api/v1/auth/token/")
+        assert DirectoryBackend().authenticate(request, username=username, password=ALICE.password) is None
     assert not [record for record in caplog.records if record.name.startswith("django_auth_ldap")]
 
 
