@@ -51,3 +51,52 @@ def test_a_provider_apps_secret_never_reaches_the_audit_log(admin_client):
     assert SocialApp.objects.get().secret == "the-client-secret"
     event = AuditEvent.objects.get(object_type="socialaccount.socialapp")
     assert "the-client-secret" not in str(event.changes) and event.changes["secret"][1] == "(changed)"
+
+
+def saml_form(**extra) -> dict:
+    return {
+        "provider": "saml",
+        "provider_id": "",
+        "name": "Corp SAML",
+        "client_id": "corp",
+        "secret": "",
+        "key": "",
+        "settings": '{"groups_attribute": "memberOf", "advanced": {"want_assertion_signed": false}}',
+        **extra,
+    }
+
+
+def test_a_saml_app_made_in_the_admin_from_a_metadata_file_keeps_the_safe_settings(admin_client, tmp_path):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.identity.saml_idp import SamlIdp
+
+    idp = SamlIdp(tmp_path, {}, port=8443)
+    upload = SimpleUploadedFile("idp.xml", idp.metadata().encode(), content_type="text/xml")
+    answer = admin_client.post("/admin/socialaccount/socialapp/add/", saml_form(idp_metadata_file=upload))
+    assert answer.status_code == 302, answer.content[:3000]
+    app = SocialApp.objects.get()
+    assert app.provider_id == "corp" and app.settings["groups_attribute"] == "memberOf"
+    assert app.settings["idp"]["entity_id"] == idp.entity_id
+    assert app.settings["idp"]["sso_url"] == f"{idp.url}/sso/redirect"
+    assert app.settings["advanced"]["want_assertion_signed"] is True
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        "{}",  # no provider at all
+        '{"idp": {"metadata_url": "http://idp.example.org/metadata", "entity_id": "x"}}',  # in the clear
+        '{"idp": {"metadata_url": "https://idp.example.org/metadata"}}',  # which entity?
+    ],
+)
+def test_a_saml_app_without_a_usable_provider_is_not_saved(admin_client, settings):
+    answer = admin_client.post("/admin/socialaccount/socialapp/add/", saml_form(settings=settings))
+    assert answer.status_code == 200 and not SocialApp.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "path", ["/admin/accounts/directoryaccount/", "/admin/accounts/directoryaccount/add/"]
+)
+def test_the_directory_account_pages_render(admin_client, path):
+    assert admin_client.get(path).status_code == 200

@@ -7,7 +7,7 @@ import json
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.base.identity import oidc_apps_from_env
+from config.base.identity import SAML_FORCED_ADVANCED, oidc_apps_from_env, saml_apps_from_env
 
 KEYCLOAK = {
     "id": "keycloak",
@@ -71,3 +71,74 @@ def test_the_secret_may_come_from_a_file(monkeypatch, tmp_path):
 def test_a_mistake_stops_the_process(monkeypatch, value):
     with pytest.raises(ImproperlyConfigured):
         apps_from(monkeypatch, value)
+
+
+# SAML_PROVIDERS
+
+OKTA = {
+    "slug": "okta",
+    "name": "Okta",
+    "metadata_url": "https://acme.okta.com/app/exk1/sso/saml/metadata",
+    "entity_id": "http://www.okta.com/exk1",
+}
+
+
+def saml_apps_from(monkeypatch, value, taken=()) -> list[dict]:
+    monkeypatch.setenv("SAML_PROVIDERS", value if isinstance(value, str) else json.dumps(value))
+    return saml_apps_from_env(taken_ids=taken)
+
+
+def test_unset_means_no_saml_provider(monkeypatch):
+    monkeypatch.delenv("SAML_PROVIDERS", raising=False)
+    assert saml_apps_from_env() == []
+
+
+def test_a_saml_provider_becomes_an_allauth_app_with_the_safe_settings(monkeypatch):
+    [app] = saml_apps_from(monkeypatch, [{**OKTA, "jit": False}])
+    assert app["provider_id"] == app["client_id"] == "okta" and app["name"] == "Okta"
+    assert app["settings"] == {
+        "idp": {"metadata_url": OKTA["metadata_url"], "entity_id": OKTA["entity_id"]},
+        "groups_attribute": "groups",
+        "email_verified": False,
+        "email_authentication": False,
+        "advanced": SAML_FORCED_ADVANCED,
+        "jit": False,
+    }
+
+
+def test_the_metadata_may_come_from_a_file(monkeypatch, tmp_path):
+    from tests.identity.saml_idp import SamlIdp
+
+    metadata = tmp_path / "idp.xml"
+    idp = SamlIdp(tmp_path, {}, port=8443)
+    metadata.write_text(idp.metadata())
+    entry = {"slug": "corp", "metadata_file": str(metadata), "attribute_mapping": {"email": "mail"}}
+    [app] = saml_apps_from(monkeypatch, [entry])
+    assert app["settings"]["idp"] == {
+        "entity_id": idp.entity_id,
+        "sso_url": f"{idp.url}/sso/redirect",
+        "x509cert": idp.keys.cert_base64,
+    }
+    assert app["settings"]["attribute_mapping"] == {"email": ["mail"]}
+
+
+@pytest.mark.parametrize(
+    "value, taken",
+    [
+        ("not json", ()),
+        ([{**OKTA, "slug": "Bad Slug"}], ()),
+        ([{**OKTA, "metadata_url": "http://acme.okta.com/metadata"}], ()),  # metadata in the clear
+        ([{k: v for k, v in OKTA.items() if k != "entity_id"}], ()),
+        ([{k: v for k, v in OKTA.items() if k != "metadata_url"}], ()),
+        ([{**OKTA, "metadata_file": "/nonexistent.xml"}], ()),
+        ([{k: v for k, v in OKTA.items() if k != "metadata_url"} | {"metadata_file": "/etc/hostname"}], ()),
+        ([{**OKTA, "want_assertion_signed": False}], ()),
+        ([{**OKTA, "attribute_mapping": {"email_verified": "verified"}}], ()),
+        ([{**OKTA, "email_verified": "yes"}], ()),
+        ([OKTA, OKTA], ()),
+        ([OKTA], ("okta",)),  # an OpenID Connect provider's id already
+    ],
+)
+def test_a_saml_mistake_stops_the_process(monkeypatch, value, taken):
+    with pytest.raises(ImproperlyConfigured):
+        saml_apps_from(monkeypatch, value, taken)

@@ -15,6 +15,7 @@ from tests.identity.conftest import ALICE
 # Sample values for the routes' parameters, by name.
 SAMPLES = {
     "provider_id": "corp",
+    "organization_slug": "corp",
     "key": "abc",
     "uidb36": "1",
     "uidb64": "MQ",
@@ -40,6 +41,11 @@ SERVED = {
     "accounts/3rdparty/login/error/": "socialaccount_login_error",
     "accounts/oidc/corp/login/": "openid_connect_login",
     "accounts/oidc/corp/login/callback/": "openid_connect_callback",
+    "accounts/saml/corp/login/": "saml_login",
+    "accounts/saml/corp/acs/": "saml_acs",
+    "accounts/saml/corp/acs/finish/": "saml_finish_acs",
+    "accounts/saml/corp/sls/": "saml_sls",
+    "accounts/saml/corp/metadata/": "saml_metadata",
 }
 
 

@@ -214,3 +214,15 @@ def test_admin_made_saml_apps_are_stored_with_the_safe_settings_and_their_own_id
     app.refresh_from_db()
     assert app.provider_id == "made-here"
     assert all(app.settings["advanced"][key] is True for key in UNSAFE_ADVANCED)
+
+
+def test_the_providers_confirmation_and_error_pages_render_in_our_layout(client, start_saml):
+    from tests.identity.test_routes import in_our_layout
+
+    idp = start_saml({"alice": ALICE_SAML})
+    confirm = client.get("/accounts/saml/corp/login/")  # a GET asks to confirm before leaving
+    assert confirm.status_code == 200 and in_our_layout(confirm)
+    assert idp.url in confirm["Content-Security-Policy"]
+    idp.tamper = "unsigned"
+    refused = sign_in(client, "corp", "alice")
+    assert refused.status_code == 401 and in_our_layout(refused)
