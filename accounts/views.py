@@ -18,18 +18,22 @@ from config.base.errors import RateLimitedError
 class LoginView(auth_views.LoginView):
     """Django's log-in (so django-axes and accounts/login_limits.py guard it as before), with a
     "Sign in with ..." button per identity provider; with local log-in off, the password form is
-    shown only on request (?local=1), for the break-glass accounts."""
+    shown only on request (?local=1), for the break-glass accounts, unless an LDAP directory signs
+    people in with it."""
 
     template_name = "accounts/login.html"
     form_class = LoginForm
 
     def get_context_data(self, **kwargs):
         local_login = settings.LOCAL_LOGIN_ENABLED
+        directory_login = bool(settings.AUTH_LDAP_SERVER_URI)
+        on_request = "local" in self.request.GET or self.request.method == "POST"
         return {
             **super().get_context_data(**kwargs),
             "providers": provider_buttons(self.request),
             "local_login": local_login,
-            "show_password_form": local_login or "local" in self.request.GET or self.request.method == "POST",
+            "directory_login": directory_login,
+            "show_password_form": local_login or directory_login or on_request,
         }
 
     def render_to_response(self, context, **response_kwargs):

@@ -228,3 +228,13 @@ def test_a_mistake_in_the_directory_settings_stops_the_process(monkeypatch, envi
 def test_without_a_server_the_directory_is_off(monkeypatch):
     monkeypatch.delenv("AUTH_LDAP_SERVER_URI", raising=False)
     assert ldap_settings_from_env() == {"AUTH_LDAP_SERVER_URI": ""}
+
+
+def test_with_local_log_in_off_the_directory_still_signs_in_on_the_log_in_page(
+    client, use_directory, settings
+):
+    settings.LOCAL_LOGIN_ENABLED = False
+    page = client.get("/accounts/login/").content.decode()
+    assert 'name="username"' in page and 'name="password"' in page
+    sign_in(client, ALICE)
+    assert signed_in_user(client).username == "alice"
