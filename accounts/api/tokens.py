@@ -109,6 +109,6 @@ class TokenDetailView(ApiView):
 
 def _refusal() -> str:
     """Why a password was not exchanged: a site-wide rule says nothing about any one account."""
-    if not settings.LOCAL_LOGIN_ENABLED:
+    if not settings.LOCAL_LOGIN_ENABLED and not settings.AUTH_LDAP_SERVER_URI:  # directory users may
         return "password log-in is off: sign in on the log-in page and make a token on the API tokens page"
     return "wrong username or password"

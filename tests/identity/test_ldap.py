@@ -238,3 +238,15 @@ def test_with_local_log_in_off_the_directory_still_signs_in_on_the_log_in_page(
     assert 'name="username"' in page and 'name="password"' in page
     sign_in(client, ALICE)
     assert signed_in_user(client).username == "alice"
+
+
+@pytest.mark.parametrize("local_login", [True, False])
+def test_a_directory_user_exchanges_the_directory_password_for_an_api_token(
+    use_directory, settings, local_login
+):
+    settings.LOCAL_LOGIN_ENABLED = local_login
+    api = APIClient()
+    made = api.post("/api/v1/auth/token/", {"username": "alice", "password": ALICE.password}, format="json")
+    assert made.status_code == 201, made.content
+    wrong = api.post("/api/v1/auth/token/", {"username": "alice", "password": "wrong"}, format="json")
+    assert wrong.status_code == 401 and "wrong username or password" in wrong.content.decode()

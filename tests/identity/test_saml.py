@@ -4,12 +4,15 @@ the groups attribute, and the attacks a response can carry, each refused and aud
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from allauth.socialaccount.models import SocialAccount, SocialApp
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
 from accounts.models import AuditEvent, TeamMapping
+from config.base.identity import saml_apps_from_env
 from tests.identity.conftest import ALICE_SAML, UNSAFE_ADVANCED
 from tests.identity.saml_idp import (
     OUR_HOST,
@@ -226,3 +229,19 @@ def test_the_providers_confirmation_and_error_pages_render_in_our_layout(client,
     idp.tamper = "unsigned"
     refused = sign_in(client, "corp", "alice")
     assert refused.status_code == 401 and in_our_layout(refused)
+
+
+def test_the_log_in_page_renders_while_a_providers_metadata_cannot_be_read(client, settings, monkeypatch):
+    from tests.served import free_port
+
+    dead = f"http://127.0.0.1:{free_port()}/metadata"
+    monkeypatch.setenv(
+        "SAML_PROVIDERS", json.dumps([{"slug": "gone", "metadata_url": dead, "entity_id": dead}])
+    )
+    settings.SOCIALACCOUNT_PROVIDERS = {
+        **settings.SOCIALACCOUNT_PROVIDERS,
+        "saml": {**settings.SOCIALACCOUNT_PROVIDERS["saml"], "APPS": saml_apps_from_env()},
+    }
+    answer = client.get("/accounts/login/")
+    assert answer.status_code == 200 and "Sign in with gone" in answer.content.decode()
+    assert dead.removesuffix("/metadata") in answer["Content-Security-Policy"]

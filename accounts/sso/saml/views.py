@@ -14,6 +14,7 @@ from allauth.socialaccount.sessions import LoginSession
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.urls import reverse
+from onelogin.saml2.errors import OneLogin_Saml2_Error
 
 from accounts.sso.providers import allow_provider_forms
 from accounts.sso.saml.checks import ResponseRefused, bound_to_sign_in, checked_response, use_once
@@ -36,7 +37,7 @@ def finish_acs(request, organization_slug):
     if posted is None:
         return _refused(request, provider, ResponseRefused("no response", "the ACS cookie is missing"))
     try:
-        auth = build_auth(posted, provider)
+        auth = _auth(posted, provider)
         response = checked_response(auth, prepare_django_request(posted))
         request_id = bound_to_sign_in(
             response,
@@ -52,6 +53,15 @@ def finish_acs(request, organization_slug):
     sociallogin = provider.sociallogin_from_response(request, auth)
     sociallogin.state = state
     return complete_social_login(request, sociallogin)
+
+
+def _auth(posted, provider):
+    """python3-saml's object for this app; the provider's metadata is read (or taken from the cache)
+    here, so an unreachable or broken metadata address refuses the sign-in instead of failing it."""
+    try:
+        return build_auth(posted, provider)
+    except (OSError, ValueError, OneLogin_Saml2_Error) as exc:
+        raise ResponseRefused("provider metadata unavailable", str(exc)) from exc
 
 
 def _posted_response(request) -> HttpRequest | None:
