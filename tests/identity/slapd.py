@@ -54,6 +54,12 @@ class Directory:
     ldaps_uri: str
     ca_file: Path  # the CA that issued the server's certificate
     wrong_ca_file: Path  # a CA that did not
+    process: subprocess.Popen
+
+    def stop(self) -> None:
+        """The directory goes away (its server stops), as in an outage."""
+        self.process.terminate()
+        self.process.wait(timeout=30)
 
     def delete(self, dn: str) -> None:
         """Removes an entry, as an administrator would (python-ldap, over StartTLS)."""
@@ -137,7 +143,9 @@ def slapd(directory: Path) -> Iterator[Directory]:
             ldaps_uri=f"ldaps://127.0.0.1:{tls_port}",
             ca_file=ca.cert_file,
             wrong_ca_file=wrong_ca.cert_file,
+            process=process,
         )
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=30)

@@ -7,6 +7,7 @@ before they reach the directory."""
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -14,10 +15,12 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from accounts.api_tokens import token_create
 from accounts.backends import DirectoryBackend
+from accounts.directory import UNREACHABLE_GRACE
 from accounts.models import AuditEvent, DirectoryAccount, TeamMapping
 from config.base.identity import ldap_settings_from_env
 from tests.identity.slapd import ADMIN_DN, ADMIN_PASSWORD, GROUPS, PEOPLE, USERS, slapd
@@ -250,3 +253,14 @@ def test_a_directory_user_exchanges_the_directory_password_for_an_api_token(
     assert made.status_code == 201, made.content
     wrong = api.post("/api/v1/auth/token/", {"username": "alice", "password": "wrong"}, format="json")
     assert wrong.status_code == 401 and "wrong username or password" in wrong.content.decode()
+
+
+def test_while_the_directory_is_down_users_it_confirmed_lately_keep_working_then_are_refused(
+    client, use_directory, directory
+):
+    sign_in(client, ALICE)
+    directory.stop()
+    assert client.get("/collections/").status_code == 200  # confirmed a moment ago
+    DirectoryAccount.objects.update(checked_at=timezone.now() - UNREACHABLE_GRACE - timedelta(seconds=1))
+    assert client.get("/collections/").status_code == 302
+    assert User.objects.get(username="alice").is_active  # the directory is gone, not the user

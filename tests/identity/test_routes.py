@@ -44,7 +44,6 @@ SERVED = {
     "accounts/saml/corp/login/": "saml_login",
     "accounts/saml/corp/acs/": "saml_acs",
     "accounts/saml/corp/acs/finish/": "saml_finish_acs",
-    "accounts/saml/corp/sls/": "saml_sls",
     "accounts/saml/corp/metadata/": "saml_metadata",
 }
 
@@ -99,6 +98,7 @@ def test_only_the_listed_account_routes_are_served():
         "/accounts/3rdparty/",
         "/accounts/3rdparty/signup/",
         "/accounts/social/signup/",
+        "/accounts/saml/corp/sls/",
     ],
 )
 def test_allauths_duplicate_flows_are_not_found(client, alice, path):
