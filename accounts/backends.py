@@ -13,9 +13,10 @@ from allauth.account.auth_backends import AuthenticationBackend
 from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 from django.utils import timezone
-from django_auth_ldap.backend import LDAPBackend, _LDAPUser
+from django_auth_ldap.backend import LDAPBackend
 
 from accounts.audit import AuditSubject, audit_record
+from accounts.directory import still_there
 from accounts.models import DirectoryAccount
 from accounts.teams import teams_sync
 
@@ -104,16 +105,7 @@ class DirectoryBackend(LDAPBackend):
         link = DirectoryAccount.objects.filter(user_id=user_id).first()
         if user is None or link is None:
             return None
-        from accounts.directory import still_there
-
         return user if still_there(user, link) else None
-
-    def directory_dn(self, username: str) -> str | None:
-        """The DN the user search finds for ``username`` now (None when none or several); raises
-        ldap.LDAPError when the directory cannot be asked."""
-        ldap_user = _LDAPUser(self, username=username)
-        results = self.settings.USER_SEARCH.execute(ldap_user.connection, {"user": username})
-        return results[0][0] if results and len(results) == 1 else None
 
 
 def _refused(user, reason: str) -> None:

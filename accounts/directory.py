@@ -16,6 +16,7 @@ from datetime import timedelta
 import ldap
 from django.conf import settings
 from django.utils import timezone
+from django_auth_ldap.backend import LDAPBackend, _LDAPUser
 
 from accounts.audit import audit_record
 from accounts.models import DirectoryAccount
@@ -35,10 +36,8 @@ def still_there(user, link: DirectoryAccount) -> bool:
     now = timezone.now()
     if now - link.checked_at < timedelta(seconds=settings.LDAP_RECHECK_SECONDS):
         return True
-    from accounts.backends import DirectoryBackend
-
     try:
-        found = DirectoryBackend().directory_dn(user.get_username())
+        found = directory_dn(user.get_username())
     except ldap.LDAPError:
         return now - link.checked_at < UNREACHABLE_GRACE
     if found is not None and found.lower() == link.dn:
@@ -46,6 +45,14 @@ def still_there(user, link: DirectoryAccount) -> bool:
         return True
     _deactivate(user, link)
     return False
+
+
+def directory_dn(username: str) -> str | None:
+    """The DN the configured user search finds for ``username`` now (None when none or several),
+    searched with the service account; raises ldap.LDAPError when the directory cannot be asked."""
+    ldap_user = _LDAPUser(LDAPBackend(), username=username)  # its connection: our TLS options, bound
+    results = ldap_user.settings.USER_SEARCH.execute(ldap_user.connection, {"user": username})
+    return results[0][0] if results and len(results) == 1 else None
 
 
 def _deactivate(user, link: DirectoryAccount) -> None:
