@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
@@ -142,3 +145,21 @@ def test_the_metadata_may_come_from_a_file(monkeypatch, tmp_path):
 def test_a_saml_mistake_stops_the_process(monkeypatch, value, taken):
     with pytest.raises(ImproperlyConfigured):
         saml_apps_from(monkeypatch, value, taken)
+
+
+def backends_with(**environment) -> list[str]:
+    """AUTHENTICATION_BACKENDS as config.settings builds them in a fresh process under ``environment``."""
+    script = "from django.conf import settings; print(','.join(settings.AUTHENTICATION_BACKENDS))"
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", **environment}
+    env = {name: value for name, value in env.items() if value != ""}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+    return done.stdout.strip().splitlines()[-1].split(",")
+
+
+def test_the_directory_backend_is_on_only_with_a_directory():
+    assert "accounts.backends.DirectoryBackend" not in backends_with(AUTH_LDAP_SERVER_URI="")
+    with_directory = backends_with(
+        AUTH_LDAP_SERVER_URI="ldaps://ldap.example.org",
+        AUTH_LDAP_USER_SEARCH_BASE="ou=people,dc=example,dc=org",
+    )
+    assert with_directory[-1] == "accounts.backends.DirectoryBackend"
