@@ -6,6 +6,7 @@ before they reach the directory."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import timedelta
 
@@ -23,6 +24,7 @@ from accounts.backends import DirectoryBackend
 from accounts.directory import UNREACHABLE_GRACE
 from accounts.models import AuditEvent, DirectoryAccount, TeamMapping
 from config.base.identity import ldap_settings_from_env
+from knowledge.mcp.http import TokenAuthMiddleware
 from tests.identity.slapd import ADMIN_DN, ADMIN_PASSWORD, GROUPS, PEOPLE, USERS, slapd
 
 pytestmark = pytest.mark.django_db
@@ -264,3 +266,35 @@ def test_while_the_directory_is_down_users_it_confirmed_lately_keep_working_then
     DirectoryAccount.objects.update(checked_at=timezone.now() - UNREACHABLE_GRACE - timedelta(seconds=1))
     assert client.get("/collections/").status_code == 302
     assert User.objects.get(username="alice").is_active  # the directory is gone, not the user
+
+
+async def mcp_status(secret: str) -> int:
+    """The status the MCP endpoint's token check (knowledge/mcp/http.py) answers ``secret`` with,
+    in front of an app that answers 200 to whatever passes it."""
+    sent = []
+
+    async def tools(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    headers = [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {secret}".encode())]
+    await TokenAuthMiddleware(tools)(
+        {"type": "http", "method": "POST", "path": "/mcp/", "headers": headers}, receive, send
+    )
+    return sent[0]["status"]
+
+
+@pytest.mark.security
+@pytest.mark.django_db(transaction=True)  # the token check runs in another thread, on its own connection
+def test_an_mcp_client_is_refused_once_its_user_leaves_the_directory(client, use_directory, directory):
+    sign_in(client, ERIN)
+    _, secret = token_create(user=signed_in_user(client), name="assistant")
+    assert asyncio.run(mcp_status(secret)) == 200
+    directory.delete(ERIN.dn)
+    assert asyncio.run(mcp_status(secret)) == 401
