@@ -74,7 +74,7 @@ class DirectoryBackend(LDAPBackend):
             return None
         dn = user.ldap_user.dn.lower()
         DirectoryAccount.objects.update_or_create(
-            user=user, defaults={"dn": dn, "checked_at": timezone.now()}
+            user=user, defaults={"dn": dn, "username": username, "checked_at": timezone.now()}
         )
         teams_sync(user=user, source="ldap", external_groups=self._groups(user.ldap_user))
         return user

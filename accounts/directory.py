@@ -37,7 +37,7 @@ def still_there(user, link: DirectoryAccount) -> bool:
     if now - link.checked_at < timedelta(seconds=settings.LDAP_RECHECK_SECONDS):
         return True
     try:
-        found = directory_dn(user.get_username())
+        found = directory_dn(link.username)
     except ldap.LDAPError:
         return now - link.checked_at < UNREACHABLE_GRACE
     if found is not None and found.lower() == link.dn:

@@ -52,9 +52,9 @@ class DirectoryAccountAdmin(admin.ModelAdmin):
     directory user with that DN is then refused while a local account has the name."""
 
     audit_name = "directory_account"
-    list_display = ["user", "dn", "checked_at"]
+    list_display = ["user", "username", "dn", "checked_at"]
     list_select_related = ["user"]
-    search_fields = ["user__username", "dn"]
+    search_fields = ["user__username", "username", "dn"]
     raw_id_fields = ["user"]
     readonly_fields = ["checked_at"]
 

@@ -171,7 +171,14 @@ class DirectoryAccount(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="directory_account"
     )
     dn = models.CharField(max_length=1000, unique=True, help_text="The user's DN, lowercase.")
-    checked_at = models.DateTimeField(help_text="When the directory last confirmed the user.")
+    username = models.CharField(
+        max_length=150,
+        help_text="The name the directory's user search finds the user by (it may differ from the "
+        "account's): the product searches it again to check that the user is still there.",
+    )
+    checked_at = models.DateTimeField(
+        default=timezone.now, help_text="When the directory last confirmed the user."
+    )
 
     class Meta:
         verbose_name = "directory account"

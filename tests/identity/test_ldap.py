@@ -298,3 +298,18 @@ def test_an_mcp_client_is_refused_once_its_user_leaves_the_directory(client, use
     assert asyncio.run(mcp_status(secret)) == 200
     directory.delete(ERIN.dn)
     assert asyncio.run(mcp_status(secret)) == 401
+
+
+def test_an_account_the_operator_linked_signs_in_and_stays_checked_under_its_directory_name(
+    client, use_directory, make_user
+):
+    """A local account handed over to the directory in the admin (its link names the DN and the
+    directory's name for the user): the directory's alice signs into it, and the re-check at each
+    request searches the directory's name, not the account's."""
+    local = make_user("alice.liddell")
+    DirectoryAccount.objects.create(user=local, dn=ALICE.dn.lower(), username="alice")
+    sign_in(client, ALICE)
+    assert signed_in_user(client) == local
+    assert client.get("/collections/").status_code == 200
+    local.refresh_from_db()
+    assert local.is_active
