@@ -185,3 +185,7 @@ class DirectoryAccount(models.Model):
 
     def __str__(self) -> str:
         return self.dn
+
+    def save(self, *args, **kwargs):
+        self.dn = self.dn.lower()  # DNs compare without regard to case; a link typed in the admin too
+        super().save(*args, **kwargs)

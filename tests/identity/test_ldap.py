@@ -307,7 +307,7 @@ def test_an_account_the_operator_linked_signs_in_and_stays_checked_under_its_dir
     directory's name for the user): the directory's alice signs into it, and the re-check at each
     request searches the directory's name, not the account's."""
     local = make_user("alice.liddell")
-    DirectoryAccount.objects.create(user=local, dn=ALICE.dn.lower(), username="alice")
+    DirectoryAccount.objects.create(user=local, dn=ALICE.dn.upper(), username="alice")  # as typed
     sign_in(client, ALICE)
     assert signed_in_user(client) == local
     assert client.get("/collections/").status_code == 200
