@@ -45,7 +45,9 @@ class ChatTurn(models.Model):
     cited_sources = models.JSONField(default=list, blank=True)
     retrieved = models.JSONField(default=list, blank=True)
     # A refusal's closest matches, for its lines to link to their places (knowledge.synthesis.refusal).
-    closest = models.JSONField(default=list, blank=True)
+    # db_default as well: a web process still running the previous version during an upgrade
+    # inserts turns without this column, and must not fail on it.
+    closest = models.JSONField(default=list, db_default=[], blank=True)
     dropped_citations = models.PositiveIntegerField(default=0)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
