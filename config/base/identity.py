@@ -68,7 +68,7 @@ def oidc_apps_from_env() -> list[dict]:
 
 
 def _oidc_app(name: str, entry) -> dict:
-    _check_keys(name, entry)
+    _check_keys(name, entry, key="id", required=_REQUIRED, optional=_OPTIONAL)
     provider_id = entry["id"]
     issuer = str(entry["issuer"]).rstrip("/")
     if urlsplit(issuer).scheme not in ("https", "http") or not urlsplit(issuer).netloc:
@@ -97,18 +97,20 @@ def _oidc_app(name: str, entry) -> dict:
     }
 
 
-def _check_keys(name: str, entry) -> None:
+def _check_keys(name: str, entry, *, key: str, required: set[str], optional: set[str]) -> None:
+    """One provider's entry: a JSON object with its required keys, no unknown ones, and its
+    ``key`` (an OIDC id, a SAML slug) usable in a URL."""
     if not isinstance(entry, dict):
         raise ImproperlyConfigured(f"{name}: every provider must be a JSON object")
-    missing = _REQUIRED - entry.keys()
-    unknown = entry.keys() - _REQUIRED - _OPTIONAL
+    missing = required - entry.keys()
+    unknown = entry.keys() - required - optional
     if missing or unknown:
         raise ImproperlyConfigured(
-            f"{name}: provider {entry.get('id')!r} misses {sorted(missing)}, "
+            f"{name}: provider {entry.get(key)!r} misses {sorted(missing)}, "
             f"has unknown keys {sorted(unknown)}"
         )
-    if not isinstance(entry["id"], str) or not _ID.match(entry["id"]):
-        raise ImproperlyConfigured(f"{name}: id {entry['id']!r} must be lowercase letters, digits, - or _")
+    if not isinstance(entry[key], str) or not _ID.match(entry[key]):
+        raise ImproperlyConfigured(f"{name}: {key} {entry[key]!r} must be lowercase letters, digits, - or _")
 
 
 def _scopes(name: str, entry) -> list[str]:
@@ -214,19 +216,7 @@ def _saml_app(name: str, entry) -> dict:
 
 
 def _check_saml_keys(name: str, entry) -> None:
-    if not isinstance(entry, dict):
-        raise ImproperlyConfigured(f"{name}: every provider must be a JSON object")
-    missing = _SAML_REQUIRED - entry.keys()
-    unknown = entry.keys() - _SAML_REQUIRED - _SAML_OPTIONAL
-    if missing or unknown:
-        raise ImproperlyConfigured(
-            f"{name}: provider {entry.get('slug')!r} misses {sorted(missing)}, "
-            f"has unknown keys {sorted(unknown)}"
-        )
-    if not isinstance(entry["slug"], str) or not _ID.match(entry["slug"]):
-        raise ImproperlyConfigured(
-            f"{name}: slug {entry['slug']!r} must be lowercase letters, digits, - or _"
-        )
+    _check_keys(name, entry, key="slug", required=_SAML_REQUIRED, optional=_SAML_OPTIONAL)
     if ("metadata_url" in entry) == ("metadata_file" in entry):
         raise ImproperlyConfigured(f"{name}: provider {entry['slug']!r} needs metadata_url or metadata_file")
 
