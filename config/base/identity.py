@@ -47,11 +47,9 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _TOKEN_AUTH_METHODS = ("client_secret_post", "client_secret_basic")
 
 
-def oidc_apps_from_env() -> list[dict]:
-    """allauth app definitions for the providers listed in OIDC_PROVIDERS (none when unset)."""
-    name = "OIDC_PROVIDERS"
-    # The OpenID Connect providers to sign in with, a JSON list (docs/operator-guide/identity/oidc.md).
-    raw = os.environ.get("OIDC_PROVIDERS", "").strip()
+def _provider_entries(name: str) -> list:
+    """The environment variable ``name``'s JSON list of provider entries (none when unset)."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
         return []
     try:
@@ -60,7 +58,14 @@ def oidc_apps_from_env() -> list[dict]:
         raise ImproperlyConfigured(f"{name} is not valid JSON: {exc}") from exc
     if not isinstance(entries, list):
         raise ImproperlyConfigured(f"{name} must be a JSON list of provider objects")
-    apps = [_oidc_app(name, entry) for entry in entries]
+    return entries
+
+
+def oidc_apps_from_env() -> list[dict]:
+    """allauth app definitions for the providers listed in OIDC_PROVIDERS (none when unset)."""
+    name = "OIDC_PROVIDERS"
+    # The OpenID Connect providers to sign in with, a JSON list (docs/operator-guide/identity/oidc.md).
+    apps = [_oidc_app(name, entry) for entry in _provider_entries(name)]
     ids = [app["provider_id"] for app in apps]
     if len(set(ids)) != len(ids):
         raise ImproperlyConfigured(f"{name} lists a provider id twice: {ids}")
@@ -175,16 +180,7 @@ def saml_apps_from_env(taken_ids=()) -> list[dict]:
     provider's users are told apart by (provider id, user id)."""
     name = "SAML_PROVIDERS"
     # The SAML 2.0 providers to sign in with, a JSON list (docs/operator-guide/identity/saml.md).
-    raw = os.environ.get("SAML_PROVIDERS", "").strip()
-    if not raw:
-        return []
-    try:
-        entries = json.loads(raw)
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"{name} is not valid JSON: {exc}") from exc
-    if not isinstance(entries, list):
-        raise ImproperlyConfigured(f"{name} must be a JSON list of provider objects")
-    apps = [_saml_app(name, entry) for entry in entries]
+    apps = [_saml_app(name, entry) for entry in _provider_entries(name)]
     ids = [app["provider_id"] for app in apps] + list(taken_ids)
     if len(set(ids)) != len(ids):
         raise ImproperlyConfigured(f"{name} reuses a provider id (OIDC_PROVIDERS' too): {sorted(ids)}")

@@ -7,7 +7,9 @@ import contextlib
 import json
 
 import pytest
+from django.contrib.auth.models import Group, User
 
+from accounts.models import AuditEvent, TeamMapping
 from config.base.identity import saml_apps_from_env
 from tests.identity.oidc_provider import oidc_provider
 from tests.identity.saml_idp import OUR_HOST, saml_idp
@@ -106,3 +108,20 @@ def start_saml(tmp_path, settings, client, monkeypatch):
 
     with stack:
         yield start
+
+
+def mapped_team(source: str) -> Group:
+    """The team Engineering, which the provider ``source``'s group "engineering" maps to."""
+    team = Group.objects.create(name="Engineering")
+    TeamMapping.objects.create(source=source, external_group="engineering", team=team)
+    return team
+
+
+def signed_in_user(client):
+    user_id = client.session.get("_auth_user_id")
+    return User.objects.get(pk=user_id) if user_id else None
+
+
+def refusals(action: str = "sso.login_refused") -> list[str]:
+    """The reasons of the refused sign-ins, as the audit log records them under ``action``."""
+    return [event.changes["reason"][1] for event in AuditEvent.objects.filter(action=action)]

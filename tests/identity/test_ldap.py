@@ -25,6 +25,8 @@ from accounts.directory import UNREACHABLE_GRACE
 from accounts.models import AuditEvent, DirectoryAccount, TeamMapping
 from config.base.identity import ldap_settings_from_env
 from knowledge.mcp.http import TokenAuthMiddleware
+from tests.identity.conftest import refusals as directory_refusals
+from tests.identity.conftest import signed_in_user
 from tests.identity.slapd import ADMIN_DN, ADMIN_PASSWORD, GROUPS, PEOPLE, USERS, slapd
 
 pytestmark = pytest.mark.django_db
@@ -70,13 +72,8 @@ def sign_in(client, user, password=None):
     return client.post("/accounts/login/", {"username": user.uid, "password": password or user.password})
 
 
-def signed_in_user(client):
-    user_id = client.session.get("_auth_user_id")
-    return User.objects.get(pk=user_id) if user_id else None
-
-
 def refusals() -> list[str]:
-    return [event.changes["reason"][1] for event in AuditEvent.objects.filter(action="ldap.login_refused")]
+    return directory_refusals("ldap.login_refused")
 
 
 def test_a_directory_user_signs_in_and_its_groups_map_to_teams(client, use_directory):

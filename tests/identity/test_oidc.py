@@ -10,8 +10,8 @@ import pytest
 from allauth.socialaccount.models import SocialAccount, SocialApp
 from django.contrib.auth.models import Group, User
 
-from accounts.models import AuditEvent, TeamGrant, TeamMapping
-from tests.identity.conftest import ALICE
+from accounts.models import AuditEvent, TeamGrant
+from tests.identity.conftest import ALICE, mapped_team, refusals, signed_in_user
 from tests.identity.oidc_provider import CLIENT_SECRET, callback_from_provider, sign_in, with_query
 
 pytestmark = pytest.mark.django_db
@@ -19,18 +19,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def engineering():
-    team = Group.objects.create(name="Engineering")
-    TeamMapping.objects.create(source="oidc:corp", external_group="engineering", team=team)
-    return team
-
-
-def signed_in_user(client):
-    user_id = client.session.get("_auth_user_id")
-    return User.objects.get(pk=user_id) if user_id else None
-
-
-def refusals() -> list[str]:
-    return [event.changes["reason"][1] for event in AuditEvent.objects.filter(action="sso.login_refused")]
+    return mapped_team("oidc:corp")
 
 
 def assert_refused(client, answer, reason: str) -> None:

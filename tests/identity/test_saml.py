@@ -8,12 +8,12 @@ import json
 
 import pytest
 from allauth.socialaccount.models import SocialAccount, SocialApp
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
-from accounts.models import AuditEvent, TeamMapping
+from accounts.models import AuditEvent
 from config.base.identity import saml_apps_from_env
-from tests.identity.conftest import ALICE_SAML, UNSAFE_ADVANCED
+from tests.identity.conftest import ALICE_SAML, UNSAFE_ADVANCED, mapped_team, refusals, signed_in_user
 from tests.identity.saml_idp import (
     OUR_HOST,
     OUR_ORIGIN,
@@ -28,18 +28,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def engineering():
-    team = Group.objects.create(name="Engineering")
-    TeamMapping.objects.create(source="saml:corp", external_group="engineering", team=team)
-    return team
-
-
-def signed_in_user(client):
-    user_id = client.session.get("_auth_user_id")
-    return User.objects.get(pk=user_id) if user_id else None
-
-
-def refusals() -> list[str]:
-    return [event.changes["reason"][1] for event in AuditEvent.objects.filter(action="sso.login_refused")]
+    return mapped_team("saml:corp")
 
 
 @pytest.mark.parametrize("metadata", ["url", "file"])
