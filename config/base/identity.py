@@ -47,9 +47,10 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _TOKEN_AUTH_METHODS = ("client_secret_post", "client_secret_basic")
 
 
-def _provider_entries(name: str) -> list:
-    """The environment variable ``name``'s JSON list of provider entries (none when unset)."""
-    raw = os.environ.get(name, "").strip()
+def _provider_entries(name: str, raw: str) -> list:
+    """The JSON list of provider entries ``raw`` read from the variable ``name`` (none when empty).
+    Each caller reads its variable by its literal name, so the configuration reference finds it."""
+    raw = raw.strip()
     if not raw:
         return []
     try:
@@ -65,7 +66,8 @@ def oidc_apps_from_env() -> list[dict]:
     """allauth app definitions for the providers listed in OIDC_PROVIDERS (none when unset)."""
     name = "OIDC_PROVIDERS"
     # The OpenID Connect providers to sign in with, a JSON list (docs/operator-guide/identity/oidc.md).
-    apps = [_oidc_app(name, entry) for entry in _provider_entries(name)]
+    raw = os.environ.get("OIDC_PROVIDERS", "")
+    apps = [_oidc_app(name, entry) for entry in _provider_entries(name, raw)]
     ids = [app["provider_id"] for app in apps]
     if len(set(ids)) != len(ids):
         raise ImproperlyConfigured(f"{name} lists a provider id twice: {ids}")
@@ -180,7 +182,8 @@ def saml_apps_from_env(taken_ids=()) -> list[dict]:
     provider's users are told apart by (provider id, user id)."""
     name = "SAML_PROVIDERS"
     # The SAML 2.0 providers to sign in with, a JSON list (docs/operator-guide/identity/saml.md).
-    apps = [_saml_app(name, entry) for entry in _provider_entries(name)]
+    raw = os.environ.get("SAML_PROVIDERS", "")
+    apps = [_saml_app(name, entry) for entry in _provider_entries(name, raw)]
     ids = [app["provider_id"] for app in apps] + list(taken_ids)
     if len(set(ids)) != len(ids):
         raise ImproperlyConfigured(f"{name} reuses a provider id (OIDC_PROVIDERS' too): {sorted(ids)}")
