@@ -34,8 +34,6 @@ from tests.identity.oidc_provider import oidc_provider
 from tests.identity.saml_idp import saml_idp
 from tests.identity.slapd import USERS
 
-DAVE = USERS[1]
-
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 pytest_plugins = ["tests.synthesis.openai_server"]
 chromium = test_pages_ux.chromium  # one Chromium for the module
@@ -43,6 +41,7 @@ directory = test_ldap.directory
 use_directory = test_ldap.use_directory
 
 HANDBOOK = "Engineering handbook"
+DAVE = USERS[1]  # in the directory's groups engineering and sales
 
 
 @dataclass(frozen=True)
