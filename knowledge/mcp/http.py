@@ -2,12 +2,14 @@
 
 Requests are authenticated like the REST API's: ``Authorization: Bearer
 <API token>``, checked by accounts.api_tokens on every request, so a revoked
-token stops working at once. The SDK runs stateless (every POST stands alone,
-authenticated by its own token): there is no server-side session another token
-could reuse, and any number of server processes can share the load. Answers are
-plain JSON responses. Host names are checked against ALLOWED_HOSTS as Django
-does; the SDK's own DNS-rebinding guard (for unauthenticated local servers) is
-off because a browser page cannot borrow a Bearer token.
+token stops working at once; an operator still on the default password is
+refused as the API refuses it (Django's middleware never sees these requests).
+The SDK runs stateless (every POST stands alone, authenticated by its own
+token): there is no server-side session another token could reuse, and any
+number of server processes can share the load. Answers are plain JSON
+responses. Host names are checked against ALLOWED_HOSTS as Django does; the
+SDK's own DNS-rebinding guard (for unauthenticated local servers) is off
+because a browser page cannot borrow a Bearer token.
 
 ``with_mcp(django_app)`` routes /mcp and /mcp/ here and everything else to
 Django; ASGI lifespan events go to the SDK's app, whose startup runs the
@@ -28,6 +30,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from accounts.api.errors import error_body
 from accounts.api_tokens import token_authenticate
+from accounts.policy import DEFAULT_PASSWORD_MESSAGE, must_change_password
 from config.base.errors import DATABASE_UNAVAILABLE, database_retry_after_header, database_unavailable
 from knowledge.mcp.identity import SCOPE_USER, TokenIdentity
 from knowledge.mcp.server import build_server
@@ -66,7 +69,8 @@ def with_mcp(django_app: ASGIApp, mcp_app: ASGIApp | None = None) -> ASGIApp:
 
 
 class TokenAuthMiddleware:
-    """Refuses a request without a valid, unrevoked API token (401, the API's error body)."""
+    """Refuses a request without a valid, unrevoked API token (401, the API's error body), and an
+    operator's while it still has the default password (403, as the API answers)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -79,8 +83,10 @@ class TokenAuthMiddleware:
             await _refuse(send, 400, "invalid", "this host name is not served here (ALLOWED_HOSTS)")
             return
         secret, problem = _bearer_secret(scope)
+        user, held = None, False
         try:
-            user = None if problem else await sync_to_async(_authenticate, thread_sensitive=False)(secret)
+            if not problem:
+                user, held = await sync_to_async(_authenticate, thread_sensitive=False)(secret)
         except Exception as exc:
             if not database_unavailable(exc):
                 raise
@@ -90,13 +96,18 @@ class TokenAuthMiddleware:
         if user is None:
             await _refuse(send, 401, "not_authenticated", problem or "invalid or revoked token")
             return
+        if held:
+            await _refuse(send, 403, "permission_denied", DEFAULT_PASSWORD_MESSAGE)
+            return
         await self.app({**scope, SCOPE_USER: user}, receive, send)
 
 
-def _authenticate(secret: str):
+def _authenticate(secret: str) -> tuple:
+    """(the token's user or None, whether the user must change the default password first)."""
     close_old_connections()
     try:
-        return token_authenticate(secret)
+        user = token_authenticate(secret)
+        return user, user is not None and must_change_password(user)
     finally:
         close_old_connections()
 

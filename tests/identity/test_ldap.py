@@ -1,22 +1,28 @@
 """Signing in with an LDAP directory (a real slapd on 127.0.0.1), no mocks: bind and search over
 StartTLS or LDAPS, groups read from the directory to teams, and the rules django-auth-ldap lacks:
 an inactive account refused, a local account never taken over by name, a user removed from the
-directory refused at the next page and API request, and usernames that are LDAP filters refused
+directory refused at the next page, API and MCP request, and usernames that are LDAP filters refused
 before they reach the directory."""
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import logging
+import threading
+import time
+from collections.abc import Iterator
 from datetime import timedelta
 
+import anyio
 import pytest
+import uvicorn
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
 from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from mcp import MCPError
 from rest_framework.test import APIClient
 
 from accounts.api_tokens import token_create
@@ -24,14 +30,18 @@ from accounts.backends import DirectoryBackend
 from accounts.directory import UNREACHABLE_GRACE
 from accounts.models import AuditEvent, DirectoryAccount, TeamMapping
 from config.base.identity import ldap_settings_from_env
-from knowledge.mcp.http import TokenAuthMiddleware
+from knowledge.mcp.http import mcp_http_app
 from tests.identity.conftest import refusals as directory_refusals
 from tests.identity.conftest import signed_in_user
 from tests.identity.slapd import ADMIN_DN, ADMIN_PASSWORD, GROUPS, PEOPLE, USERS, slapd
+from tests.mcp import conftest as mcp_fixtures
+from tests.mcp.conftest import http_client, payload
+from tests.served import free_port
 
 pytestmark = pytest.mark.django_db
 ALICE, DAVE, ERIN = USERS
 BACKEND = "accounts.backends.DirectoryBackend"
+no_persistent_connections = mcp_fixtures.no_persistent_connections
 
 
 @pytest.fixture
@@ -265,36 +275,46 @@ def test_while_the_directory_is_down_users_it_confirmed_lately_keep_working_then
     assert User.objects.get(username="alice").is_active  # the directory is gone, not the user
 
 
-async def mcp_status(secret: str) -> int:
-    """The status the MCP endpoint's token check (knowledge/mcp/http.py) answers ``secret`` with,
-    in front of an app that answers 200 to whatever passes it."""
-    sent = []
-
-    async def tools(scope, receive, send):
-        await send({"type": "http.response.start", "status": 200, "headers": []})
-        await send({"type": "http.response.body", "body": b""})
-
-    async def receive():
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message):
-        sent.append(message)
-
-    headers = [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {secret}".encode())]
-    await TokenAuthMiddleware(tools)(
-        {"type": "http", "method": "POST", "path": "/mcp/", "headers": headers}, receive, send
-    )
-    return sent[0]["status"]
+@contextlib.contextmanager
+def served_mcp() -> Iterator[str]:
+    """The MCP app (knowledge.mcp.http) served over HTTP by uvicorn in a thread of this process, so
+    that it reads the test's directory settings; yields its address."""
+    port = free_port()
+    config = uvicorn.Config(mcp_http_app(), host="127.0.0.1", port=port, lifespan="on", log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="mcp-uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the MCP server did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp/"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
 
 
 @pytest.mark.security
-@pytest.mark.django_db(transaction=True)  # the token check runs in another thread, on its own connection
-def test_an_mcp_client_is_refused_once_its_user_leaves_the_directory(client, use_directory, directory):
+@pytest.mark.django_db(transaction=True)  # the server's threads read the test's rows on their own connections
+@pytest.mark.usefixtures("no_persistent_connections")
+def test_an_open_mcp_session_fails_at_its_next_request_once_its_user_leaves_the_directory(
+    client, use_directory, directory
+):
     sign_in(client, ERIN)
     _, secret = token_create(user=signed_in_user(client), name="assistant")
-    assert asyncio.run(mcp_status(secret)) == 200
-    directory.delete(ERIN.dn)
-    assert asyncio.run(mcp_status(secret)) == 401
+
+    async def call_then_remove_then_call(url: str) -> dict:
+        async with http_client(url, secret) as mcp:
+            before = payload(await mcp.call_tool("list_collections", {}))
+            await anyio.to_thread.run_sync(lambda: directory.delete(ERIN.dn))
+            with pytest.raises(MCPError):  # the SDK's client reports the 401 as an error response
+                await mcp.call_tool("list_collections", {})
+            return before
+
+    with served_mcp() as url:
+        assert anyio.run(call_then_remove_then_call, url)["collections"] == []
+    assert not User.objects.get(username="erin").is_active
 
 
 def test_an_account_the_operator_linked_signs_in_and_stays_checked_under_its_directory_name(
