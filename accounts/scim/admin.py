@@ -49,9 +49,8 @@ class ScimTokenAdmin(admin.ModelAdmin):
             "secret": request.scim_secret,
             "scim_url": location(""),
         }
-        response = TemplateResponse(request, CREATED_TEMPLATE, context)
-        response["Cache-Control"] = "no-store"
-        return response
+        # The admin's views are never_cache: the page with the secret is not kept by the browser.
+        return TemplateResponse(request, CREATED_TEMPLATE, context)
 
     @admin.action(description="Revoke selected SCIM tokens")
     def revoke_tokens(self, request, queryset):

@@ -16,7 +16,7 @@ import logging
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -92,14 +92,21 @@ def scim_endpoint(view):
             try:
                 return view(request, token, *args, **kwargs)
             except ScimError as error:
-                _record_refusal(request, error, token.source)
-                return scim_response(error.body(), error.status)
+                return _refused(request, error, token.source)
             except KnowledgeError as error:  # a service's own check (text with NUL ...)
-                refused = ScimError(400, str(error), "invalidValue")
-                _record_refusal(request, refused, token.source)
-                return scim_response(refused.body(), 400)
+                return _refused(request, ScimError(400, str(error), "invalidValue"), token.source)
+            except IntegrityError:  # a parallel request made the same name first
+                conflict = ScimError(
+                    409, "a user or group of this name was made at the same time", "uniqueness"
+                )
+                return _refused(request, conflict, token.source)
 
     return endpoint
+
+
+def _refused(request, error: ScimError, source: str) -> HttpResponse:
+    _record_refusal(request, error, source)
+    return scim_response(error.body(), error.status)
 
 
 def _bearer(request) -> str:

@@ -13,6 +13,7 @@ from accounts.audit import audit_context
 from accounts.models import AuditEvent, ScimAccount, ScimToken, TeamGrant
 from accounts.scim import http as scim_http
 from accounts.scim.tokens import scim_token_create, scim_token_revoke
+from tests.conftest import throttle_rates
 from tests.identity.scim_client import (
     ERROR_SCHEMA,
     SCIM_JSON,
@@ -423,3 +424,12 @@ def test_the_service_provider_describes_itself(entra):
     assert {item["id"] for item in types["Resources"]} == {"User", "Group"}
     assert entra.get("Schemas/urn:ietf:params:scim:schemas:core:2.0:User").json()["name"] == "User"
     error_of(entra.get("Schemas/urn:nothing"), 404)
+
+
+@pytest.mark.security
+def test_refusals_past_the_auth_rate_are_429_and_not_recorded_again(live_server, settings):
+    throttle_rates(settings, auth="2/minute")
+    client = ScimClient(live_server.url, "scim_wrong")
+    assert [client.get("Users").status_code for _ in range(4)] == [401, 401, 429, 429]
+    assert "Retry-After" in client.get("Users").headers
+    assert AuditEvent.objects.filter(action="scim.refused").count() == 2
