@@ -10,6 +10,7 @@ Entra ID sends it): an account has one address, whatever its type.
 
 from __future__ import annotations
 
+from django.core.exceptions import ValidationError
 from django.db.models import Q
 from scim2_filter_parser.lexer import SCIMLexer
 from scim2_filter_parser.parser import SCIMParser, SCIMParserError
@@ -63,15 +64,36 @@ def _path_text(node) -> str:
 
 def _numeric(query):
     """Ids are numbers: ``id eq "12"`` compares as one (the library would compare text without case);
-    an id that is no number matches nothing."""
+    an id that is no number matches nothing, and is refused in an ordering (``id gt "x"``)."""
     if not isinstance(query, Q) or len(query.children) != 1 or not isinstance(query.children[0], tuple):
         return query
     key, value = query.children[0]
-    if not key.endswith(("pk__iexact", "pk__exact")):
+    field, _, op = key.rpartition("__")
+    if not field.endswith("pk") or op == "isnull":
         return query
     text = str(value)
-    number = int(text) if text.isascii() and text.isdigit() and len(text) < 19 else -1
-    return Q(**{key.rsplit("__", 1)[0]: number}, _negated=query.negated)
+    number = int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None
+    if number is None and op not in ("iexact", "exact"):
+        raise ScimError(400, f"an id is a number, not {text!r}", "invalidFilter")
+    op = (
+        "exact"
+        if op in ("iexact", "exact", "icontains", "istartswith", "iendswith") and number is not None
+        else op
+    )
+    lookup = f"{field}__{op}" if number is not None else field
+    return Q(**{lookup: number if number is not None else -1}, _negated=query.negated)
+
+
+def filtered(queryset, text: str | None, attributes: dict):
+    """``queryset`` narrowed by a filter parameter; ScimError 400 for a filter that cannot be read or
+    compares a value of the wrong kind (``active gt 3``)."""
+    query = filter_query(text, attributes)
+    try:
+        return queryset.filter(query)
+    except (ValueError, TypeError, ValidationError) as exc:
+        raise ScimError(
+            400, f"the filter compares a value of the wrong kind: {text}", "invalidFilter"
+        ) from exc
 
 
 def filter_query(text: str | None, attributes: dict) -> Q:

@@ -17,7 +17,7 @@ from accounts.scim.errors import ScimError, invalid_value, not_found
 from accounts.scim.http import location
 from accounts.scim.patch import Operation, member_in_path
 from accounts.scim.teams import scim_source, team_grants_add, team_members_remove
-from accounts.scim.users import scim_users
+from accounts.scim.users import is_id, scim_users
 from config.base.validation import text_clean
 
 GROUP_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:Group"
@@ -31,7 +31,7 @@ def scim_group(*, source: str, group_id: str, for_update: bool = False):
     groups = scim_groups(source=source)
     if for_update:
         groups = groups.select_for_update(of=("self",))
-    found = groups.filter(pk=int(group_id)).first() if group_id.isascii() and group_id.isdigit() else None
+    found = groups.filter(pk=int(group_id)).first() if is_id(group_id) else None
     if found is None:
         raise not_found("group")
     return found
@@ -86,7 +86,7 @@ def _members(source: str, value) -> list:
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise invalid_value('members must be a list of {"value": "<user id>"}')
     ids = {str(item.get("value", "")) for item in value}
-    numbers = {int(one) for one in ids if one.isascii() and one.isdigit() and len(one) < 19}
+    numbers = {int(one) for one in ids if is_id(one)}
     users = list(scim_users(source=source).filter(pk__in=numbers))
     if len(users) != len(ids):
         raise invalid_value("a member is not a user this provider provisioned")

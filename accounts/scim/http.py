@@ -160,6 +160,7 @@ def list_response(resources: list[dict], *, total: int, start: int) -> dict:
 
 MAX_PAGE_SIZE = 200
 DEFAULT_PAGE_SIZE = 100
+MAX_START_INDEX = 1_000_000_000  # past any real list; PostgreSQL's OFFSET is a bigint
 
 
 def paging(request) -> tuple[int, int]:
@@ -167,7 +168,7 @@ def paging(request) -> tuple[int, int]:
     the count capped at MAX_PAGE_SIZE."""
     start = _integer(request.GET.get("startIndex"), "startIndex", 1)
     count = _integer(request.GET.get("count"), "count", DEFAULT_PAGE_SIZE)
-    return max(start, 1), min(max(count, 0), MAX_PAGE_SIZE)
+    return min(max(start, 1), MAX_START_INDEX), min(max(count, 0), MAX_PAGE_SIZE)
 
 
 def _integer(text: str | None, name: str, default: int) -> int:

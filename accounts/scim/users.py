@@ -54,10 +54,15 @@ def scim_user(*, source: str, user_id: str, for_update: bool = False):
     users = scim_users(source=source)
     if for_update:
         users = users.select_for_update(of=("self",))
-    found = users.filter(pk=int(user_id)).first() if user_id.isascii() and user_id.isdigit() else None
+    found = users.filter(pk=int(user_id)).first() if is_id(user_id) else None
     if found is None:
         raise not_found("user")
     return found
+
+
+def is_id(text: str) -> bool:
+    """Whether ``text`` can be one of our ids (a positive bigint): anything else is simply not found."""
+    return text.isascii() and text.isdigit() and len(text) < 19
 
 
 def user_resource(user) -> dict:

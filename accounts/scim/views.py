@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.views.decorators.http import require_http_methods
 
 from accounts.scim import discovery
-from accounts.scim.filters import GROUP_ATTRIBUTES, USER_ATTRIBUTES, filter_query
+from accounts.scim.filters import GROUP_ATTRIBUTES, USER_ATTRIBUTES, filtered
 from accounts.scim.groups import (
     group_resource,
     scim_group,
@@ -39,7 +39,7 @@ def users(request, token):
         user = scim_user_create(source=token.source, body=request_json(request))
         resource = user_resource(user)
         return scim_response(resource, 201, Location=resource["meta"]["location"])
-    found = scim_users(source=token.source).filter(filter_query(request.GET.get("filter"), USER_ATTRIBUTES))
+    found = filtered(scim_users(source=token.source), request.GET.get("filter"), USER_ATTRIBUTES)
     return scim_response(page_of(found.distinct(), request, user_resource))
 
 
@@ -68,7 +68,7 @@ def groups(request, token):
         team = scim_group_create(source=token.source, body=request_json(request))
         resource = group_resource(team)
         return scim_response(resource, 201, Location=resource["meta"]["location"])
-    found = scim_groups(source=token.source).filter(filter_query(request.GET.get("filter"), GROUP_ATTRIBUTES))
+    found = filtered(scim_groups(source=token.source), request.GET.get("filter"), GROUP_ATTRIBUTES)
     members = "members" not in excluded_attributes(request)
     return scim_response(
         page_of(found.distinct(), request, lambda team: group_resource(team, members=members))

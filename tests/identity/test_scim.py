@@ -433,3 +433,40 @@ def test_refusals_past_the_auth_rate_are_429_and_not_recorded_again(live_server,
     assert [client.get("Users").status_code for _ in range(4)] == [401, 401, 429, 429]
     assert "Retry-After" in client.get("Users").headers
     assert AuditEvent.objects.filter(action="scim.refused").count() == 2
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        'id gt "abc"',
+        'id eq "123456789012345678901234567890"',
+        "id gt 99999999999999999999999",
+        'active eq "yes"',
+        "active gt 3",
+        "userName pr",
+        'members eq "x"',
+        'not (userName eq "a")',
+        'emails[value co "@"]',
+        'meta.created gt "2011-05-13T04:42:34Z"',
+        '"userName" eq "a"',
+        "(" * 200,
+        'userName eq "a" and (' * 50,
+    ],
+)
+def test_no_filter_is_a_server_error(entra, expression):
+    path = "Groups" if "members" in expression else "Users"
+    assert entra.get(path, filter=expression).status_code in (200, 400)
+
+
+@pytest.mark.parametrize(
+    "path", ["Users/123456789012345678901234567890", "Groups/99999999999999999999", "Users/%C2%B9"]
+)
+def test_no_id_is_a_server_error(entra, path):
+    error_of(entra.get(path), 404)
+    error_of(entra.patch(path, {"op": "Replace", "path": "active", "value": False}), 404)
+
+
+def test_no_page_is_a_server_error(entra):
+    created(entra, "Users", entra_user("lee@contoso.com"))
+    for start in ("99999999999999999999999", "-5"):
+        assert entra.get("Users", startIndex=start).status_code == 200
