@@ -14,6 +14,8 @@ from accounts.models import AuditEvent, ScimAccount, ScimToken, TeamGrant
 from accounts.scim import http as scim_http
 from accounts.scim.tokens import scim_token_create, scim_token_revoke
 from tests.conftest import throttle_rates
+from tests.identity.conftest import signed_in_user
+from tests.identity.oidc_provider import sign_in
 from tests.identity.scim_client import (
     ERROR_SCHEMA,
     SCIM_JSON,
@@ -470,3 +472,17 @@ def test_no_page_is_a_server_error(entra):
     created(entra, "Users", entra_user("lee@contoso.com"))
     for start in ("99999999999999999999999", "-5"):
         assert entra.get("Users", startIndex=start).status_code == 200
+
+
+def test_a_provisioned_user_signs_in_through_the_provider_to_the_same_account(entra, start_provider, client):
+    """SCIM makes the account; the first OpenID Connect sign-in links to it by the verified address."""
+    resource = created(entra, "Users", entra_user("mona@contoso.com"))
+    start_provider(
+        "entra",
+        {"mona-object-id": {"email": "mona@testuser.com", "email_verified": True}},
+        email_authentication=True,
+    )
+    sign_in(client, "entra", "mona-object-id")
+    assert signed_in_user(client) == User.objects.get(pk=resource["id"])
+    entra.patch(f"Users/{resource['id']}", {"op": "Replace", "path": "active", "value": "False"})
+    assert client.get("/collections/").status_code == 302
