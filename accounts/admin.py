@@ -10,6 +10,7 @@ from django.contrib.auth.forms import AdminPasswordChangeForm
 from accounts import audit_admin, identity_admin  # noqa: F401 (register their admins)
 from accounts.api_tokens import token_revoke, tokens_revoke_all
 from accounts.models import ApiToken
+from accounts.scim import admin as scim_admin  # noqa: F401 (registers its admin)
 
 
 @admin.register(ApiToken)

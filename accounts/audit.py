@@ -48,6 +48,8 @@ class AuditContext:
     actor: Any = None
     address: str = ""
     request: Any = None
+    # Who acts when it is no account: a SCIM client, named by its token ("scim:entra/Entra ID").
+    actor_label: str = ""
     # {(object_type, object_id): {verb: fields its changes named}} recorded in this context: the
     # admin's own record of the same kind of change skips them, so an admin action that calls a
     # recording service leaves one record, not two; a service's record of another kind (a re-index)
@@ -59,9 +61,14 @@ _current: ContextVar[AuditContext | None] = ContextVar("audit_context", default=
 
 
 @contextmanager
-def audit_context(*, channel: str, actor=None, address: str = "", request=None) -> Iterator[AuditContext]:
-    """Record what runs inside as done through ``channel`` by ``actor`` (or the request's user)."""
-    context = AuditContext(channel=channel, actor=actor, address=address, request=request)
+def audit_context(
+    *, channel: str, actor=None, address: str = "", request=None, actor_label: str = ""
+) -> Iterator[AuditContext]:
+    """Record what runs inside as done through ``channel`` by ``actor`` (or the request's user, or,
+    with neither, the one named ``actor_label``)."""
+    context = AuditContext(
+        channel=channel, actor=actor, address=address, request=request, actor_label=actor_label
+    )
     token = _current.set(context)
     try:
         yield context
@@ -156,7 +163,7 @@ def audit_record_each(
 def _unsaved_event(context, *, action, actor, object_type, object_id, object_repr, changes) -> AuditEvent:
     return AuditEvent(
         actor=actor,
-        actor_name=actor.get_username() if actor is not None else "",
+        actor_name=actor.get_username() if actor is not None else context.actor_label[:150],
         address=_address(context),
         channel=context.channel,
         action=action,

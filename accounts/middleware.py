@@ -32,6 +32,8 @@ def request_channel(path: str) -> str:
         return AuditEvent.Channel.API
     if path.startswith(ADMIN_PREFIX):
         return AuditEvent.Channel.ADMIN
+    if path.startswith("/scim/"):
+        return AuditEvent.Channel.SCIM
     return AuditEvent.Channel.PAGE
 
 

@@ -81,6 +81,7 @@ class AuditEvent(models.Model):
         MCP = "mcp"
         COMMAND = "command"
         WORKER = "worker"
+        SCIM = "scim"
 
     # SET_NULL is the one UPDATE the trigger lets through: the name below keeps who it was.
     actor = models.ForeignKey(
@@ -189,3 +190,64 @@ class DirectoryAccount(models.Model):
     def save(self, *args, **kwargs):
         self.dn = self.dn.lower()  # DNs compare without regard to case; a link typed in the admin too
         super().save(*args, **kwargs)
+
+
+class ScimToken(models.Model):
+    """A bearer token an identity provider's SCIM client sends (/scim/v2/). Only a SHA-256 hash of the
+    secret is stored; the admin shows the secret once, when the token is made."""
+
+    name = models.CharField(max_length=100, help_text="What the token is for, e.g. 'Entra ID production'.")
+    source = models.SlugField(
+        max_length=50,
+        help_text='The identity provider it provisions for, e.g. "entra" or "okta": the users and groups '
+        "a token makes belong to its source, and only tokens of that source see and change them.",
+    )
+    prefix = models.CharField(max_length=16, editable=False)
+    key_hash = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True, help_text="Updated at most once a minute.")
+    revoked_at = models.DateTimeField(null=True, blank=True, help_text="Set when revoked; never cleared.")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name = "SCIM token"
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.source}, {self.prefix}…)"
+
+
+class ScimAccount(models.Model):
+    """That an account is provisioned by a SCIM source: only such accounts are SCIM's to read and
+    change. ``deleted_at`` is a SCIM DELETE (the account stays, deactivated, for its documents)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="scim_account"
+    )
+    source = models.SlugField(max_length=50)
+    external_id = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "SCIM account"
+
+    def __str__(self) -> str:
+        return f"{self.source}: user {self.user_id}"
+
+
+class ScimGroup(models.Model):
+    """That a team (auth group) was made by a SCIM source, which manages its members (TeamGrant
+    source "scim:<source>")."""
+
+    team = models.OneToOneField("auth.Group", on_delete=models.CASCADE, related_name="scim_group")
+    source = models.SlugField(max_length=50)
+    external_id = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "SCIM group"
+
+    def __str__(self) -> str:
+        return f"{self.source}: team {self.team_id}"

@@ -12,6 +12,8 @@ urlpatterns = [
     # allauth's identity-provider sign-in; after ours, so our log-in and password pages win.
     path("accounts/", include("accounts.sso.urls")),
     path("api/v1/", include("knowledge.api.urls")),
+    # SCIM 2.0 provisioning for identity providers (accounts/scim/), bearer tokens only.
+    path("scim/v2/", include("accounts.scim.urls")),
     path("", include("knowledge.web.urls")),
 ]
 
