@@ -8,8 +8,8 @@ KeyError, which allauth lets through as a 500: here it is refused as any wrong a
 
 from __future__ import annotations
 
-from allauth.mfa.base.forms import AuthenticateForm as BaseCodeForm
 from allauth.mfa.adapter import get_adapter
+from allauth.mfa.base.forms import AuthenticateForm as BaseCodeForm
 from allauth.mfa.models import Authenticator
 from allauth.mfa.totp.forms import ActivateTOTPForm as BaseActivateTOTPForm
 from allauth.mfa.totp.internal.auth import TOTP, validate_totp_code

@@ -12,8 +12,8 @@ from rest_framework.response import Response
 
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.api_tokens import token_create, token_revoke, tokens_for_user
-from accounts.models import ApiToken
 from accounts.mfa import MFA_ACCOUNT_TOKEN_MESSAGE, MFA_REQUIRED_MESSAGE, mfa_enabled, mfa_setup_pending
+from accounts.models import ApiToken
 from accounts.policy import DEFAULT_PASSWORD_MESSAGE, must_change_password
 from config.base.errors import ForbiddenError, NotAuthenticatedError
 
