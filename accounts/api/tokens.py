@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.api_tokens import token_create, token_revoke, tokens_for_user
 from accounts.mfa import MFA_ACCOUNT_TOKEN_MESSAGE, MFA_REQUIRED_MESSAGE, mfa_enabled, mfa_setup_pending
+from accounts.mfa_audit import mfa_refusal_record
 from accounts.models import ApiToken
 from accounts.policy import DEFAULT_PASSWORD_MESSAGE, must_change_password
 from config.base.errors import ForbiddenError, NotAuthenticatedError
@@ -79,6 +80,7 @@ class PasswordTokenView(ApiView):
         if must_change_password(user):  # a token would outlive the default password everyone knows
             raise ForbiddenError(DEFAULT_PASSWORD_MESSAGE)
         if mfa_enabled(user):
+            mfa_refusal_record(user=user, method="api password exchange", reason="second factor required")
             raise ForbiddenError(MFA_ACCOUNT_TOKEN_MESSAGE)
         if mfa_setup_pending(user):
             raise ForbiddenError(MFA_REQUIRED_MESSAGE)

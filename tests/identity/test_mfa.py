@@ -157,6 +157,19 @@ def test_the_api_password_exchange_refuses_an_account_with_a_second_factor(alice
     answer = APIClient().post(TOKEN_URL, {"username": "alice", "password": "pw-alice"}, format="json")
     assert answer.status_code == 403 and "API tokens page" in answer.json()["error"]["message"]
     assert not ApiToken.objects.filter(user=alice).exists()
+    assert mfa_events("mfa.login_refused") == [
+        {"method": "api password exchange", "reason": "second factor required"}
+    ]
+
+
+def test_wrong_codes_are_limited_per_account(client, alice):
+    secret = with_app(alice)
+    password_step(client, "alice")
+    wrong = f"{(int(code_now(secret)) + 1) % 1_000_000:06d}"
+    for _ in range(6):
+        client.post(AUTHENTICATE_URL, {"code": wrong})
+    reasons = [event["reason"] for event in mfa_events("mfa.login_refused")]
+    assert reasons == ["wrong code"] * 5 + ["too many attempts"]
 
 
 def test_a_token_made_on_the_tokens_page_still_works_for_an_account_with_a_second_factor(alice):
