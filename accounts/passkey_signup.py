@@ -31,6 +31,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.client_address import client_address
 from accounts.mfa_forms import well_formed
 from accounts.throttles import throttle_charge
+from accounts.views import _closed, _refused  # the password sign-up's own refusals, alike here
 from config.base.errors import RateLimitedError
 
 PENDING_SESSION_KEY = "accounts.passkey_signup"
@@ -76,8 +77,6 @@ def _registered(credential: dict):
 
 @require_http_methods(["GET", "POST"])
 def passkey_signup(request):
-    from accounts.views import _closed, _refused  # the sign-up page's own refusals
-
     if not settings.LOCAL_LOGIN_ENABLED:
         return _closed(request, "Sign-up is closed: accounts come from your organisation's sign-in.")
     form = PasskeySignUpForm(request.POST or None)
