@@ -8,11 +8,14 @@ message about the policy fails the test."""
 
 from __future__ import annotations
 
+import json
 import re
+from urllib.parse import parse_qs, urlencode
 
 import pytest
 from allauth.mfa.models import Authenticator
 from django.contrib.auth.models import User
+from fido2.utils import websafe_encode
 
 from accounts.models import AuditEvent
 from tests.browser import test_pages_ux
@@ -142,3 +145,32 @@ def test_a_passkey_of_another_site_does_not_sign_in_here(chromium, site, setting
     )
     assert page.url.endswith("/accounts/signup/passkey/create/")
     assert not User.objects.filter(username="erin").exists()
+
+
+@pytest.mark.security
+def test_a_passkey_presented_as_another_users_is_refused(chromium, site):
+    """A passkey's answer names its account in userHandle, which the signature does not cover: one
+    rewritten to name another account must not sign into it (its credential is not that account's)."""
+    erin_page, _ = browser_with_authenticator(chromium)
+    passkey_signed_up(erin_page, site, "erin")
+    erin = User.objects.get(username="erin")
+    page, _ = browser_with_authenticator(chromium)
+    passkey_signed_up(page, site, "dora")
+    log_out(page)
+
+    def as_erin(route):
+        fields = parse_qs(route.request.post_data)
+        credential = json.loads(fields["credential"][0])
+        credential["response"]["userHandle"] = websafe_encode(str(erin.pk).encode())
+        fields["credential"] = [json.dumps(credential)]
+        route.continue_(post_data=urlencode(fields, doseq=True))
+
+    page.route(
+        re.compile(r".*/accounts/2fa/webauthn/login/$"),
+        lambda route: as_erin(route) if route.request.method == "POST" else route.continue_(),
+    )
+    page.click("#passkey_login")
+    page.wait_for_selector(".flash.error")
+    assert "erin" not in page.inner_text("header") and "dora" not in page.inner_text("header")
+    refused = AuditEvent.objects.get(action="mfa.login_refused")
+    assert refused.changes["reason"] == [None, "passkey not accepted"]
