@@ -20,7 +20,11 @@ and may rename a verb with ``audit_verbs``; without a name they are admin.added/
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth import REDIRECT_FIELD_NAME
 from django.db import transaction
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from accounts.audit import AuditSubject, audit_changes, audit_record, audit_recorded, audit_recorded_fields
 
@@ -115,6 +119,31 @@ def _row_values(formset, row) -> dict:
 
 
 class AuditedAdminSite(admin.AdminSite):
+    def login(self, request, extra_context=None):
+        """Django's admin log-in (its form and page), signing in through the log-in page's flow
+        (accounts.views.StagedLoginMixin), so an operator with a second factor is asked for it here too."""
+        if request.method == "GET" and self.has_permission(request):
+            return redirect("admin:index")
+        from django.contrib.admin.forms import AdminAuthenticationForm  # imports models: not at load
+
+        from accounts.views import AdminLoginView
+
+        context = {
+            **self.each_context(request),
+            "title": _("Log in"),
+            "subtitle": None,
+            "app_path": request.get_full_path(),
+            "username": request.user.get_username(),
+        }
+        if REDIRECT_FIELD_NAME not in request.GET and REDIRECT_FIELD_NAME not in request.POST:
+            context[REDIRECT_FIELD_NAME] = reverse("admin:index", current_app=self.name)
+        context.update(extra_context or {})
+        request.current_app = self.name
+        form = self.login_form or AdminAuthenticationForm
+        template = self.login_template or "admin/login.html"
+        view = AdminLoginView.as_view(extra_context=context, authentication_form=form, template_name=template)
+        return view(request)
+
     def register(self, model_or_iterable, admin_class=None, **options):
         base = admin_class or admin.ModelAdmin
         if not issubclass(base, AuditedModelAdmin):

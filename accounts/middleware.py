@@ -1,5 +1,6 @@
-"""Sets the audit context (accounts.audit) for every page, API and admin request, and holds an
-operator on the default password at the password change form (accounts/policy.py)."""
+"""Sets the audit context (accounts.audit) for every page, API and admin request, holds an
+operator on the default password at the password change form (accounts/policy.py), and an account
+that MFA_REQUIRED covers at the MFA pages until it has a second factor (accounts/mfa.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.shortcuts import redirect
 
 from accounts.api.errors import error_body
 from accounts.audit import audit_context
+from accounts.mfa import MFA_REQUIRED_MESSAGE, mfa_setup_pending
 from accounts.models import AuditEvent
 from accounts.policy import DEFAULT_PASSWORD_MESSAGE, must_change_password
 
@@ -41,9 +43,21 @@ def request_channel(path: str) -> str:
 _PASSWORD_CHANGE_EXEMPT = ("/accounts/password/change/", "/accounts/logout/", "/static/", "/healthz")
 
 
+# What an account that must add a second factor may still reach: the MFA pages, the password
+# re-authentication they may ask for first, and log-out.
+_MFA_SETUP_EXEMPT = (
+    "/accounts/2fa/",
+    "/accounts/reauthenticate/",
+    "/accounts/logout/",
+    "/static/",
+    "/healthz",
+)
+
+
 class AccountPolicyMiddleware:
-    """An operator still on the default password reaches only the password change form (and log-out):
-    pages redirect there, the API answers 403 saying so."""
+    """An operator still on the default password reaches only the password change form (and log-out);
+    then an account MFA_REQUIRED covers, without a second factor, reaches only the MFA pages (and
+    log-out). Pages redirect there, the API answers 403 saying so."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -56,7 +70,20 @@ class AccountPolicyMiddleware:
             and must_change_password(request.user)
         ):
             return _password_change_required(request)
+        if (
+            not request.path.startswith(_MFA_SETUP_EXEMPT)
+            and request.user.is_authenticated
+            and mfa_setup_pending(request.user)
+        ):
+            return _mfa_setup_required(request)
         return self.get_response(request)
+
+
+def _mfa_setup_required(request):
+    if request.path.startswith("/api/"):
+        return JsonResponse(error_body(403, "permission_denied", MFA_REQUIRED_MESSAGE), status=403)
+    messages.warning(request, "Add a second factor (an authenticator app or a passkey) to use this site.")
+    return redirect("mfa_index")
 
 
 def _password_change_required(request):

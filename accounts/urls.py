@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 
-from accounts import token_views, views
+from accounts import passkey_signup, token_views, views
 
 app_name = "accounts"
 
@@ -9,6 +9,8 @@ urlpatterns = [
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("signup/", views.signup, name="signup"),
+    path("signup/passkey/", passkey_signup.passkey_signup, name="signup_passkey"),
+    path("signup/passkey/create/", passkey_signup.passkey_signup_create, name="signup_passkey_create"),
     path("tokens/", token_views.tokens_page, name="tokens"),
     path("tokens/<int:token_id>/revoke/", token_views.token_revoke_view, name="token_revoke"),
     # Password change (signed in) and reset (by email). Django's auth views, with

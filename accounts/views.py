@@ -1,3 +1,5 @@
+from allauth.account.internal.flows.login import perform_password_login
+from allauth.account.models import Login
 from axes.utils import reset as axes_reset
 from django.conf import settings
 from django.contrib import messages
@@ -15,11 +17,24 @@ from accounts.throttles import throttle_charge
 from config.base.errors import RateLimitedError
 
 
-class LoginView(auth_views.LoginView):
+class StagedLoginMixin:
+    """A right password starts allauth's log-in flow instead of signing in at once: an account
+    with a second factor (accounts/mfa.py) is sent to its step (/accounts/2fa/authenticate/) and
+    signed in only after it. The password is still checked by Django's form (so django-axes and
+    the LOCAL_LOGIN rule apply), and recorded as allauth's first step, which its re-authentication
+    reads. Used by the log-in page and the admin's log-in alike."""
+
+    def form_valid(self, form):
+        user = form.get_user()
+        login = Login(user=user, redirect_url=self.get_success_url())
+        return perform_password_login(self.request, {"username": user.get_username()}, login)
+
+
+class LoginView(StagedLoginMixin, auth_views.LoginView):
     """Django's log-in (so django-axes and accounts/login_limits.py guard it as before), with a
-    "Sign in with ..." button per identity provider; with local log-in off, the password form is
-    shown only on request (?local=1), for the break-glass accounts, unless an LDAP directory signs
-    people in with it."""
+    "Sign in with ..." button per identity provider and one for a passkey; with local log-in off,
+    the password form is shown only on request (?local=1), for the break-glass accounts, unless an
+    LDAP directory signs people in with it."""
 
     template_name = "accounts/login.html"
     form_class = LoginForm
@@ -38,6 +53,10 @@ class LoginView(auth_views.LoginView):
 
     def render_to_response(self, context, **response_kwargs):
         return allow_provider_forms(self.request, super().render_to_response(context, **response_kwargs))
+
+
+class AdminLoginView(StagedLoginMixin, auth_views.LoginView):
+    """The admin's log-in form (accounts.admin_site.AuditedAdminSite.login), staged like ours."""
 
 
 @require_http_methods(["GET", "POST"])

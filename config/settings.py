@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.postgres",
+    "django.contrib.humanize",  # allauth.mfa's pages say when a key was last used
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -87,6 +88,8 @@ INSTALLED_APPS = [
     "allauth.socialaccount",
     "allauth.socialaccount.providers.openid_connect",
     "allauth.socialaccount.providers.saml",
+    # Second factors and passkeys for local accounts (docs/operator-guide/identity/mfa.md).
+    "allauth.mfa",
     "accounts",
     "knowledge",
 ]
@@ -271,6 +274,34 @@ SOCIALACCOUNT_PROVIDERS = {
         # SAML_PROVIDERS (config/base/identity.py); the admin adds more
         "APPS": saml_apps_from_env(taken_ids=[app["provider_id"] for app in _OIDC_APPS]),
     },
+}
+
+# Multi-factor authentication for local accounts (docs/operator-guide/identity/mfa.md): TOTP
+# (authenticator apps), passkeys and security keys (WebAuthn), and recovery codes; the rules are
+# accounts/mfa.py's. Who must have a second factor before using the site: nobody (off), operators
+# (staff) or every local account (all). Accounts that sign in through an identity provider or an
+# LDAP directory are left to that provider's own MFA.
+MFA_REQUIRED = env_choice("MFA_REQUIRED", "off", ("off", "staff", "all"))
+MFA_ADAPTER = "accounts.mfa.MFAAdapter"
+MFA_SUPPORTED_TYPES = ["totp", "webauthn", "recovery_codes"]
+MFA_PASSKEY_LOGIN_ENABLED = True
+# Off: allauth's passkey sign-up needs mandatory e-mail verification; ours is a step of our own
+# sign-up page (accounts/passkey_signup.py), under the same rules as the password sign-up.
+MFA_PASSKEY_SIGNUP_ENABLED = False
+# E-mail addresses are never verified here (ACCOUNT_EMAIL_VERIFICATION "none"), so allauth's
+# "verify it before adding a factor" rule would shut everyone out of MFA.
+MFA_ALLOW_UNVERIFIED_EMAIL = True
+MFA_TOTP_TOLERANCE = 0  # the current 30-second code only; allauth refuses a code used once already
+MFA_TRUST_ENABLED = False  # every password sign-in asks for the second factor
+MFA_RECOVERY_CODE_COUNT = 10
+# allauth's second-factor forms, each recording its refusals (and why) in the audit log; a TOTP
+# code used to turn the app on counts as used.
+MFA_FORMS = {
+    "activate_totp": "accounts.mfa_forms.ActivateTOTPForm",
+    "add_webauthn": "accounts.mfa_forms.AddWebAuthnForm",
+    "authenticate": "accounts.mfa_forms.AuthenticateForm",
+    "authenticate_webauthn": "accounts.mfa_forms.AuthenticateWebAuthnForm",
+    "login_webauthn": "accounts.mfa_forms.LoginWebAuthnForm",
 }
 
 LOGIN_URL = "accounts:login"

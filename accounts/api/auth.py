@@ -7,6 +7,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 
 from accounts.api_tokens import token_authenticate
+from accounts.mfa import MFA_REQUIRED_MESSAGE, mfa_setup_pending
 from accounts.policy import DEFAULT_PASSWORD_MESSAGE, must_change_password
 
 
@@ -30,6 +31,8 @@ class BearerTokenAuthentication(BaseAuthentication):
             raise AuthenticationFailed("invalid or revoked token")
         if must_change_password(user):  # a token made before the upgrade flagged the default password
             raise PermissionDenied(DEFAULT_PASSWORD_MESSAGE)
+        if mfa_setup_pending(user):  # a token made before MFA_REQUIRED covered the account
+            raise PermissionDenied(MFA_REQUIRED_MESSAGE)
         return user, None
 
     def authenticate_header(self, request) -> str:

@@ -12,6 +12,8 @@ from rest_framework.response import Response
 
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.api_tokens import token_create, token_revoke, tokens_for_user
+from accounts.mfa import MFA_ACCOUNT_TOKEN_MESSAGE, MFA_REQUIRED_MESSAGE, mfa_enabled, mfa_setup_pending
+from accounts.mfa_audit import mfa_refusal_record
 from accounts.models import ApiToken
 from accounts.policy import DEFAULT_PASSWORD_MESSAGE, must_change_password
 from config.base.errors import ForbiddenError, NotAuthenticatedError
@@ -52,7 +54,13 @@ def _new_token_body(token: ApiToken, secret: str) -> dict:
 
 
 class PasswordTokenView(ApiView):
-    """Username and password in, a new API token out (for scripts that have no token yet)."""
+    """Username and password in, a new API token out (for scripts that have no token yet).
+
+    Never for an account with a second factor: a password alone would make a token that outlives
+    every sign-in without the factor. It answers 403 saying to create the token on the API tokens
+    page, after a full sign-in (a code field here would put the factor in scripts, beside the
+    password). An account MFA_REQUIRED covers gets no token before it has a factor either.
+    """
 
     authentication_classes = []  # credentials are in the body; no session, so no CSRF either
     permission_classes = [AllowAny]
@@ -71,6 +79,11 @@ class PasswordTokenView(ApiView):
             raise NotAuthenticatedError(_refusal())
         if must_change_password(user):  # a token would outlive the default password everyone knows
             raise ForbiddenError(DEFAULT_PASSWORD_MESSAGE)
+        if mfa_enabled(user):
+            mfa_refusal_record(user=user, method="api password exchange", reason="second factor required")
+            raise ForbiddenError(MFA_ACCOUNT_TOKEN_MESSAGE)
+        if mfa_setup_pending(user):
+            raise ForbiddenError(MFA_REQUIRED_MESSAGE)
         name = data.get("name") or f"API token {timezone.now():%Y-%m-%d %H:%M}"
         token, secret = token_create(user=user, name=name)
         return Response({"token": secret, "name": token.name}, status=status.HTTP_201_CREATED)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from allauth.account.adapter import DefaultAccountAdapter
 from allauth.core.exceptions import ImmediateHttpResponse
+from allauth.mfa.webauthn.internal.flows import did_use_passwordless_login
 from allauth.socialaccount.adapter import DefaultSocialAccountAdapter
 from django.conf import settings
 from django.contrib import messages
@@ -31,6 +32,21 @@ class AccountAdapter(DefaultAccountAdapter):
 
     def is_open_for_signup(self, request):
         return settings.LOCAL_LOGIN_ENABLED
+
+    def pre_login(self, request, user, **kwargs):
+        """A passkey sign-in is a local sign-in: while local log-in is off, only the break-glass
+        accounts may (as with a password, accounts/backends.py)."""
+        from accounts.backends import local_login_allowed  # imports the directory's backend
+
+        if did_use_passwordless_login(request, user) and not local_login_allowed(user):
+            audit_record(
+                action="auth.local_login_refused",
+                obj=user,
+                changes={"reason": [None, "local log-in is off"], "method": [None, "passkey"]},
+            )
+            messages.error(request, "Passkey sign-in is off: sign in with your organisation's provider.")
+            return redirect("accounts:login")
+        return super().pre_login(request, user, **kwargs)
 
     def respond_user_inactive(self, request, user):
         """A deactivated account's sign-in through a provider: refused (allauth's page) and recorded."""

@@ -6,10 +6,16 @@ allauth's reset-by-key (ours revokes API tokens and clears the log-in limits), l
 re-authentication by e-mailed code, and the social sign-up form and connections page (a new
 provider user is signed up by accounts/sso/adapters.py's rules or refused). tests/identity/
 test_routes.py holds the list of every route served.
+
+allauth.mfa's pages are served under /accounts/2fa/ (authenticators, recovery codes, the second
+factor of a sign-in, passkey sign-in), with its add pages open to local accounts only
+(accounts/mfa_views.py); its passkey sign-up is off (ours is accounts/passkey_signup.py).
 """
 
 from django.http import Http404
 from django.urls import include, path, re_path
+
+from accounts import mfa_views
 
 BLOCKED = [
     r"^email/",
@@ -28,4 +34,13 @@ def not_found(request, *args, **kwargs):
     raise Http404("not available here")
 
 
-urlpatterns = [re_path(pattern, not_found) for pattern in BLOCKED] + [path("", include("allauth.urls"))]
+LOCAL_ACCOUNTS_ONLY = [
+    path("2fa/totp/activate/", mfa_views.activate_totp, name="mfa_activate_totp"),
+    path("2fa/webauthn/add/", mfa_views.add_webauthn, name="mfa_add_webauthn"),
+]
+
+urlpatterns = [
+    *[re_path(pattern, not_found) for pattern in BLOCKED],
+    *LOCAL_ACCOUNTS_ONLY,
+    path("", include("allauth.urls")),
+]

@@ -59,6 +59,8 @@ def user_pages(site) -> dict[str, str]:
         "marketplace": "/marketplace/",
         "profiles": "/profiles/",
         "tokens": "/accounts/tokens/",
+        "two-factor authentication": "/accounts/2fa/",
+        "security keys": "/accounts/2fa/webauthn/",
     }
 
 
@@ -140,6 +142,7 @@ def test_public_pages_have_no_wcag_violations(chromium, live_server, site):
     pages = {
         "log-in": "/accounts/login/",
         "sign-up": "/accounts/signup/",
+        "passkey sign-up": "/accounts/signup/passkey/",
         "password reset": "/accounts/password/reset/",
     }
     found = check_pages(chromium, live_server.url, None, pages)

@@ -21,6 +21,7 @@ SAMPLES = {
     "uidb64": "MQ",
     "token": "abc",
     "token_id": "1",
+    "pk": "1",
 }
 
 SERVED = {
@@ -45,6 +46,24 @@ SERVED = {
     "accounts/saml/corp/acs/": "saml_acs",
     "accounts/saml/corp/acs/finish/": "saml_finish_acs",
     "accounts/saml/corp/metadata/": "saml_metadata",
+    # Passkey sign-up: ours (accounts/passkey_signup.py), not allauth's.
+    "accounts/signup/passkey/": "accounts:signup_passkey",
+    "accounts/signup/passkey/create/": "accounts:signup_passkey_create",
+    # allauth.mfa: authenticators, recovery codes, the second factor of a sign-in, passkey sign-in.
+    "accounts/2fa/": "mfa_index",
+    "accounts/2fa/authenticate/": "mfa_authenticate",
+    "accounts/2fa/reauthenticate/": "mfa_reauthenticate",
+    "accounts/2fa/recovery-codes/": "mfa_view_recovery_codes",
+    "accounts/2fa/recovery-codes/download/": "mfa_download_recovery_codes",
+    "accounts/2fa/recovery-codes/generate/": "mfa_generate_recovery_codes",
+    "accounts/2fa/totp/activate/": "mfa_activate_totp",
+    "accounts/2fa/totp/deactivate/": "mfa_deactivate_totp",
+    "accounts/2fa/webauthn/": "mfa_list_webauthn",
+    "accounts/2fa/webauthn/add/": "mfa_add_webauthn",
+    "accounts/2fa/webauthn/keys/1/edit/": "mfa_edit_webauthn",
+    "accounts/2fa/webauthn/keys/1/remove/": "mfa_remove_webauthn",
+    "accounts/2fa/webauthn/login/": "mfa_login_webauthn",
+    "accounts/2fa/webauthn/reauthenticate/": "mfa_reauthenticate_webauthn",
 }
 
 
@@ -99,6 +118,8 @@ def test_only_the_listed_account_routes_are_served():
         "/accounts/3rdparty/signup/",
         "/accounts/social/signup/",
         "/accounts/saml/corp/sls/",
+        "/accounts/2fa/trust/",  # "trust this browser": every password sign-in asks for the factor
+        "/accounts/2fa/webauthn/signup/",  # allauth's passkey sign-up (it needs e-mail verification)
     ],
 )
 def test_allauths_duplicate_flows_are_not_found(client, alice, path):

@@ -1,0 +1,77 @@
+"""Multi-factor authentication for local accounts: who it covers, and allauth.mfa's adapter.
+
+allauth.mfa stores the authenticators (TOTP, WebAuthn keys and passkeys, recovery codes), runs
+the second-factor step of a sign-in and the pages that manage them; these are our rules on top:
+
+* Local accounts only. An account that signs in through an identity provider (a SocialAccount)
+  or an LDAP directory (a DirectoryAccount) gets its MFA from that provider: it may not add
+  authenticators here, and MFA_REQUIRED does not cover it. A directory session's backend must
+  stay the directory's (it re-checks the user there), which a second-factor step would lose.
+* MFA_REQUIRED ("off", "staff", "all") names the local accounts that must have an authenticator
+  before using the site; AccountPolicyMiddleware holds them at the MFA pages until they add one.
+* The WebAuthn relying party is the public address (KNOWLEDGE_PUBLIC_URL), never the request's
+  Host header: a passkey belongs to one site name, and a client-written header must not pick it.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from allauth.mfa.adapter import DefaultMFAAdapter
+from allauth.mfa.models import Authenticator
+from django.conf import settings
+
+from accounts.models import DirectoryAccount
+
+SITE_NAME = "Knowledge"
+MFA_REQUIRED_MESSAGE = (
+    "This account must have a second factor (an authenticator app or a passkey): "
+    "add one on the two-factor authentication page (/accounts/2fa/) first."
+)
+MFA_ACCOUNT_TOKEN_MESSAGE = (
+    "This account signs in with a second factor, so a password alone cannot make an API token: "
+    "sign in on the log-in page and create one on the API tokens page (/accounts/tokens/)."
+)
+EXTERNAL_ACCOUNT_MESSAGE = (
+    "Your account signs in through your organisation's provider, which handles two-factor authentication."
+)
+
+
+def mfa_local_account(user) -> bool:
+    """Whether ``user``'s sign-ins are ours to protect: not linked to a provider or a directory."""
+    if DirectoryAccount.objects.filter(user=user).exists():
+        return False
+    return not user.socialaccount_set.exists()
+
+
+def mfa_enabled(user) -> bool:
+    """Whether ``user`` has a second factor (recovery codes alone are a fallback, not a factor)."""
+    types = [Authenticator.Type.TOTP, Authenticator.Type.WEBAUTHN]
+    return Authenticator.objects.filter(user=user, type__in=types).exists()
+
+
+def mfa_required(user) -> bool:
+    """Whether MFA_REQUIRED covers ``user``; "off" costs no query."""
+    rule = settings.MFA_REQUIRED
+    if rule == "off" or (rule == "staff" and not user.is_staff):
+        return False
+    return mfa_local_account(user)
+
+
+def mfa_setup_pending(user) -> bool:
+    """Whether ``user`` is covered by MFA_REQUIRED and has no second factor yet."""
+    return mfa_required(user) and not mfa_enabled(user)
+
+
+def passkey_rp_id() -> str:
+    """The relying party's ID: the public address's host name (an IP address is not a valid one)."""
+    return urlsplit(settings.KNOWLEDGE_PUBLIC_URL).hostname or "localhost"
+
+
+class MFAAdapter(DefaultMFAAdapter):
+    def get_totp_issuer(self) -> str:
+        """The name authenticator apps show beside the code: the product's, not the Host header's."""
+        return SITE_NAME
+
+    def get_public_key_credential_rp_entity(self) -> dict[str, str]:
+        return {"id": passkey_rp_id(), "name": SITE_NAME}
