@@ -15,13 +15,17 @@ the second-factor step of a sign-in and the pages that manage them; these are ou
 
 from __future__ import annotations
 
+from datetime import timedelta
 from urllib.parse import urlsplit
 
+from allauth.core.internal.cryptokit import normalize_user_code
+from allauth.mfa import app_settings as mfa_settings
 from allauth.mfa.adapter import DefaultMFAAdapter
 from allauth.mfa.models import Authenticator
 from django.conf import settings
+from django.utils import timezone
 
-from accounts.models import DirectoryAccount
+from accounts.models import DirectoryAccount, SpentTotpCode
 
 SITE_NAME = "Knowledge"
 MFA_REQUIRED_MESSAGE = (
@@ -61,6 +65,16 @@ def mfa_required(user) -> bool:
 def mfa_setup_pending(user) -> bool:
     """Whether ``user`` is covered by MFA_REQUIRED and has no second factor yet."""
     return mfa_required(user) and not mfa_enabled(user)
+
+
+def totp_code_spend(*, user, code: str) -> bool:
+    """Marks an authenticator app's accepted ``code`` spent for ``user``: True the first time, False
+    when it was spent already while still valid. In the database, since a mark in the cache (as
+    allauth keeps one) may be evicted and let the code pass again."""
+    life = timedelta(seconds=mfa_settings.TOTP_PERIOD * (2 * mfa_settings.TOTP_TOLERANCE + 1))
+    SpentTotpCode.objects.filter(user=user, spent_at__lt=timezone.now() - life).delete()
+    _, created = SpentTotpCode.objects.get_or_create(user=user, code=normalize_user_code(code))
+    return created
 
 
 def passkey_rp_id() -> str:

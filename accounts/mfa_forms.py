@@ -10,18 +10,21 @@ from __future__ import annotations
 
 from allauth.mfa.adapter import get_adapter
 from allauth.mfa.base.forms import AuthenticateForm as BaseCodeForm
+from allauth.mfa.base.forms import ReauthenticateForm as BaseReauthenticateForm
 from allauth.mfa.models import Authenticator
 from allauth.mfa.totp.forms import ActivateTOTPForm as BaseActivateTOTPForm
-from allauth.mfa.totp.internal.auth import TOTP, validate_totp_code
+from allauth.mfa.totp.internal.auth import validate_totp_code
 from allauth.mfa.utils import decrypt
 from allauth.mfa.webauthn.forms import AddWebAuthnForm as BaseAddPasskeyForm
 from allauth.mfa.webauthn.forms import AuthenticateWebAuthnForm as BasePasskeyForm
 from allauth.mfa.webauthn.forms import LoginWebAuthnForm as BasePasskeyLoginForm
 from django.core.exceptions import ValidationError
 
+from accounts.mfa import totp_code_spend
 from accounts.mfa_audit import mfa_refusal_record
 
 RATE_LIMITED = "too_many_login_attempts"
+REUSED = "reused_code"
 
 
 class ActivateTOTPForm(BaseActivateTOTPForm):
@@ -30,27 +33,43 @@ class ActivateTOTPForm(BaseActivateTOTPForm):
 
     def clean_code(self) -> str:
         code = super().clean_code()
-        # allauth's used-code mark is per account and code; the authenticator is not saved yet.
-        if not TOTP(Authenticator(user_id=self.user.pk, type=Authenticator.Type.TOTP))._mark_code_used(code):
+        if not totp_code_spend(user=self.user, code=code):
             raise get_adapter().validation_error("incorrect_code")
         return code
 
 
 class AuthenticateForm(BaseCodeForm):
-    """The code step of a sign-in: an authenticator app's code, or a recovery code."""
+    """The code step of a sign-in: an authenticator app's code, or a recovery code. An app's code
+    is spent in the database too (allauth's own mark is in the cache, which may evict it)."""
 
     def clean_code(self) -> str:
         try:
-            return super().clean_code()
+            return spent_once(self, super().clean_code())
         except ValidationError as exc:
             mfa_refusal_record(user=self.user, method="code", reason=code_refusal(self.user, self.data, exc))
             raise
+
+
+class ReauthenticateForm(BaseReauthenticateForm):
+    """The code asked again before a factor is added or removed: spent like a sign-in's."""
+
+    def clean_code(self) -> str:
+        return spent_once(self, super().clean_code())
+
+
+def spent_once(form, code: str) -> str:
+    """``code``, accepted by allauth, once spent; refused as reused when it was spent already."""
+    if form.authenticator.type == Authenticator.Type.TOTP and not totp_code_spend(user=form.user, code=code):
+        raise ValidationError(get_adapter().error_messages["incorrect_code"], code=REUSED)
+    return code
 
 
 def code_refusal(user, data, exc: ValidationError) -> str:
     """Why a code was refused: too many tries, a right code already used once, or a wrong one."""
     if exc.code == RATE_LIMITED:
         return "too many attempts"
+    if exc.code == REUSED:
+        return "reused code"
     code = str(data.get("code", ""))
     totp = Authenticator.objects.filter(user=user, type=Authenticator.Type.TOTP).first()
     if totp is not None and code and validate_totp_code(decrypt(totp.data["secret"]), code):

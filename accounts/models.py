@@ -251,3 +251,22 @@ class ScimGroup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source}: team {self.team_id}"
+
+
+class SpentTotpCode(models.Model):
+    """An authenticator app's code that was accepted once (a sign-in, a re-check, turning the app on),
+    kept while the code is still valid so that it is refused if sent again (RFC 6238, 5.2).
+
+    allauth keeps the same mark in the cache, which may evict it when full; a row is not evicted.
+    Rows older than a code's life are deleted when the account spends its next code.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    code = models.CharField(max_length=16)
+    spent_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "code"], name="totp_code_spent_once")]
+
+    def __str__(self) -> str:
+        return f"a code of user {self.user_id} spent at {self.spent_at:%H:%M:%S}"

@@ -291,15 +291,16 @@ MFA_PASSKEY_SIGNUP_ENABLED = False
 # E-mail addresses are never verified here (ACCOUNT_EMAIL_VERIFICATION "none"), so allauth's
 # "verify it before adding a factor" rule would shut everyone out of MFA.
 MFA_ALLOW_UNVERIFIED_EMAIL = True
-MFA_TOTP_TOLERANCE = 0  # the current 30-second code only; allauth refuses a code used once already
+MFA_TOTP_TOLERANCE = 0  # the current 30-second code only; a code accepted once is refused after
 MFA_TRUST_ENABLED = False  # every password sign-in asks for the second factor
 MFA_RECOVERY_CODE_COUNT = 10
 # allauth's second-factor forms, each recording its refusals (and why) in the audit log; a TOTP
-# code used to turn the app on counts as used.
+# code accepted once (turning the app on, a sign-in, a re-check) is spent in the database.
 MFA_FORMS = {
     "activate_totp": "accounts.mfa_forms.ActivateTOTPForm",
     "add_webauthn": "accounts.mfa_forms.AddWebAuthnForm",
     "authenticate": "accounts.mfa_forms.AuthenticateForm",
+    "reauthenticate": "accounts.mfa_forms.ReauthenticateForm",
     "authenticate_webauthn": "accounts.mfa_forms.AuthenticateWebAuthnForm",
     "login_webauthn": "accounts.mfa_forms.LoginWebAuthnForm",
 }
