@@ -34,6 +34,19 @@ def must_change_password(user) -> bool:
     return AccountPolicy.objects.filter(user=user, must_change_password=True).exists()
 
 
+def account_hold(user) -> str | None:
+    """Why ``user`` may use nothing but a set-up page yet, or None: the default password first, then
+    a second factor MFA_REQUIRED asks for. The API and MCP refuse a token's request with it; pages
+    send the account to the set-up page instead (AccountPolicyMiddleware)."""
+    from accounts.mfa import MFA_REQUIRED_MESSAGE, mfa_setup_pending  # allauth.mfa's models: after start-up
+
+    if must_change_password(user):
+        return DEFAULT_PASSWORD_MESSAGE
+    if mfa_setup_pending(user):
+        return MFA_REQUIRED_MESSAGE
+    return None
+
+
 def users_with_default_password():
     return get_user_model().objects.filter(account_policy__must_change_password=True).order_by("username")
 

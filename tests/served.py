@@ -7,12 +7,15 @@ import http.server
 import os
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import uvicorn
 
+from knowledge.mcp.http import mcp_http_app
 from tests.conftest import REPO_ROOT, test_database_url
 
 
@@ -93,3 +96,23 @@ def served_process(log_dir: Path, **environment: str) -> Iterator[tuple[int, int
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def served_mcp() -> Iterator[str]:
+    """The MCP app (knowledge.mcp.http) served over HTTP by uvicorn in a thread of this process, so
+    that it reads the test's settings (a directory, MFA_REQUIRED); yields its address."""
+    port = free_port()
+    config = uvicorn.Config(mcp_http_app(), host="127.0.0.1", port=port, lifespan="on", log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="mcp-uvicorn", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the MCP server did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp/"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

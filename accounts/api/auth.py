@@ -7,8 +7,7 @@ from rest_framework.authentication import BaseAuthentication, get_authorization_
 from rest_framework.exceptions import AuthenticationFailed, PermissionDenied
 
 from accounts.api_tokens import token_authenticate
-from accounts.mfa import MFA_REQUIRED_MESSAGE, mfa_setup_pending
-from accounts.policy import DEFAULT_PASSWORD_MESSAGE, must_change_password
+from accounts.policy import account_hold
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -29,10 +28,10 @@ class BearerTokenAuthentication(BaseAuthentication):
         user = token_authenticate(secret)
         if user is None:
             raise AuthenticationFailed("invalid or revoked token")
-        if must_change_password(user):  # a token made before the upgrade flagged the default password
-            raise PermissionDenied(DEFAULT_PASSWORD_MESSAGE)
-        if mfa_setup_pending(user):  # a token made before MFA_REQUIRED covered the account
-            raise PermissionDenied(MFA_REQUIRED_MESSAGE)
+        # A token made before the default password was flagged, or before MFA_REQUIRED covered the account.
+        held = account_hold(user)
+        if held:
+            raise PermissionDenied(held)
         return user, None
 
     def authenticate_header(self, request) -> str:

@@ -3,7 +3,8 @@
 Requests are authenticated like the REST API's: ``Authorization: Bearer
 <API token>``, checked by accounts.api_tokens on every request, so a revoked
 token stops working at once; an operator still on the default password is
-refused as the API refuses it (Django's middleware never sees these requests).
+refused as the API refuses it, and so is an account MFA_REQUIRED holds until it
+adds a second factor (Django's middleware never sees these requests).
 The SDK runs stateless (every POST stands alone, authenticated by its own
 token): there is no server-side session another token could reuse, and any
 number of server processes can share the load. Answers are plain JSON
@@ -30,7 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from accounts.api.errors import error_body
 from accounts.api_tokens import token_authenticate
-from accounts.policy import DEFAULT_PASSWORD_MESSAGE, must_change_password
+from accounts.policy import account_hold
 from config.base.errors import DATABASE_UNAVAILABLE, database_retry_after_header, database_unavailable
 from knowledge.mcp.identity import SCOPE_USER, TokenIdentity
 from knowledge.mcp.server import build_server
@@ -83,7 +84,7 @@ class TokenAuthMiddleware:
             await _refuse(send, 400, "invalid", "this host name is not served here (ALLOWED_HOSTS)")
             return
         secret, problem = _bearer_secret(scope)
-        user, held = None, False
+        user, held = None, None
         try:
             if not problem:
                 user, held = await sync_to_async(_authenticate, thread_sensitive=False)(secret)
@@ -97,17 +98,17 @@ class TokenAuthMiddleware:
             await _refuse(send, 401, "not_authenticated", problem or "invalid or revoked token")
             return
         if held:
-            await _refuse(send, 403, "permission_denied", DEFAULT_PASSWORD_MESSAGE)
+            await _refuse(send, 403, "permission_denied", held)
             return
         await self.app({**scope, SCOPE_USER: user}, receive, send)
 
 
 def _authenticate(secret: str) -> tuple:
-    """(the token's user or None, whether the user must change the default password first)."""
+    """(the token's user or None, why the account is held at a set-up page or None: accounts.policy)."""
     close_old_connections()
     try:
         user = token_authenticate(secret)
-        return user, user is not None and must_change_password(user)
+        return user, account_hold(user) if user is not None else None
     finally:
         close_old_connections()
 

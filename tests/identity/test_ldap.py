@@ -6,16 +6,11 @@ before they reach the directory."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
-import time
-from collections.abc import Iterator
 from datetime import timedelta
 
 import anyio
 import pytest
-import uvicorn
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connection
@@ -30,13 +25,12 @@ from accounts.backends import DirectoryBackend
 from accounts.directory import UNREACHABLE_GRACE
 from accounts.models import AuditEvent, DirectoryAccount, TeamMapping
 from config.base.identity import ldap_settings_from_env
-from knowledge.mcp.http import mcp_http_app
 from tests.identity.conftest import refusals as directory_refusals
 from tests.identity.conftest import signed_in_user
 from tests.identity.slapd import ADMIN_DN, ADMIN_PASSWORD, GROUPS, PEOPLE, USERS, slapd
 from tests.mcp import conftest as mcp_fixtures
 from tests.mcp.conftest import http_client, payload
-from tests.served import free_port
+from tests.served import served_mcp
 
 pytestmark = pytest.mark.django_db
 ALICE, DAVE, ERIN = USERS
@@ -273,26 +267,6 @@ def test_while_the_directory_is_down_users_it_confirmed_lately_keep_working_then
     DirectoryAccount.objects.update(checked_at=timezone.now() - UNREACHABLE_GRACE - timedelta(seconds=1))
     assert client.get("/collections/").status_code == 302
     assert User.objects.get(username="alice").is_active  # the directory is gone, not the user
-
-
-@contextlib.contextmanager
-def served_mcp() -> Iterator[str]:
-    """The MCP app (knowledge.mcp.http) served over HTTP by uvicorn in a thread of this process, so
-    that it reads the test's directory settings; yields its address."""
-    port = free_port()
-    config = uvicorn.Config(mcp_http_app(), host="127.0.0.1", port=port, lifespan="on", log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="mcp-uvicorn", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the MCP server did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp/"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
 
 
 @pytest.mark.security

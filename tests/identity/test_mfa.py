@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import httpx2
 import pyotp
 import pytest
 from allauth.mfa.models import Authenticator
@@ -17,12 +18,16 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from accounts.api_tokens import token_create
+from accounts.mfa import MFA_REQUIRED_MESSAGE
 from accounts.models import ApiToken, AuditEvent, DirectoryAccount
 from tests.api.conftest import generous_throttles  # noqa: F401 (fixture, used by every test here)
 from tests.identity.conftest import signed_in_user
 from tests.identity.test_routes import in_our_layout
+from tests.mcp import conftest as mcp_fixtures
+from tests.served import served_mcp
 
 pytestmark = pytest.mark.django_db
+no_persistent_connections = mcp_fixtures.no_persistent_connections
 
 TOKEN_URL = "/api/v1/auth/token/"
 AUTHENTICATE_URL = "/accounts/2fa/authenticate/"
@@ -270,3 +275,24 @@ def test_a_malformed_passkey_answer_is_refused_not_an_error(client, alice):
     answer = client.post("/accounts/2fa/webauthn/login/", {"credential": '{"id": "forged"}'})
     assert answer.status_code == 302 and signed_in_user(client) is None
     assert mfa_events("mfa.login_refused") == [{"method": "passkey", "reason": "passkey not accepted"}]
+
+
+@pytest.mark.security
+@pytest.mark.django_db(transaction=True)  # the server's threads read the test's rows on their own connections
+@pytest.mark.usefixtures("no_persistent_connections")
+def test_required_for_staff_holds_an_operators_token_at_mcp_too(settings, operator):
+    """MCP sits beside Django, out of reach of its middleware: a token made before MFA_REQUIRED
+    covered the operator opens nothing there either, with the API's message."""
+    settings.MFA_REQUIRED = "staff"
+    _, secret = token_create(user=operator, name="assistant")
+    headers = {
+        "Authorization": f"Bearer {secret}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    with served_mcp() as url:
+        refused = httpx2.post(url, json=body, headers=headers, timeout=30)
+        assert refused.status_code == 403 and refused.json()["error"]["message"] == MFA_REQUIRED_MESSAGE
+        settings.MFA_REQUIRED = "off"
+        assert httpx2.post(url, json=body, headers=headers, timeout=30).status_code == 200
