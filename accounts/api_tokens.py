@@ -25,7 +25,9 @@ _LOCK_CLASS = "accounts_api_tokens"
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
-def _hash(secret: str) -> str:
+def secret_hash(secret: str) -> str:
+    """What is stored of a bearer secret (API and SCIM tokens): its SHA-256, looked up through a
+    unique index, so no stored secret is compared character by character."""
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
@@ -38,7 +40,7 @@ def token_create(*, user, name: str) -> tuple[ApiToken, str]:
     with transaction.atomic():
         _check_room_for_one_more(user)
         token = ApiToken.objects.create(
-            user=user, name=name, prefix=secret[:PREFIX_LENGTH], key_hash=_hash(secret)
+            user=user, name=name, prefix=secret[:PREFIX_LENGTH], key_hash=secret_hash(secret)
         )
         # Exchanging a password for a token, nobody is signed in yet: the owner acts.
         audit_record(action="token.created", obj=token, default_actor=user)
@@ -98,14 +100,14 @@ def token_authenticate(secret: str):
     """The active user a valid, unrevoked token belongs to, else None."""
     if not secret or not secret.startswith(SECRET_PREFIX) or len(secret) > 200:
         return None
-    found = _ACTIVE_TOKEN.fetch([_hash(secret)])
+    found = _ACTIVE_TOKEN.fetch([secret_hash(secret)])
     if not found:
         return None
     # A directory user removed from the directory loses its tokens too. Only with a directory
     # configured: everyone else's tokens take no query more.
     if settings.AUTH_LDAP_SERVER_URI and not _directory_allows(found[0].user):
         return None
-    _touch(found[0])
+    last_used_touch(found[0])
     return found[0].user
 
 
@@ -115,11 +117,12 @@ def _directory_allows(user) -> bool:
     return directory_allows(user)
 
 
-def _touch(token: ApiToken) -> None:
-    """Record use, at most once a minute: one conditional UPDATE, so busy clients don't write per request."""
+def last_used_touch(token) -> None:
+    """Record a token's use (an ApiToken, a ScimToken), at most once a minute: one conditional
+    UPDATE, so busy clients don't write per request."""
     now = timezone.now()
     if token.last_used_at and now - token.last_used_at < LAST_USED_RESOLUTION:
         return
-    ApiToken.objects.filter(pk=token.pk).filter(
+    type(token).objects.filter(pk=token.pk).filter(
         Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
     ).update(last_used_at=now)

@@ -7,14 +7,12 @@ how much of a guess was right.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
-from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
+from accounts.api_tokens import last_used_touch, secret_hash
 from accounts.audit import audit_record
 from accounts.models import ScimToken
 from config.base.errors import KnowledgeError
@@ -22,11 +20,6 @@ from config.base.validation import text_clean
 
 SECRET_PREFIX = "scim_"
 PREFIX_LENGTH = 12
-LAST_USED_RESOLUTION = timedelta(minutes=1)
-
-
-def _hash(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
 def scim_token_create(*, name: str, source: str) -> tuple[ScimToken, str]:
@@ -37,7 +30,7 @@ def scim_token_create(*, name: str, source: str) -> tuple[ScimToken, str]:
     secret = SECRET_PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic():
         token = ScimToken.objects.create(
-            name=name, source=source, prefix=secret[:PREFIX_LENGTH], key_hash=_hash(secret)
+            name=name, source=source, prefix=secret[:PREFIX_LENGTH], key_hash=secret_hash(secret)
         )
         audit_record(action="scim_token.created", obj=token, changes={"source": [None, source]})
     return token, secret
@@ -56,17 +49,7 @@ def scim_token_authenticate(secret: str) -> ScimToken | None:
     """The unrevoked token whose secret this is, else None."""
     if not secret or not secret.startswith(SECRET_PREFIX) or len(secret) > 200:
         return None
-    token = ScimToken.objects.filter(key_hash=_hash(secret), revoked_at__isnull=True).first()
+    token = ScimToken.objects.filter(key_hash=secret_hash(secret), revoked_at__isnull=True).first()
     if token is not None:
-        _touch(token)
+        last_used_touch(token)  # providers send bursts of requests: at most one write a minute
     return token
-
-
-def _touch(token: ScimToken) -> None:
-    """Record use at most once a minute: providers send bursts of requests."""
-    now = timezone.now()
-    if token.last_used_at and now - token.last_used_at < LAST_USED_RESOLUTION:
-        return
-    ScimToken.objects.filter(pk=token.pk).filter(
-        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
-    ).update(last_used_at=now)
