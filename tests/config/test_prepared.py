@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from accounts.api_tokens import _ACTIVE_TOKEN, _hash, token_authenticate, token_create, token_revoke
+from accounts.api_tokens import _ACTIVE_TOKEN, secret_hash, token_authenticate, token_create, token_revoke
 from accounts.models import ApiToken
 from config.base.database import PoolSettings, database_config
 from config.base.prepared import PreparedSelect, planned_once_cursor
@@ -55,7 +55,7 @@ def test_chunks_with_documents_match_select_related_and_load_left_out_fields_laz
 
 def test_token_lookup_finds_only_an_active_token_of_an_active_user(alice):
     _, secret = token_create(user=alice, name="ci")
-    found = _ACTIVE_TOKEN.fetch([_hash(secret)])
+    found = _ACTIVE_TOKEN.fetch([secret_hash(secret)])
     assert [t.pk for t in found] == list(ApiToken.objects.filter(user=alice).values_list("pk", flat=True))
     assert found[0].user.pk == alice.pk and found[0].user.username == alice.username
     assert token_authenticate(secret) == alice
