@@ -54,17 +54,20 @@ def mfa_enabled(user) -> bool:
     return Authenticator.objects.filter(user=user, type__in=types).exists()
 
 
-def mfa_required(user) -> bool:
-    """Whether MFA_REQUIRED covers ``user``; "off" costs no query."""
+def _mfa_rule_covers(user) -> bool:
+    """MFA_REQUIRED's rule alone: "all", or "staff" for an operator; providers' accounts aside."""
     rule = settings.MFA_REQUIRED
-    if rule == "off" or (rule == "staff" and not user.is_staff):
-        return False
-    return mfa_local_account(user)
+    return rule == "all" or (rule == "staff" and user.is_staff)
 
 
 def mfa_setup_pending(user) -> bool:
-    """Whether ``user`` is covered by MFA_REQUIRED and has no second factor yet."""
-    return mfa_required(user) and not mfa_enabled(user)
+    """Whether ``user`` is covered by MFA_REQUIRED and has no second factor yet.
+
+    Asked on every request of a covered account, so the rule (no query) comes first and then the
+    second factor (one query, and the answer for every account that has set one up)."""
+    if not _mfa_rule_covers(user) or mfa_enabled(user):
+        return False
+    return mfa_local_account(user)
 
 
 def totp_code_spend(*, user, code: str) -> bool:

@@ -31,7 +31,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.client_address import client_address
 from accounts.mfa_forms import well_formed
 from accounts.throttles import throttle_charge
-from accounts.views import _closed, _refused  # the password sign-up's own refusals, alike here
+from accounts.views import form_rate_limited, page_closed  # the password sign-up's own refusals, alike here
 from config.base.errors import RateLimitedError
 
 PENDING_SESSION_KEY = "accounts.passkey_signup"
@@ -78,13 +78,13 @@ def _registered(credential: dict):
 @require_http_methods(["GET", "POST"])
 def passkey_signup(request):
     if not settings.LOCAL_LOGIN_ENABLED:
-        return _closed(request, "Sign-up is closed: accounts come from your organisation's sign-in.")
+        return page_closed(request, "Sign-up is closed: accounts come from your organisation's sign-in.")
     form = PasskeySignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:  # accounts created, per client address: the same rate as the password sign-up
             throttle_charge(scope="signup", ident=f"address-{client_address(request)}")
         except RateLimitedError as exc:
-            return _refused(request, "accounts/signup_passkey.html", form, exc)
+            return form_rate_limited(request, "accounts/signup_passkey.html", form, exc)
         request.session[PENDING_SESSION_KEY] = {"id": _reserve_user_id(), **form.cleaned_data}
         return redirect("accounts:signup_passkey_create")
     return render(request, "accounts/signup_passkey.html", {"form": form})

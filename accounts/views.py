@@ -62,13 +62,13 @@ class AdminLoginView(StagedLoginMixin, auth_views.LoginView):
 @require_http_methods(["GET", "POST"])
 def signup(request):
     if not settings.LOCAL_LOGIN_ENABLED:
-        return _closed(request, "Sign-up is closed: accounts come from your organisation's sign-in.")
+        return page_closed(request, "Sign-up is closed: accounts come from your organisation's sign-in.")
     form = SignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:  # accounts created, per client address
             throttle_charge(scope="signup", ident=f"address-{client_address(request)}")
         except RateLimitedError as exc:
-            return _refused(request, "accounts/signup.html", form, exc)
+            return form_rate_limited(request, "accounts/signup.html", form, exc)
         user = form.save()
         login(request, user, backend="accounts.backends.LocalPasswordBackend")
         messages.success(request, f"Welcome, {user.username}.")
@@ -98,7 +98,7 @@ class LocalLoginOnly:
 
     def dispatch(self, request, *args, **kwargs):
         if not settings.LOCAL_LOGIN_ENABLED:
-            return _closed(request, "Password reset is off: sign in with your organisation's provider.")
+            return page_closed(request, "Password reset is off: sign in with your organisation's provider.")
         return super().dispatch(request, *args, **kwargs)
 
 
@@ -111,7 +111,7 @@ class PasswordResetView(LocalLoginOnly, auth_views.PasswordResetView):
         try:
             throttle_charge(scope="password_reset", ident=f"address-{client_address(self.request)}")
         except RateLimitedError as exc:
-            return _refused(self.request, self.template_name, form, exc)
+            return form_rate_limited(self.request, self.template_name, form, exc)
         return super().form_valid(form)
 
 
@@ -129,7 +129,7 @@ class PasswordResetConfirmView(LocalLoginOnly, auth_views.PasswordResetConfirmVi
         return response
 
 
-def _closed(request, message: str):
+def page_closed(request, message: str):
     """A page refused while local log-in is off: 403, with the reason, inside the site's layout."""
     return render(request, "accounts/closed.html", {"message": message}, status=403)
 
@@ -140,7 +140,7 @@ def _report_revoked(request, count: int) -> None:
         messages.success(request, f"{tokens} revoked; create new ones on the API tokens page.")
 
 
-def _refused(request, template: str, form, exc: RateLimitedError):
+def form_rate_limited(request, template: str, form, exc: RateLimitedError):
     """The form again, with the rate's message, as a 429 with Retry-After."""
     form.add_error(None, str(exc))
     response = render(request, template, {"form": form}, status=429)

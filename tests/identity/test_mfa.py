@@ -14,11 +14,13 @@ from allauth.mfa.recovery_codes.internal.auth import RecoveryCodes
 from allauth.mfa.totp.internal.auth import TOTP, generate_totp_secret
 from allauth.socialaccount.models import SocialAccount
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from accounts.api_tokens import token_create
-from accounts.mfa import MFA_REQUIRED_MESSAGE
+from accounts.mfa import MFA_REQUIRED_MESSAGE, mfa_setup_pending
 from accounts.models import ApiToken, AuditEvent, DirectoryAccount
 from tests.api.conftest import generous_throttles  # noqa: F401 (fixture, used by every test here)
 from tests.identity.conftest import signed_in_user
@@ -229,6 +231,17 @@ def test_required_for_all_covers_local_accounts_but_not_provider_or_directory_us
         visitor.force_login(user)
         answer = visitor.get("/collections/")
         assert (answer.status_code == 302 and answer.url == "/accounts/2fa/") is held, user
+
+
+def test_required_for_all_asks_one_query_of_an_account_that_has_its_factor(settings, alice, bob):
+    """The hold is asked on every request of every covered account: one that has set up its factor
+    (the usual case) costs one query, not three."""
+    settings.MFA_REQUIRED = "all"
+    with_app(alice)
+    with CaptureQueriesContext(connection) as asked:
+        assert mfa_setup_pending(alice) is False
+    assert len(asked) == 1
+    assert mfa_setup_pending(bob) is True
 
 
 def test_provider_users_may_not_add_a_factor_here(client, bob):
