@@ -22,6 +22,14 @@ class ScimError(Exception):
         return body
 
 
+def schema_check(body: dict, schema: str, what: str) -> None:
+    """ScimError 400 unless ``body``'s ``schemas`` is a list naming ``schema`` (a string or a number
+    there is no list of schemas, and a string is never searched for a part of it)."""
+    schemas = body.get("schemas")
+    if not isinstance(schemas, list) or schema not in schemas:
+        raise ScimError(400, f"{what} must have the schema {schema}", "invalidSyntax")
+
+
 def invalid_value(detail: str) -> ScimError:
     return ScimError(400, detail, "invalidValue")
 

@@ -36,8 +36,8 @@ GROUP_ATTRIBUTES = {
     ("id", None, None): "pk",
     ("displayName", None, None): "name",
     ("externalId", None, None): "scim_group__external_id",
-    ("members", None, None): "identity_grants__user__pk",
-    ("members", "value", None): "identity_grants__user__pk",
+    ("members", None, None): "scim_members__user__pk",  # accounts.scim.groups.scim_groups
+    ("members", "value", None): "scim_members__user__pk",
 }
 
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from django.contrib.auth.models import Group
 from django.db import transaction
+from django.db.models import FilteredRelation, Q
 
 from accounts.audit import AuditSubject, audit_record
 from accounts.models import ScimGroup, TeamGrant
-from accounts.scim.errors import ScimError, invalid_value, not_found
+from accounts.scim.errors import ScimError, invalid_value, not_found, schema_check
 from accounts.scim.http import location
 from accounts.scim.patch import Operation, member_in_path
 from accounts.scim.teams import scim_source, team_grants_add, team_members_remove
@@ -24,7 +25,14 @@ GROUP_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:Group"
 
 
 def scim_groups(*, source: str):
-    return Group.objects.filter(scim_group__source=source).select_related("scim_group")
+    """``source``'s teams; ``scim_members`` (for the members filter) are its own grants only, as the
+    resource lists them: a sign-in's or another source's grant of the team is not its to show."""
+    own_grants = FilteredRelation("identity_grants", condition=Q(identity_grants__source=scim_source(source)))
+    return (
+        Group.objects.filter(scim_group__source=source)
+        .annotate(scim_members=own_grants)
+        .select_related("scim_group")
+    )
 
 
 def scim_group(*, source: str, group_id: str, for_update: bool = False):
@@ -78,19 +86,29 @@ def _check_name_free(name: str, *, team=None) -> None:
 
 
 def _members(source: str, value) -> list:
-    """The users a members value names (``[{"value": "<id>"}, ...]``); all must be ``source``'s."""
+    """The users a members value names (``[{"value": "<id>"}, ...]``) to add or to set: all must be
+    ``source``'s, and none an operator's account (which SCIM never changes, its teams neither)."""
+    ids = _named_ids(value)
+    users = list(scim_users(source=source).filter(pk__in={int(one) for one in ids if is_id(one)}))
+    if len(users) != len(ids):
+        raise invalid_value("a member is not a user this provider provisioned")
+    _check_no_operator(users)
+    return users
+
+
+def _named_ids(value) -> set[str]:
     if value in (None, ""):
-        return []
+        return set()
     if isinstance(value, dict):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise invalid_value('members must be a list of {"value": "<user id>"}')
-    ids = {str(item.get("value", "")) for item in value}
-    numbers = {int(one) for one in ids if is_id(one)}
-    users = list(scim_users(source=source).filter(pk__in=numbers))
-    if len(users) != len(ids):
-        raise invalid_value("a member is not a user this provider provisioned")
-    return users
+    return {str(item.get("value", "")) for item in value}
+
+
+def _check_no_operator(users) -> None:
+    if any(user.is_staff or user.is_superuser for user in users):
+        raise ScimError(403, "a member is an operator's account: SCIM does not change its teams")
 
 
 @transaction.atomic
@@ -112,8 +130,7 @@ def scim_group_create(*, source: str, body: dict):
 
 
 def _check_schema(body: dict) -> None:
-    if GROUP_SCHEMA not in (body.get("schemas") or []):
-        raise ScimError(400, f"a Group must have the schema {GROUP_SCHEMA}", "invalidSyntax")
+    schema_check(body, GROUP_SCHEMA, "a Group")
 
 
 @transaction.atomic
@@ -193,14 +210,17 @@ class _Change:
         if value in (None, "", []):
             ids = set(self._member_ids())
         else:
-            ids = {user.pk for user in _members(self.source, value)}
+            # A member this provider deleted since is gone from the team already: removing it again
+            # is no error (a provider would retry the whole PATCH for ever).
+            ids = set(self._member_ids()) & {int(one) for one in _named_ids(value) if is_id(one)}
+        _check_no_operator(scim_users(source=self.source).filter(pk__in=ids))
         self.removed += team_members_remove(team=self.team, source=self.source, user_ids=ids)
 
     def set_members(self, users) -> None:
         wanted = {user.pk for user in users}
-        self.removed += team_members_remove(
-            team=self.team, source=self.source, user_ids=set(self._member_ids()) - wanted
-        )
+        leaving = set(self._member_ids()) - wanted
+        _check_no_operator(scim_users(source=self.source).filter(pk__in=leaving))
+        self.removed += team_members_remove(team=self.team, source=self.source, user_ids=leaving)
         self.add_members(users)
 
     def _member_ids(self):

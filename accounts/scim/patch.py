@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from accounts.scim.errors import ScimError, invalid_value
+from accounts.scim.errors import ScimError, invalid_value, schema_check
 
 PATCH_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:PatchOp"
 MAX_OPERATIONS = 1000  # Entra ID sends group memberships in batches far below this
@@ -29,8 +29,7 @@ class Operation:
 
 def patch_operations(body: dict) -> list[Operation]:
     """The body's operations; ScimError 400 for a body that is no PatchOp."""
-    if PATCH_SCHEMA not in (body.get("schemas") or []):
-        raise ScimError(400, f"a PATCH body must have the schema {PATCH_SCHEMA}", "invalidSyntax")
+    schema_check(body, PATCH_SCHEMA, "a PATCH body")
     raw = body.get("Operations", body.get("operations"))
     if not isinstance(raw, list) or not raw or len(raw) > MAX_OPERATIONS:
         raise ScimError(

@@ -20,10 +20,11 @@ from django.utils import timezone
 
 from accounts.audit import audit_changes, audit_record
 from accounts.models import ScimAccount, TeamGrant
-from accounts.scim.errors import ScimError, invalid_value, not_found
+from accounts.scim.errors import ScimError, invalid_value, not_found, schema_check
 from accounts.scim.http import location
 from accounts.scim.patch import Operation, as_bool
 from accounts.scim.teams import scim_source, team_grants_revoke
+from accounts.sso.linking import accounts_with_email
 from config.base.validation import text_clean
 
 USER_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:User"
@@ -96,8 +97,7 @@ def _values(user) -> dict:
 def fields_from_resource(body: dict, *, current: dict | None = None) -> dict:
     """The account's fields a POST or PUT body gives (a PUT replaces the names and the address; an
     ``active`` or ``externalId`` left out stays as it was)."""
-    if USER_SCHEMA not in (body.get("schemas") or []):
-        raise ScimError(400, f"a User must have the schema {USER_SCHEMA}", "invalidSyntax")
+    schema_check(body, USER_SCHEMA, "a User")
     name = body.get("name") if isinstance(body.get("name"), dict) else {}
     current = current or {"is_active": True, "external_id": ""}
     fields = {
@@ -180,6 +180,17 @@ def _check_name_free(username: str, *, user=None) -> None:
         raise ScimError(409, f"an account named {username!r} exists already", "uniqueness")
 
 
+def _check_email_free(email: str, *, user=None) -> None:
+    """A provider's first sign-in may link to the one account that has its address, so no SCIM
+    source may give an address another account has (it would take that sign-in, or make it
+    ambiguous and refused)."""
+    if not email:
+        return
+    others = [found for found in accounts_with_email(email) if user is None or found.pk != user.pk]
+    if others:
+        raise ScimError(409, f"another account has the e-mail address {email!r}", "uniqueness")
+
+
 def _check_not_operator(user) -> None:
     if user.is_staff or user.is_superuser:
         raise ScimError(403, "this account is an operator's: SCIM does not change it")
@@ -193,6 +204,7 @@ def scim_user_create(*, source: str, body: dict):
     existing = get_user_model().objects.filter(username__iexact=fields["username"]).first()
     if existing is not None:
         return _revived(existing, source=source, fields=fields)
+    _check_email_free(fields["email"])
     user = get_user_model()(**{name: fields[name] for name in FIELDS if name != "external_id"})
     user.set_unusable_password()  # signs in through the provider, never with a password
     user.save()
@@ -209,10 +221,10 @@ def scim_user_create(*, source: str, body: dict):
 
 def _revived(user, *, source: str, fields: dict):
     link = ScimAccount.objects.select_for_update().filter(user=user).first()
-    if link is None or link.source != source or link.deleted_at is None:
+    revivable = link is not None and link.source == source and link.deleted_at is not None
+    if not revivable or link.external_id != fields["external_id"]:
         raise ScimError(409, f"an account named {fields['username']!r} exists already", "uniqueness")
-    if link.external_id != fields["external_id"] or user.is_staff or user.is_superuser:
-        raise ScimError(409, f"an account named {fields['username']!r} exists already", "uniqueness")
+    _check_not_operator(user)
     link.deleted_at = None
     link.save(update_fields=["deleted_at", "updated_at"])
     user.scim_account = link
@@ -225,6 +237,7 @@ def _write(user, fields: dict, *, action: str, source: str) -> None:
     scim.user_deactivated or scim.user_reactivated when ``active`` changed)."""
     before = _values(user)
     _check_name_free(fields["username"], user=user)
+    _check_email_free(fields["email"], user=user)
     for name in FIELDS:
         if name != "external_id":
             setattr(user, name, fields[name])
@@ -271,7 +284,8 @@ def scim_user_delete(*, source: str, user_id: str) -> None:
         TeamGrant.objects.filter(user=user, source=scim_source(source)).values_list("team_id", flat=True)
     )
     removed = team_grants_revoke(user=user, source=source, team_ids=set(teams))
-    ScimAccount.objects.filter(pk=user.scim_account.pk).update(deleted_at=timezone.now())
+    now = timezone.now()  # update() skips auto_now: meta.lastModified says when it was deleted
+    ScimAccount.objects.filter(pk=user.scim_account.pk).update(deleted_at=now, updated_at=now)
     audit_record(
         action="scim.user_deleted",
         obj=user,

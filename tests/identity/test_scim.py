@@ -232,6 +232,11 @@ def test_a_team_membership_given_by_another_source_stays_when_scim_removes_its_o
         f"Groups/{group['id']}", {"op": "Remove", "path": "members", "value": [{"value": user["id"]}]}
     )
     assert team.user_set.filter(pk=account.pk).exists()  # the sign-in's grant still holds
+    # Nor does the members filter see the sign-in's grant: the group lists SCIM's members only.
+    assert entra.get("Groups", filter=f'members eq "{user["id"]}"').json()["totalResults"] == 0
+    entra.patch(f"Groups/{group['id']}", {"op": "Add", "path": "members", "value": [{"value": user["id"]}]})
+    found = entra.get("Groups", filter=f'members.value eq "{user["id"]}"').json()
+    assert [resource["id"] for resource in found["Resources"]] == [group["id"]]
 
 
 def test_paging_by_start_index_and_count_with_a_cap(entra, monkeypatch):
@@ -490,3 +495,63 @@ def test_a_provisioned_user_signs_in_through_the_provider_to_the_same_account(en
     assert signed_in_user(client) == User.objects.get(pk=resource["id"])
     entra.patch(f"Users/{resource['id']}", {"op": "Replace", "path": "active", "value": "False"})
     assert client.get("/collections/").status_code == 302
+
+
+@pytest.mark.security
+def test_an_e_mail_address_another_account_has_is_refused(entra, okta, make_user):
+    """A provider's first sign-in may link to the one account with its address: no source may give
+    another account's address to one of its own, whether it creates, replaces or patches."""
+    make_user("dora", email="dora@corp.example")
+    mine = created(okta, "Users", okta_user("olga@okta.local"))
+    theirs = created(entra, "Users", entra_user("erin@contoso.com"))  # erin@testuser.com
+    taken = {**okta_user("dora.copy@okta.local", "ext-dora"), "emails": [{"value": "DORA@corp.example"}]}
+    error_of(okta.post("Users", taken), 409, "uniqueness")
+    to_theirs = {"op": "replace", "path": 'emails[type eq "work"].value', "value": "erin@testuser.com"}
+    error_of(okta.patch(f"Users/{mine['id']}", to_theirs), 409, "uniqueness")
+    replaced = {**okta_user("olga@okta.local"), "emails": [{"value": "dora@corp.example", "primary": True}]}
+    error_of(okta.put(f"Users/{mine['id']}", replaced), 409, "uniqueness")
+    assert User.objects.get(pk=mine["id"]).email == "olga@okta.local"
+    assert User.objects.get(pk=theirs["id"]).email == "erin@testuser.com"
+    assert not User.objects.filter(username="dora.copy@okta.local").exists()
+    own = {"op": "replace", "path": 'emails[type eq "work"].value', "value": "Olga@okta.local"}
+    assert okta.patch(f"Users/{mine['id']}", own).status_code == 200  # its own address, in other case
+
+
+@pytest.mark.security
+@pytest.mark.parametrize("schemas", [1, True, "urn:ietf:params:scim:schemas:core:2.0:UserXX", {"a": 1}])
+def test_schemas_that_are_no_list_are_refused_not_an_error(entra, schemas):
+    error_of(entra.post("Users", {"schemas": schemas, "userName": "a"}), 400, "invalidSyntax")
+    error_of(entra.post("Groups", {"schemas": schemas, "displayName": "A"}), 400, "invalidSyntax")
+    user = created(entra, "Users", entra_user("paul@contoso.com"))
+    body = {"schemas": schemas, "Operations": [{"op": "Replace", "path": "active", "value": "False"}]}
+    error_of(entra.request("PATCH", f"Users/{user['id']}", body), 400, "invalidSyntax")
+    assert User.objects.get(pk=user["id"]).is_active and not User.objects.filter(username="a").exists()
+
+
+@pytest.mark.security
+def test_an_operators_team_membership_is_never_changed_by_a_group(entra):
+    henry = created(entra, "Users", entra_user("henry@contoso.com"))
+    ivy = created(entra, "Users", entra_user("ivy@contoso.com", "ext-ivy"))
+    group = created(entra, "Groups", {**entra_group("Finance"), "members": [{"value": henry["id"]}]})
+    User.objects.filter(pk__in=[henry["id"], ivy["id"]]).update(is_staff=True)
+    path = f"Groups/{group['id']}"
+    remove = {"op": "Remove", "path": f'members[value eq "{henry["id"]}"]'}
+    error_of(entra.patch(path, remove), 403)
+    error_of(entra.put(path, {**entra_group("Finance"), "members": []}), 403)
+    error_of(entra.patch(path, {"op": "Add", "path": "members", "value": [{"value": ivy["id"]}]}), 403)
+    members = set(Group.objects.get(pk=group["id"]).user_set.values_list("pk", flat=True))
+    assert members == {int(henry["id"])}
+
+
+def test_removing_a_member_deleted_since_is_no_error(entra):
+    """Entra ID sends a group's removals after it deleted the user; a refusal would be retried for ever."""
+    gone = created(entra, "Users", entra_user("gus@contoso.com"))
+    stays = created(entra, "Users", entra_user("hal@contoso.com", "ext-hal"))
+    both = [{"value": gone["id"]}, {"value": stays["id"]}]
+    group = created(entra, "Groups", {**entra_group("Legal"), "members": both})
+    assert entra.delete(f"Users/{gone['id']}").status_code == 204
+    answer = entra.patch(f"Groups/{group['id']}", {"op": "Remove", "path": "members", "value": both})
+    assert answer.status_code == 204, answer.text
+    assert not Group.objects.get(pk=group["id"]).user_set.exists()
+    link = ScimAccount.objects.get(user_id=gone["id"])
+    assert link.updated_at == link.deleted_at  # meta.lastModified says when it was deleted
