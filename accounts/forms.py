@@ -1,9 +1,10 @@
 import logging
+import unicodedata
 from urllib.parse import urlsplit
 
 from django import forms
 from django.conf import settings
-from django.contrib.auth import authenticate
+from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.forms import (
     AuthenticationForm,
     PasswordChangeForm,
@@ -11,6 +12,7 @@ from django.contrib.auth.forms import (
     UserCreationForm,
 )
 
+from accounts.mfa import passkey_only_account
 from accounts.throttles import throttle_charge
 from config.base.errors import RateLimitedError
 
@@ -64,6 +66,25 @@ class PasswordChangeWithTokensForm(PasswordChangeForm):
         return old_password
 
 
+def _accounts_to_reset(email: str):
+    """Django's (active accounts of this address with a password) and those that sign in with a
+    passkey alone: their address is their way back in when the passkey is lost (Django leaves out
+    every account without a password, taking it for a provider's)."""
+    field = get_user_model().get_email_field_name()
+    active = get_user_model()._default_manager.filter(**{f"{field}__iexact": email, "is_active": True})
+    for user in active:
+        if _same_address(email, getattr(user, field)) and (
+            user.has_usable_password() or passkey_only_account(user)
+        ):
+            yield user
+
+
+def _same_address(one: str, other: str) -> bool:
+    """As Django compares them: letters whose capitals collide (a dotless ı is an I in upper case,
+    so the database's case-insensitive match finds it) do not make the same address."""
+    return unicodedata.normalize("NFKC", one).casefold() == unicodedata.normalize("NFKC", other).casefold()
+
+
 class ThrottledPasswordResetForm(PasswordResetForm):
     """Sends an account at most API_THROTTLE_PASSWORD_RESET reset e-mails, whoever asks.
 
@@ -72,7 +93,7 @@ class ThrottledPasswordResetForm(PasswordResetForm):
     """
 
     def get_users(self, email):
-        for user in super().get_users(email):
+        for user in _accounts_to_reset(email):
             try:
                 throttle_charge(scope="password_reset", ident=f"account-{user.pk}")
             except RateLimitedError as exc:

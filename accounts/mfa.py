@@ -25,13 +25,9 @@ from allauth.mfa.models import Authenticator
 from django.conf import settings
 from django.utils import timezone
 
-from accounts.models import DirectoryAccount, SpentTotpCode
+from accounts.models import DirectoryAccount, ScimAccount, SpentTotpCode
 
 SITE_NAME = "Knowledge"
-MFA_REQUIRED_MESSAGE = (
-    "This account must have a second factor (an authenticator app or a passkey): "
-    "add one on the two-factor authentication page (/accounts/2fa/) first."
-)
 MFA_ACCOUNT_TOKEN_MESSAGE = (
     "This account signs in with a second factor, so a password alone cannot make an API token: "
     "sign in on the log-in page and create one on the API tokens page (/accounts/tokens/)."
@@ -42,10 +38,22 @@ EXTERNAL_ACCOUNT_MESSAGE = (
 
 
 def mfa_local_account(user) -> bool:
-    """Whether ``user``'s sign-ins are ours to protect: not linked to a provider or a directory."""
+    """Whether ``user``'s sign-ins are ours to protect. A directory's account signs in at the
+    directory, a provider's account without a password at the provider (which does its MFA); an
+    account that keeps a password signs in here with it, linked to a provider or not (an operator
+    an operator linked, someone who connected a provider), so it is ours."""
     if DirectoryAccount.objects.filter(user=user).exists():
         return False
-    return not user.socialaccount_set.exists()
+    return user.has_usable_password() or not user.socialaccount_set.exists()
+
+
+def passkey_only_account(user) -> bool:
+    """Whether ``user`` signs in with a passkey alone (a passkey sign-up): a local account with no
+    password and a passkey, not one a provider, a directory or SCIM made (those sign in there)."""
+    if user.has_usable_password() or ScimAccount.objects.filter(user=user).exists():
+        return False
+    passkeys = Authenticator.objects.filter(user=user, type=Authenticator.Type.WEBAUTHN)
+    return mfa_local_account(user) and passkeys.exists()
 
 
 def mfa_enabled(user) -> bool:

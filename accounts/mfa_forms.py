@@ -102,6 +102,13 @@ class AuthenticateWebAuthnForm(BasePasskeyForm):
             raise
 
 
+class ReauthenticateWebAuthnForm(AuthenticateWebAuthnForm):
+    """The passkey asked again before a factor is added or removed (allauth's, on our checks)."""
+
+    reauthenticated = True
+    passwordless = False
+
+
 class LoginWebAuthnForm(BasePasskeyLoginForm):
     """Sign-in with a passkey alone. The account is whatever the credential claims, so a refusal
     names the account only when the passkey itself was verified (it never is, when refused)."""

@@ -10,14 +10,21 @@ an e-mail address for recovery) and creates nothing until the passkey exists:
    its account's id as the user handle, so the id must be known before the passkey is made.
 2. /accounts/signup/passkey/create/ asks the browser for a discoverable, user-verified passkey for
    that id (allauth's WebAuthn ceremony and its JavaScript), and on its answer creates the account
-   (no usable password) and the passkey in one transaction, then signs in.
+   (no usable password), the passkey and recovery codes in one transaction, signs in and shows
+   the codes.
 
 An abandoned step 2 leaves nothing behind but an unused id; the name stays free until an account
-really takes it (checked again at step 2, under the database's unique constraint).
+really takes it (checked again at step 2, in any case, and under the database's unique constraint).
+
+A lost passkey is not a lost account: the e-mail address gets a password reset (accounts.forms:
+such an account may reset, though it has no password), and the password then signs in with a
+recovery code as its second factor.
 """
 
 from __future__ import annotations
 
+from allauth.account.internal.flows.login import record_authentication
+from allauth.mfa.recovery_codes.internal.auth import RecoveryCodes
 from allauth.mfa.webauthn.internal import auth as webauthn
 from allauth.mfa.webauthn.internal.flows import signup_authenticator
 from django import forms
@@ -35,12 +42,19 @@ from accounts.views import form_rate_limited, page_closed  # the password sign-u
 from config.base.errors import RateLimitedError
 
 PENDING_SESSION_KEY = "accounts.passkey_signup"
+RECOVERY_CODES_MESSAGE = (
+    "Keep these recovery codes somewhere safe: if you lose your passkey, reset your password by "
+    "e-mail and sign in with it and one of these codes."
+)
 
 
 class PasskeySignUpForm(forms.ModelForm):
     """The password sign-up's fields less the passwords: Django's username rules, a unique name."""
 
-    email = forms.EmailField(required=True, help_text="Used only to reach you about your account.")
+    email = forms.EmailField(
+        required=True,
+        help_text="Used to reach you about your account, and to let you back in if you lose your passkey.",
+    )
 
     class Meta:
         model = get_user_model()
@@ -97,13 +111,19 @@ def passkey_signup_create(request):
         return redirect("accounts:signup_passkey")
     form = PasskeyForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        user = _create_account(request, pending, form.cleaned_data["credential"])
-        if user is None:
+        passkey = _create_account(request, pending, form.cleaned_data["credential"])
+        if passkey is None:
             messages.error(request, f"The name {pending['username']} was taken meanwhile: choose another.")
             return redirect("accounts:signup_passkey")
+        user = passkey.user
         login(request, user, backend="accounts.backends.LocalPasswordBackend")
-        messages.success(request, f"Welcome, {user.username}.")
-        return redirect("knowledge:collections")
+        # The passkey was presented a moment ago: allauth's pages that ask for it again (the recovery
+        # codes, shown next) take that as a re-check, as if just asked (for the next few minutes).
+        record_authentication(
+            request, user, "mfa", id=passkey.pk, type=passkey.type, passwordless=True, reauthenticated=True
+        )
+        messages.success(request, f"Welcome, {user.username}. {RECOVERY_CODES_MESSAGE}")
+        return redirect("mfa_view_recovery_codes")
     options = webauthn.begin_registration(_pending_user(pending), passwordless=True)
     context = {"form": form, "username": pending["username"], "js_data": {"creation_options": options}}
     return render(request, "accounts/signup_passkey_create.html", context)
@@ -123,15 +143,19 @@ def _pending_user(pending: dict):
 
 
 def _create_account(request, pending: dict, credential: dict):
-    """The account and its passkey, together or not at all; None when the name is taken by now."""
+    """The account, its passkey and its recovery codes, together or not at all: the passkey (its
+    ``user`` the account), or None when the name is taken by now."""
     user = _pending_user(pending)
     user.set_unusable_password()
     try:
         with transaction.atomic():
+            if get_user_model().objects.filter(username__iexact=user.username).exists():
+                return None  # "Alice" signed up while "alice" made the passkey
             user.save(force_insert=True)
-            signup_authenticator(request, user=user, name="Passkey", credential=credential)
+            passkey = signup_authenticator(request, user=user, name="Passkey", credential=credential)
+            RecoveryCodes.activate(user)  # allauth makes none at a passkey sign-up
     except IntegrityError:
         return None
     finally:
         request.session.pop(PENDING_SESSION_KEY, None)
-    return user
+    return passkey

@@ -301,6 +301,7 @@ MFA_FORMS = {
     "add_webauthn": "accounts.mfa_forms.AddWebAuthnForm",
     "authenticate": "accounts.mfa_forms.AuthenticateForm",
     "reauthenticate": "accounts.mfa_forms.ReauthenticateForm",
+    "reauthenticate_webauthn": "accounts.mfa_forms.ReauthenticateWebAuthnForm",
     "authenticate_webauthn": "accounts.mfa_forms.AuthenticateWebAuthnForm",
     "login_webauthn": "accounts.mfa_forms.LoginWebAuthnForm",
 }

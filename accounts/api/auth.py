@@ -31,7 +31,7 @@ class BearerTokenAuthentication(BaseAuthentication):
         # A token made before the default password was flagged, or before MFA_REQUIRED covered the account.
         held = account_hold(user)
         if held:
-            raise PermissionDenied(held)
+            raise PermissionDenied(held.message)
         return user, None
 
     def authenticate_header(self, request) -> str:

@@ -12,10 +12,10 @@ from rest_framework.response import Response
 
 from accounts.api.base import ApiView, StrictSerializer, errors, validated
 from accounts.api_tokens import token_create, token_revoke, tokens_for_user
-from accounts.mfa import MFA_ACCOUNT_TOKEN_MESSAGE, MFA_REQUIRED_MESSAGE, mfa_enabled, mfa_setup_pending
+from accounts.mfa import MFA_ACCOUNT_TOKEN_MESSAGE, mfa_enabled
 from accounts.mfa_audit import mfa_refusal_record
 from accounts.models import ApiToken
-from accounts.policy import DEFAULT_PASSWORD_MESSAGE, must_change_password
+from accounts.policy import account_hold
 from config.base.errors import ForbiddenError, NotAuthenticatedError
 
 
@@ -77,13 +77,12 @@ class PasswordTokenView(ApiView):
         user = authenticate(request._request, username=data["username"], password=data["password"])
         if user is None:
             raise NotAuthenticatedError(_refusal())
-        if must_change_password(user):  # a token would outlive the default password everyone knows
-            raise ForbiddenError(DEFAULT_PASSWORD_MESSAGE)
+        held = account_hold(user)  # a token would outlive the default password everyone knows
+        if held:
+            raise ForbiddenError(held.message)
         if mfa_enabled(user):
             mfa_refusal_record(user=user, method="api password exchange", reason="second factor required")
             raise ForbiddenError(MFA_ACCOUNT_TOKEN_MESSAGE)
-        if mfa_setup_pending(user):
-            raise ForbiddenError(MFA_REQUIRED_MESSAGE)
         name = data.get("name") or f"API token {timezone.now():%Y-%m-%d %H:%M}"
         token, secret = token_create(user=user, name=name)
         return Response({"token": secret, "name": token.name}, status=status.HTTP_201_CREATED)

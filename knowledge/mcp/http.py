@@ -108,7 +108,8 @@ def _authenticate(secret: str) -> tuple:
     close_old_connections()
     try:
         user = token_authenticate(secret)
-        return user, account_hold(user) if user is not None else None
+        held = account_hold(user) if user is not None else None
+        return user, held.message if held else None
     finally:
         close_old_connections()
 

@@ -20,8 +20,9 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from accounts.api_tokens import token_create
-from accounts.mfa import MFA_REQUIRED_MESSAGE, mfa_setup_pending
-from accounts.models import ApiToken, AuditEvent, DirectoryAccount
+from accounts.mfa import mfa_setup_pending
+from accounts.models import ApiToken, AuditEvent, DirectoryAccount, ScimAccount
+from accounts.policy import MFA_REQUIRED_MESSAGE, policy_require_password_change
 from tests.api.conftest import generous_throttles  # noqa: F401 (fixture, used by every test here)
 from tests.identity.conftest import signed_in_user
 from tests.identity.test_routes import in_our_layout
@@ -220,11 +221,19 @@ def test_required_for_staff_lets_the_operator_in_once_a_factor_is_added(client, 
     assert client.get("/collections/").status_code == 200
 
 
+def provider_user(user):
+    """``user`` as single sign-on makes one: linked to a provider, with no password of ours."""
+    SocialAccount.objects.create(user=user, provider="corp", uid=user.username)
+    user.set_unusable_password()
+    user.save()
+    return user
+
+
 def test_required_for_all_covers_local_accounts_but_not_provider_or_directory_users(
     client, settings, alice, bob, charlie
 ):
     settings.MFA_REQUIRED = "all"
-    SocialAccount.objects.create(user=bob, provider="corp", uid="bob")
+    provider_user(bob)
     DirectoryAccount.objects.create(user=charlie, dn="uid=charlie,dc=example,dc=org", username="charlie")
     for user, held in [(alice, True), (bob, False), (charlie, False)]:
         visitor = Client()
@@ -244,8 +253,21 @@ def test_required_for_all_asks_one_query_of_an_account_that_has_its_factor(setti
     assert mfa_setup_pending(bob) is True
 
 
+@pytest.mark.security
+def test_an_account_linked_to_a_provider_that_keeps_its_password_is_covered(client, settings, operator):
+    """Its password still signs in on our log-in page, so linking it to a provider (by an operator,
+    or by connecting one) must not take it out of MFA_REQUIRED."""
+    settings.MFA_REQUIRED = "staff"
+    SocialAccount.objects.create(user=operator, provider="corp", uid="sam")
+    password_step(client, "sam")
+    answer = client.get("/collections/")
+    assert answer.status_code == 302 and answer.url == "/accounts/2fa/"
+    reauthenticated(client, "sam")
+    assert client.get("/accounts/2fa/totp/activate/").status_code == 200
+
+
 def test_provider_users_may_not_add_a_factor_here(client, bob):
-    SocialAccount.objects.create(user=bob, provider="corp", uid="bob")
+    provider_user(bob)
     client.force_login(bob)
     for path in ["/accounts/2fa/totp/activate/", "/accounts/2fa/webauthn/add/"]:
         answer = client.get(path)
@@ -290,6 +312,15 @@ def test_a_malformed_passkey_answer_is_refused_not_an_error(client, alice):
     assert mfa_events("mfa.login_refused") == [{"method": "passkey", "reason": "passkey not accepted"}]
 
 
+def test_a_malformed_passkey_answer_asked_again_is_refused_not_an_error(client, alice):
+    """The re-check before a factor is changed reads the same answer as the sign-in."""
+    Authenticator.objects.create(user=alice, type=Authenticator.Type.WEBAUTHN, data={})
+    client.force_login(alice)
+    answer = client.post("/accounts/2fa/webauthn/reauthenticate/", {"credential": '{"id": "forged"}'})
+    assert answer.status_code == 302 and answer.url == "/accounts/login/"
+    assert mfa_events("mfa.login_refused") == [{"method": "passkey", "reason": "passkey not accepted"}]
+
+
 @pytest.mark.security
 @pytest.mark.django_db(transaction=True)  # the server's threads read the test's rows on their own connections
 @pytest.mark.usefixtures("no_persistent_connections")
@@ -309,3 +340,40 @@ def test_required_for_staff_holds_an_operators_token_at_mcp_too(settings, operat
         assert refused.status_code == 403 and refused.json()["error"]["message"] == MFA_REQUIRED_MESSAGE
         settings.MFA_REQUIRED = "off"
         assert httpx2.post(url, json=body, headers=headers, timeout=30).status_code == 200
+
+
+@pytest.mark.security
+def test_a_password_reset_reaches_a_passkey_only_account_but_never_a_providers(client, make_user, mailoutbox):
+    """A passkey sign-up's address is its way back in when the passkey is lost; an account a
+    provider or SCIM made has no password either, and must never get one here."""
+    for name in ["dora", "erin", "fay"]:
+        user = make_user(name, email=f"{name}@example.org")
+        user.set_unusable_password()
+        user.save()
+        Authenticator.objects.create(user=user, type=Authenticator.Type.WEBAUTHN, data={})
+    provider_user(User.objects.get(username="erin"))
+    ScimAccount.objects.create(user=User.objects.get(username="fay"), source="entra")
+    for name in ["dora", "erin", "fay"]:
+        answer = client.post("/accounts/password/reset/", {"email": f"{name.upper()}@example.org"})
+        assert answer.status_code == 302
+    assert [message.to for message in mailoutbox] == [["dora@example.org"]]
+
+
+def test_an_operator_on_the_default_password_changes_it_and_then_adds_a_factor(client, settings, operator):
+    """Two holds at once (the first start with MFA_REQUIRED=staff): one page at a time, never a loop
+    between the password page and the MFA pages."""
+    settings.MFA_REQUIRED = "staff"
+    policy_require_password_change(user=operator)
+    password_step(client, "sam")
+    held = client.get("/collections/")
+    assert held.status_code == 302 and held.url == "/accounts/password/change/"
+    assert client.get("/accounts/password/change/").status_code == 200
+    new = "A-fresh-pass-for-Sam-9"
+    changed = client.post(
+        "/accounts/password/change/",
+        {"old_password": "pw-sam", "new_password1": new, "new_password2": new},
+    )
+    assert changed.status_code == 302, changed.content
+    held = client.get("/collections/")
+    assert held.status_code == 302 and held.url == "/accounts/2fa/"
+    assert client.get("/accounts/2fa/").status_code == 200

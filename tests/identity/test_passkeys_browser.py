@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, urlencode
 
 import pytest
 from allauth.mfa.models import Authenticator
+from allauth.mfa.recovery_codes.internal.auth import RecoveryCodes
 from django.contrib.auth.models import User
 from fido2.utils import websafe_encode
 
@@ -63,7 +64,8 @@ def log_out(page) -> None:
 
 
 def passkey_signed_up(page, site: str, username: str) -> None:
-    """Signs up ``username`` with a passkey, from the sign-up page, and waits until signed in."""
+    """Signs up ``username`` with a passkey, from the sign-up page, and waits until signed in and
+    shown the account's recovery codes."""
     page.goto(f"{site}/accounts/signup/")
     page.click("#passkey-signup-link")
     page.fill("input[name=username]", username)
@@ -71,8 +73,38 @@ def passkey_signed_up(page, site: str, username: str) -> None:
     page.click("button[type=submit]")
     page.wait_for_url(re.compile(r".*/accounts/signup/passkey/create/$"))
     page.click("#passkey-signup")
-    page.wait_for_url(re.compile(r".*/collections/$"))
+    page.wait_for_url(re.compile(r".*/accounts/2fa/recovery-codes/$"))
     assert username in page.inner_text("header")
+    assert "Keep these recovery codes somewhere safe" in page.inner_text("main")
+
+
+def test_a_passkey_sign_up_shows_recovery_codes_that_sign_in_after_a_reset(chromium, site, mailoutbox):
+    """A lost passkey is not a lost account: the address gets a reset, the new password signs in
+    with a recovery code shown at sign-up as the second factor."""
+    page, _ = browser_with_authenticator(chromium)
+    passkey_signed_up(page, site, "fred")
+    fred = User.objects.get(username="fred")
+    codes = RecoveryCodes(Authenticator.objects.get(user=fred, type="recovery_codes")).get_unused_codes()
+    assert len(codes) == 10 and page.input_value("main textarea").split() == codes
+    log_out(page)
+    page.goto(f"{site}/accounts/password/reset/")
+    page.fill("input[name=email]", "fred@example.org")
+    page.click("main button[type=submit]")
+    page.wait_for_url(re.compile(r".*/accounts/password/reset/done/$"))
+    (sent,) = mailoutbox
+    page.goto(re.search(rf"{re.escape(site)}/accounts/reset/\S+/", sent.body).group(0))
+    page.fill("input[name=new_password1]", "A-new-pass-for-Fred-7")
+    page.fill("input[name=new_password2]", "A-new-pass-for-Fred-7")
+    page.click("main button[type=submit]")
+    page.goto(f"{site}/accounts/login/")
+    page.fill("input[name=username]", "fred")
+    page.fill("input[name=password]", "A-new-pass-for-Fred-7")
+    page.click("form.stack button[type=submit]")
+    page.wait_for_url(re.compile(r".*/accounts/2fa/authenticate/$"))
+    page.fill("input[name=code]", codes[0])
+    page.click("main form button[type=submit]")
+    page.wait_for_url(re.compile(r".*/collections/$"))
+    assert "fred" in page.inner_text("header")
 
 
 def test_a_passkey_sign_up_then_a_passkey_sign_in(chromium, site):
