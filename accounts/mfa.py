@@ -41,7 +41,7 @@ def mfa_local_account(user) -> bool:
     """Whether ``user``'s sign-ins are ours to protect. A directory's account signs in at the
     directory, a provider's account without a password at the provider (which does its MFA); an
     account that keeps a password signs in here with it, linked to a provider or not (an operator
-    an operator linked, someone who connected a provider), so it is ours."""
+    linked in the admin, someone who connected a provider to a local account), so it is ours."""
     if DirectoryAccount.objects.filter(user=user).exists():
         return False
     return user.has_usable_password() or not user.socialaccount_set.exists()
